@@ -1,0 +1,5 @@
+// The one place dsh imports cordis and schemastery from. A swap to a patched
+// copy of either touches this package only.
+export * from 'cordis'
+export { default as Schema } from 'schemastery'
+export { ScopedRegistry } from './registry.ts'
