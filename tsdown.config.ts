@@ -1,17 +1,45 @@
-import { defineConfig } from 'tsdown'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { defineConfig, type UserConfig } from 'tsdown'
 
-// One build for the whole workspace: every top-level file in a package's
-// src/ is an entry, emitted to lib/. Dependencies listed in a package's
-// package.json stay external (workspace packages and native modules included).
-export default defineConfig({
-  workspace: { include: ['packages/*/*', 'apps/cli'] },
-  entry: ['src/*.ts'],
-  outDir: 'lib',
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  dts: false,
-  clean: true,
-  report: false,
-  logLevel: 'warn',
-})
+// One build for the whole workspace. Each package's entries are the files its
+// package.json names: the "source" condition of every export, and bin files
+// (lib/x.js <- src/x.ts). Dependencies listed in a package's package.json stay
+// external, so workspace packages and native modules are never inlined.
+interface Manifest {
+  name: string
+  exports?: Record<string, { source?: string }>
+  bin?: Record<string, string>
+}
+
+const dirs = ['packages', 'apps'].flatMap((top) =>
+  readdirSync(top, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .flatMap((d) => (top === 'apps' ? [path.join(top, d.name)] : readdirSync(path.join(top, d.name)).map((p) => path.join(top, d.name, p)))),
+)
+
+function entriesOf(dir: string): string[] {
+  const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Manifest
+  const fromExports = Object.values(manifest.exports ?? {}).flatMap((e) => (e.source ? [e.source] : []))
+  const fromBin = Object.values(manifest.bin ?? {}).map((file) => file.replace(/^\.\/lib\//, './src/').replace(/\.js$/, '.ts'))
+  return [...fromExports, ...fromBin]
+}
+
+const configs: UserConfig[] = dirs
+  .filter((dir) => existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'src')) && dir !== path.join('apps', 'web'))
+  .map((dir) => ({
+    name: dir,
+    cwd: path.resolve(dir),
+    entry: entriesOf(dir),
+    outDir: 'lib',
+    format: 'esm',
+    fixedExtension: false,
+    platform: 'node',
+    target: 'node20',
+    dts: false,
+    clean: true,
+    report: false,
+    logLevel: 'warn',
+  }))
+
+export default defineConfig(configs)

@@ -1,0 +1,94 @@
+import { ConfigError, type Layer, renderComposed } from '@dsh/loader/compose'
+import { LAUNCHER_HELP, type LaunchRequest, parseLauncherArgs, UsageError } from './args.ts'
+import { resolveHome } from './home.ts'
+import { compose, readFixedLayers, readUserLayers, userPatchFiles } from './layers.ts'
+import { runPluginCommand } from './plugin-command.ts'
+import { openProfile } from './profile.ts'
+import { ExitRequest, installSignalHandlers } from './shutdown.ts'
+
+export interface LaunchOptions {
+  argv: readonly string[]
+  /** The dsh installation: the package whose dependencies hold the shipped bundles and plugins. */
+  installDir: string
+  version: string
+  cwd?: string
+  env?: NodeJS.ProcessEnv
+  writeOut?: (text: string) => void
+  writeErr?: (text: string) => void
+}
+
+const LOG_LEVELS = new Set(['error', 'warn', 'info', 'debug'])
+
+/** Runs the launcher and resolves with the process exit code. */
+export async function launch(options: LaunchOptions): Promise<number> {
+  const writeOut = options.writeOut ?? ((text: string) => void process.stdout.write(text))
+  const writeErr = options.writeErr ?? ((text: string) => void process.stderr.write(text))
+  const env = options.env ?? process.env
+  const cwd = options.cwd ?? process.cwd()
+  let request: LaunchRequest
+  try {
+    request = parseLauncherArgs(options.argv)
+  } catch (error) {
+    if (error instanceof UsageError) {
+      writeErr(`dsh: ${error.message}\n`)
+      return 1
+    }
+    throw error
+  }
+  if (request.kind === 'help') {
+    writeOut(LAUNCHER_HELP)
+    return 0
+  }
+  if (request.kind === 'version') {
+    writeOut(`${options.version}\n`)
+    return 0
+  }
+  const home = resolveHome(env)
+  if (request.kind === 'plugin') return runPluginCommand({ home, profile: request.profile, pnpmArgs: request.pnpmArgs, cwd, writeErr })
+
+  const exit = new ExitRequest()
+  const removeSignals = request.dump ? () => {} : installSignalHandlers(exit, writeErr)
+  try {
+    const profile = await openProfile(home, request.profile)
+    const fixed = await readFixedLayers(profile, options.installDir, request.patches, cwd)
+    const watchFiles = userPatchFiles(profile, home)
+    const layersNow = async (): Promise<Layer[]> => [...fixed.bundleLayers, ...(await readUserLayers(watchFiles)), ...fixed.overlayLayers]
+    if (request.dump === 'default') {
+      writeOut(renderComposed(compose(fixed.bundleLayers)))
+      return 0
+    }
+    const composed = compose(await layersNow())
+    if (request.dump === 'config') {
+      writeOut(renderComposed(composed))
+      return 0
+    }
+    const level = env.DSH_LOG_LEVEL?.trim() || 'warn'
+    if (!LOG_LEVELS.has(level)) throw new ConfigError(`DSH_LOG_LEVEL must be one of error, warn, info, debug, got "${level}"`)
+    const settle = Number(env.DSH_STARTUP_TIMEOUT_MS ?? 30_000)
+    const { runTree } = await import('./runtime.ts')
+    return await runTree({
+      rows: composed.rows,
+      appArgs: request.appArgs,
+      profile: {
+        name: profile.name,
+        dir: profile.dir,
+        watchFiles,
+        recompose: async () => compose(await layersNow()).rows,
+      },
+      home,
+      installDir: options.installDir,
+      exit,
+      logLevel: level as 'warn',
+      settleTimeoutMs: Number.isFinite(settle) && settle > 0 ? settle : 30_000,
+      writeErr,
+    })
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      writeErr(`dsh: ${error.message}\n`)
+      return 1
+    }
+    throw error
+  } finally {
+    removeSignals()
+  }
+}

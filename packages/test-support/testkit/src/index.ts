@@ -1,0 +1,97 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** The repository root, found from this file (src/ or lib/ of packages/test-support/testkit). */
+export const repoRoot = path.resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..')
+
+/** The built launcher that users run: `node apps/cli/lib/bin.js`. */
+export const dshBin = path.join(repoRoot, 'apps/cli/lib/bin.js')
+
+export function assertBuilt(): void {
+  if (!existsSync(dshBin)) throw new Error(`${dshBin} is missing: run pnpm build before the end-to-end tests`)
+}
+
+/** A private temporary folder, removed by `dispose`. */
+export async function tempDir(prefix = 'dsh-test-'): Promise<{ dir: string; dispose: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix))
+  return { dir, dispose: () => rm(dir, { recursive: true, force: true }) }
+}
+
+export interface DshOptions {
+  home: string
+  cwd?: string
+  env?: Record<string, string | undefined>
+  input?: string
+}
+
+/** A child environment without the developer's own dsh settings. */
+function childEnv(options: DshOptions): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, DSH_HOME: options.home }
+  for (const key of Object.keys(env)) if (key.startsWith('DSH_') && key !== 'DSH_HOME') delete env[key]
+  delete env.DEEPSEEK_API_KEY
+  delete env.DEEPSEEK_BASE_URL
+  Object.assign(env, options.env)
+  return env
+}
+
+export interface DshResult {
+  code: number | null
+  signal: NodeJS.Signals | null
+  stdout: string
+  stderr: string
+}
+
+/** A running `dsh` process whose output is collected as it arrives. */
+export class DshProcess {
+  readonly child: ChildProcess
+  stdout = ''
+  stderr = ''
+  readonly exited: Promise<DshResult>
+
+  constructor(args: string[], options: DshOptions) {
+    assertBuilt()
+    this.child = spawn(process.execPath, [dshBin, ...args], {
+      cwd: options.cwd ?? options.home,
+      env: childEnv(options),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    this.child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (this.stdout += chunk))
+    this.child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.stderr += chunk))
+    if (options.input !== undefined) this.child.stdin?.end(options.input)
+    this.exited = new Promise((resolve) => {
+      this.child.on('close', (code, signal) => resolve({ code, signal, stdout: this.stdout, stderr: this.stderr }))
+    })
+  }
+
+  /** Resolves once `pattern` appears in stderr (or stdout with `stream: 'stdout'`); rejects if the process exits first. */
+  async waitFor(pattern: RegExp, stream: 'stdout' | 'stderr' = 'stderr', timeoutMs = 20_000): Promise<RegExpMatchArray> {
+    const deadline = Date.now() + timeoutMs
+    let finished = false
+    void this.exited.then(() => (finished = true))
+    for (;;) {
+      const match = this[stream].match(pattern)
+      if (match) return match
+      if (finished) throw new Error(`dsh exited before ${pattern} appeared on ${stream}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern} on ${stream}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<DshResult> {
+    this.child.kill(signal)
+    return this.exited
+  }
+}
+
+export function startDsh(args: string[], options: DshOptions): DshProcess {
+  return new DshProcess(args, options)
+}
+
+/** Runs `dsh` to completion. */
+export function runDsh(args: string[], options: DshOptions): Promise<DshResult> {
+  return new DshProcess(args, options).exited
+}
