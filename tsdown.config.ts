@@ -25,6 +25,10 @@ function entriesOf(dir: string): string[] {
   return [...fromExports, ...fromBin]
 }
 
+// Inlined for start-up time: yaml ships ~100 small ES modules, and loading
+// them one by one costs more than the launcher's whole dump path.
+const inline: Record<string, string[]> = { 'packages/boot/loader': ['yaml'] }
+
 const configs: UserConfig[] = dirs
   .filter((dir) => existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'src')) && dir !== path.join('apps', 'web'))
   .map((dir) => ({
@@ -40,6 +44,7 @@ const configs: UserConfig[] = dirs
     clean: true,
     report: false,
     logLevel: 'warn',
+    deps: { alwaysBundle: inline[dir] ?? [] },
   }))
 
 export default defineConfig(configs)

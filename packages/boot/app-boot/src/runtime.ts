@@ -46,6 +46,7 @@ export async function runTree(options: TreeOptions): Promise<number> {
       await reportStartupFailure(health, options.home, writeErr)
       code = 1
     } else {
+      if (!exit.requested) root.logger('dsh').info(`profile ${options.profile.name} started`)
       // The tree runs until an app asks to exit or a signal arrives, even when no plugin holds the event loop open.
       const keepAlive = setInterval(() => {}, 2 ** 30)
       code = await exit.promise

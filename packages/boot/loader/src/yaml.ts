@@ -16,7 +16,7 @@ const options = { customTags: [jsTag], prettyErrors: true }
 export function parseYaml(text: string, label: string): unknown {
   const doc = parseDocument(text, options)
   const error = doc.errors[0]
-  if (error) throw new ConfigError(`${label}: malformed YAML: ${error.message.split('\n')[0]}`)
+  if (error) throw new ConfigError(`${label}: malformed YAML: ${error.message.split('\n')[0]?.replace(/:$/, '')}`)
   return doc.toJS({ maxAliasCount: 100 })
 }
 

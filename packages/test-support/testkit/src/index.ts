@@ -45,6 +45,12 @@ export interface DshResult {
   stderr: string
 }
 
+export interface WaitOptions {
+  stream?: 'stdout' | 'stderr'
+  from?: number
+  timeoutMs?: number
+}
+
 /** A running `dsh` process whose output is collected as it arrives. */
 export class DshProcess {
   readonly child: ChildProcess
@@ -67,13 +73,21 @@ export class DshProcess {
     })
   }
 
-  /** Resolves once `pattern` appears in stderr (or stdout with `stream: 'stdout'`); rejects if the process exits first. */
-  async waitFor(pattern: RegExp, stream: 'stdout' | 'stderr' = 'stderr', timeoutMs = 20_000): Promise<RegExpMatchArray> {
+  /** How much output a stream has so far; pass it to `waitFor` to look only at what comes later. */
+  mark(stream: 'stdout' | 'stderr' = 'stderr'): number {
+    return this[stream].length
+  }
+
+  /**
+   * Resolves once `pattern` appears in stderr (or stdout with `stream: 'stdout'`)
+   * after offset `from`; rejects if the process exits first.
+   */
+  async waitFor(pattern: RegExp, { stream = 'stderr', from = 0, timeoutMs = 20_000 }: WaitOptions = {}): Promise<RegExpMatchArray> {
     const deadline = Date.now() + timeoutMs
     let finished = false
     void this.exited.then(() => (finished = true))
     for (;;) {
-      const match = this[stream].match(pattern)
+      const match = this[stream].slice(from).match(pattern)
       if (match) return match
       if (finished) throw new Error(`dsh exited before ${pattern} appeared on ${stream}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern} on ${stream}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)

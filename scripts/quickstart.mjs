@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+// The README's first command (`npm run quickstart`): on a machine with only
+// Node and npm, install pnpm if needed, install dependencies, build, and run
+// the main job.
+import { execFileSync, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+
+const root = new URL('..', import.meta.url)
+const { packageManager } = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'))
+const pnpmVersion = packageManager.replace(/^pnpm@/, '')
+
+function run(command, args) {
+  console.error(`> ${command} ${args.join(' ')}`)
+  const result = spawnSync(command, args, { cwd: root, stdio: 'inherit' })
+  if (result.error) throw result.error
+  if (result.status !== 0) process.exit(result.status ?? 1)
+}
+
+let installed = ''
+try {
+  installed = execFileSync('pnpm', ['--version'], { encoding: 'utf8' }).trim()
+} catch {
+  installed = ''
+}
+if (installed.split('.')[0] !== pnpmVersion.split('.')[0]) run('npm', ['install', '--global', `pnpm@${pnpmVersion}`])
+
+run('pnpm', ['install', '--frozen-lockfile'])
+run('pnpm', ['build'])
+run('node', ['apps/cli/lib/bin.js', '--profile', 'headless', '--dump-config'])
