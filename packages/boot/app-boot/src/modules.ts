@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync, realpathSync } from 'node:fs'
 import { register } from 'node:module'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -28,6 +28,67 @@ export function createModuleResolver(profileDir: string, installDir: string): (n
 
 let hookInstalled = false
 
+/** Lists `node_modules/<pkg>` and `node_modules/@scope/<pkg>` folders. */
+function packageFolders(nodeModules: string): string[] {
+  const folders: string[] = []
+  let entries: string[]
+  try {
+    entries = readdirSync(nodeModules)
+  } catch {
+    return folders
+  }
+  for (const entry of entries) {
+    if (entry.startsWith('.')) continue
+    const full = path.join(nodeModules, entry)
+    if (!entry.startsWith('@')) {
+      folders.push(full)
+      continue
+    }
+    try {
+      for (const child of readdirSync(full)) folders.push(path.join(full, child))
+    } catch {
+      // not a folder: nothing to list
+    }
+  }
+  return folders
+}
+
+function realDir(dir: string): string | undefined {
+  try {
+    return realpathSync(dir)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The folders whose modules count as out-of-tree plugin code: the profiles
+ * folder itself, plus the real location of every package linked into a
+ * profile's node_modules (`pnpm add ./dir` links the folder in place, and Node
+ * loads it from its real path, outside the profiles folder).
+ */
+export function profilePluginRoots(profilesDir: string): string[] {
+  const roots = new Set<string>([path.resolve(profilesDir)])
+  const realProfiles = realDir(profilesDir)
+  if (realProfiles) roots.add(realProfiles)
+  let profiles: string[] = []
+  try {
+    profiles = readdirSync(profilesDir)
+  } catch {
+    profiles = []
+  }
+  for (const profile of profiles) {
+    if (profile === 'node_modules' || profile.startsWith('.')) continue
+    for (const folder of packageFolders(path.join(profilesDir, profile, 'node_modules'))) {
+      // Copied packages stay inside the profiles folder; only links lead elsewhere.
+      const real = realDir(folder)
+      const inside = real === undefined ? '' : path.relative(realProfiles ?? profilesDir, real)
+      if (real && (inside.startsWith('..') || path.isAbsolute(inside))) roots.add(real)
+    }
+  }
+  return [...roots].map((dir) => pathToFileURL(dir).href.replace(/\/?$/, '/'))
+}
+
 /**
  * Lets plugins installed in profile folders import the installation's
  * packages (cordis, @dsh/*). Installed only when some profile has its own
@@ -38,7 +99,7 @@ export function installProfileImportFallback(home: string, installDir: string): 
   const profilesDir = path.join(home, 'profiles')
   let needed = false
   try {
-    needed = readdirSync(profilesDir).some((name) => existsSync(path.join(profilesDir, name, 'node_modules')))
+    needed = readdirSync(profilesDir).some((name) => name !== 'node_modules' && existsSync(path.join(profilesDir, name, 'node_modules')))
   } catch {
     needed = false
   }
@@ -48,7 +109,7 @@ export function installProfileImportFallback(home: string, installDir: string): 
   register(hook, {
     data: {
       installURL: pathToFileURL(path.join(installDir, 'package.json')).href,
-      profilesURL: pathToFileURL(profilesDir).href + '/',
+      pluginRoots: profilePluginRoots(profilesDir),
     },
   })
 }
