@@ -64,7 +64,11 @@ export async function launch(options: LaunchOptions): Promise<number> {
     }
     const level = env.DSH_LOG_LEVEL?.trim() || 'warn'
     if (!LOG_LEVELS.has(level)) throw new ConfigError(`DSH_LOG_LEVEL must be one of error, warn, info, debug, got "${level}"`)
-    const settle = Number(env.DSH_STARTUP_TIMEOUT_MS ?? 30_000)
+    const settleText = env.DSH_STARTUP_TIMEOUT_MS?.trim() || '30000'
+    const settle = Number(settleText)
+    if (!/^\d+$/.test(settleText) || settle <= 0) {
+      throw new ConfigError(`DSH_STARTUP_TIMEOUT_MS must be a positive number of milliseconds, got "${settleText}"`)
+    }
     const { runTree } = await import('./runtime.ts')
     return await runTree({
       rows: composed.rows,
@@ -79,7 +83,7 @@ export async function launch(options: LaunchOptions): Promise<number> {
       installDir: options.installDir,
       exit,
       logLevel: level as 'warn',
-      settleTimeoutMs: Number.isFinite(settle) && settle > 0 ? settle : 30_000,
+      settleTimeoutMs: settle,
       writeErr,
     })
   } catch (error) {

@@ -41,7 +41,7 @@ export function profileDir(home: string, name: string): string {
 export async function initProfile(dir: string, name: string, bundles: readonly string[]): Promise<void> {
   await ensurePrivateDir(dir)
   const files: Record<string, string> = {
-    'package.json': `${JSON.stringify({ name: `dsh-profile-${name}`, private: true, dependencies: {}, dsh: { profile: { bundles } } }, null, 2)}\n`,
+    'package.json': `${JSON.stringify({ name: `dsh-profile-${name}`, private: true, type: 'module', dependencies: {}, dsh: { profile: { bundles } } }, null, 2)}\n`,
     'cordis.patch.yml': `${PATCH_HEADER.replace('<name>', name)}[]\n`,
     'pnpm-workspace.yaml': "packages:\n  - '.'\nnodeLinker: hoisted\nautoInstallPeers: false\n",
   }

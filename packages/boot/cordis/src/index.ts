@@ -3,3 +3,4 @@
 export * from 'cordis'
 export { default as Schema } from 'schemastery'
 export { ScopedRegistry } from './registry.ts'
+export { type Branded, assertNever, type JsonValue } from './types.ts'

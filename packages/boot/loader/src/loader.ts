@@ -57,6 +57,8 @@ export class Loader extends Service {
   private readonly options: LoaderOptions
   private readonly entries = new Map<string, Entry>()
   private queue: Promise<unknown> = Promise.resolve()
+  /** Ids of the top-level rows, in the order of the last applied list. */
+  private topLevel: string[] = []
 
   constructor(ctx: Context, options: LoaderOptions) {
     super(ctx, 'loader')
@@ -76,7 +78,7 @@ export class Loader extends Service {
 
   /** The current row list as last applied. */
   rows(): Row[] {
-    return [...this.entries.values()].filter((e) => !e.parent).map((e) => this.snapshot(e))
+    return this.topLevel.map((id) => this.snapshot(this.entries.get(id) as Entry))
   }
 
   /** The live fiber of a row's plugin, if it is mounted. */
@@ -139,9 +141,10 @@ export class Loader extends Service {
     // Prepare: load every module and check every static config. Nothing is mutated yet.
     const plugins = new Map<string, unknown>()
     for (const [id, { row }] of desired) {
-      if (row.group) continue
+      // A row switched off by a literal `disabled: true` is not loaded or checked until it is switched on.
+      if (row.group || row.disabled === true) continue
       const current = this.entries.get(id)
-      const plugin = current && current.row.name === row.name ? current.plugin : await this.load(row)
+      const plugin = current?.plugin && current.row.name === row.name ? current.plugin : await this.load(row)
       if (!containsJs(row.config)) checkConfig(id, plugin, row.config)
       plugins.set(id, plugin)
     }
@@ -167,6 +170,7 @@ export class Loader extends Service {
     for (const [id, { row, parent }] of desired) {
       const existing = this.entries.get(id)
       if (existing) {
+        if (plugins.has(id)) existing.plugin = plugins.get(id)
         const same = valuesEqual(existing.row.disabled, row.disabled) && (row.group || valuesEqual(existing.row.config, row.config))
         existing.row = row
         existing.children = []
@@ -180,6 +184,7 @@ export class Loader extends Service {
       entry.parent = parent === null ? null : (this.entries.get(parent) as Entry)
       entry.parent?.children.push(entry)
     }
+    this.topLevel = tree.map((row) => row.id)
     for (const entry of created) {
       if (!entry.parent) this.mount(entry, this.home)
       else if (entry.parent.groupCtx) this.mount(entry, entry.parent.groupCtx)

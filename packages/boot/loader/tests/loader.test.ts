@@ -167,3 +167,16 @@ describe('registry contract', () => {
     expect(registry.has('k')).toBe(false)
   })
 })
+
+describe('disabled rows', () => {
+  it('are not loaded or checked until switched on', async () => {
+    await loader.apply(rows('- insert: [{ id: off, name: no-such-module, disabled: true, config: { anything: 1 } }, { id: a, name: recorder, config: { label: a } }]'))
+    expect(await loader.settle()).toEqual({ failed: [], pending: [] })
+    await expect(loader.apply(rows('- insert: [{ id: off, name: no-such-module, config: { anything: 1 } }]'))).rejects.toThrow(/cannot load module "no-such-module"/)
+    await loader.apply(rows('- insert: [{ id: off, name: recorder, disabled: true, config: { label: off } }, { id: a, name: recorder, config: { label: a } }]'))
+    await loader.apply(rows('- insert: [{ id: off, name: recorder, config: { label: off } }, { id: a, name: recorder, config: { label: a } }]'))
+    await loader.settle()
+    expect(log()).toEqual(['start a=0', 'start off=0'])
+    expect(loader.rows().map((r) => r.id)).toEqual(['off', 'a'])
+  })
+})
