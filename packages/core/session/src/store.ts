@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto'
+import { type Context, emitIsolated, ScopedRegistry, Service } from '@dsh/cordis'
+import type { SessionEvent, SessionEventType, SessionId, SessionMeta } from './events.ts'
+import { Session } from './session.ts'
+
+declare module '@dsh/cordis' {
+  interface Context {
+    sessions: SessionStore
+  }
+  interface Events {
+    /** @mode emit (isolated): a session was opened in this process (new, resumed or forked). */
+    'session/created'(session: Session): void
+    /** @mode emit (isolated), synchronous: an event was appended. Persistence copies it here. */
+    'session/event'(session: Session, event: SessionEvent): void
+    /** @mode parallel: make everything appended so far durable. */
+    'session/flush'(session: Session): Promise<void>
+    /** @mode parallel: the session is done in this process; persistence seals it. */
+    'session/closed'(session: Session): Promise<void>
+  }
+}
+
+/** The core event types; plugins add theirs with `registerEventType`. */
+export const CORE_EVENT_TYPES: readonly SessionEventType[] = [
+  'turn/start',
+  'turn/end',
+  'step/start',
+  'step/end',
+  'system/message',
+  'user/message',
+  'assistant/message',
+  'assistant/attempt',
+  'tool/call',
+  'tool/result',
+  'request/header',
+  'request/context',
+  'session/end-seed',
+  'llm/retry',
+]
+
+export class SessionFormatError extends Error {
+  override name = 'SessionFormatError'
+}
+
+export function newSessionId(): SessionId {
+  return `session-${randomUUID()}` as SessionId
+}
+
+export interface CreateSessionOptions {
+  id?: SessionId
+  cwd: string
+  parentSession?: SessionId
+  title?: string
+  /** Earlier events: a resumed log (already stored) or a fork's inherited prefix (not yet stored). */
+  seed?: readonly SessionEvent[]
+  seedStored?: boolean
+  createdAt?: number
+}
+
+/** `ctx.sessions`: the live sessions of this process. */
+export class SessionStore extends Service {
+  private readonly home: Context
+  private readonly live = new Map<string, Session>()
+  private readonly stored = new WeakSet<Session>()
+  private readonly eventTypes = new ScopedRegistry<true>('session event type')
+
+  constructor(ctx: Context) {
+    super(ctx, 'sessions')
+    this.home = ctx
+  }
+
+  /** Lets logs with events of `type` load; returns a disposer. */
+  registerEventType(ctx: Context, type: string): () => void {
+    return this.eventTypes.register(ctx, type, true)
+  }
+
+  isKnownType(type: string): boolean {
+    return (CORE_EVENT_TYPES as readonly string[]).includes(type) || this.eventTypes.has(type)
+  }
+
+  /** Refuses events of a type nobody declared, unless marked ignorable; drops the ignorable ones. */
+  checkLoadable(events: readonly SessionEvent[], where: string): SessionEvent[] {
+    const out: SessionEvent[] = []
+    for (const event of events) {
+      if (this.isKnownType(event.type)) out.push(event)
+      else if (!event.ignorable) {
+        throw new SessionFormatError(`${where}: event ${event.seq} has type "${event.type}", which no loaded plugin declares (upgrade dsh or enable the plugin that wrote it)`)
+      }
+    }
+    return out
+  }
+
+  create(options: CreateSessionOptions): Session {
+    const meta: SessionMeta = {
+      id: options.id ?? newSessionId(),
+      createdAt: options.createdAt ?? Date.now(),
+      cwd: options.cwd,
+    }
+    if (options.parentSession) meta.parentSession = options.parentSession
+    if (options.title) meta.title = options.title
+    if (options.seed?.length) meta.seedLength = options.seed.length
+    if (this.live.has(meta.id)) throw new Error(`session ${meta.id} is already open`)
+    let session: Session | undefined
+    session = new Session(meta, options.seed ?? [], (event) => {
+      void emitIsolated(this.home, 'session/event', session as Session, event)
+    })
+    if (options.seedStored) this.stored.add(session)
+    this.live.set(meta.id, session)
+    void emitIsolated(this.home, 'session/created', session)
+    if (options.seed?.length && session.events.at(-1)?.type !== 'session/end-seed') session.append('session/end-seed', {})
+    return session
+  }
+
+  /** Whether the session's seed was already stored when it was opened (a resume). */
+  seedIsStored(session: Session): boolean {
+    return this.stored.has(session)
+  }
+
+  get(id: string): Session | undefined {
+    return this.live.get(id)
+  }
+
+  list(): Session[] {
+    return [...this.live.values()]
+  }
+
+  async flush(session: Session): Promise<void> {
+    await emitIsolated(this.home, 'session/flush', session)
+  }
+
+  async close(session: Session): Promise<void> {
+    if (this.live.get(session.id) !== session) return
+    await this.flush(session)
+    this.live.delete(session.id)
+    await emitIsolated(this.home, 'session/closed', session)
+  }
+
+  /**
+   * A new session that starts with `source`'s events up to the end of turn
+   * `throughTurn` (default: the whole log). The cut must be at a turn boundary.
+   */
+  fork(source: Session, options: { throughTurn?: number; cwd?: string } = {}): Session {
+    const events = source.events
+    let end = events.length
+    if (options.throughTurn !== undefined) {
+      const index = events.findIndex((e) => e.type === 'turn/end' && (e as SessionEvent<'turn/end'>).data.turn === options.throughTurn)
+      if (index < 0) throw new Error(`session ${source.id} has no finished turn ${options.throughTurn} to fork at`)
+      end = index + 1
+    } else if (source.turnState().open) {
+      throw new Error(`session ${source.id} is in the middle of a turn; fork at a finished turn`)
+    }
+    return this.create({ cwd: options.cwd ?? source.meta.cwd, parentSession: source.id, seed: events.slice(0, end) })
+  }
+}
