@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { CmdlineArgs } from '@dsh/cmdline'
-import { Context } from '@dsh/cordis'
+import { Context, emitIsolated } from '@dsh/cordis'
 import { errorText, exportLogsToConsole, type Health, Loader, type LogLevel, type Row } from '@dsh/loader'
 import { createModuleResolver, installProfileImportFallback } from './modules.ts'
 import type { ProfileContext } from './profile-context.ts'
@@ -66,7 +66,12 @@ async function drain(root: Context, writeErr: (text: string) => void): Promise<v
     timer = setTimeout(() => resolve('timeout'), DRAIN_LIMIT_MS)
     timer.unref()
   })
-  const result = await Promise.race([root.fiber.dispose().then(() => 'done' as const), limit])
+  const stop = async () => {
+    await emitIsolated(root, 'app/shutdown')
+    await root.fiber.dispose()
+    return 'done' as const
+  }
+  const result = await Promise.race([stop(), limit])
   clearTimeout(timer)
   if (result === 'timeout') writeErr(`dsh: the plugin tree did not stop within ${DRAIN_LIMIT_MS / 1000} s; exiting anyway\n`)
 }

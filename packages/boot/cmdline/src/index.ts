@@ -8,6 +8,14 @@ declare module '@dsh/cordis' {
     /** Asks the launcher to dispose the tree and exit with `code`. */
     appExit: AppExit
   }
+  interface Events {
+    /**
+     * @mode parallel, awaited before the tree is disposed: the app is about to
+     * exit (appExit or a signal). Stop work and save state here, while every
+     * service is still live. Bounded by the launcher's drain limit.
+     */
+    'app/shutdown'(): Promise<void>
+  }
 }
 
 export class CmdlineArgs {

@@ -10,20 +10,36 @@ declare module '@dsh/cordis' {
 
 export interface HeadlessStartup {
   task: string
+  /** Print one JSON object per line (events, deltas, result) instead of the plain answer. */
+  json: boolean
+  /** Stream the model's reasoning to stderr. */
+  reasoning: boolean
+  resume?: string
+  model?: string
 }
 
 export const name = 'headless-startup'
 export const inject = ['cmdlineArgs', 'appExit']
 
-/** Parses `dsh --profile headless <task...>` and provides `headlessStartup`. */
+/** Parses `dsh --profile headless [options] <task...>` and provides `headlessStartup`. */
 export function apply(ctx: Context) {
   const program = new Command('dsh --profile headless')
     .description('Run one task in the current directory, print the answer and exit (0 when the task completed).')
     .argument('[task...]', 'the task; several words are joined with spaces')
-  const startup = parseCmdline(ctx, program, ({ args }) => {
+    .option('--json', 'print JSON lines: every session event, live deltas, and a final result object')
+    .option('--reasoning', "show the model's reasoning on stderr as it streams")
+    .option('--resume <sessionId>', 'continue a stored session with this task')
+    .option('--model <id>', 'the model to use (default from the agent config, e.g. deepseek-v4-flash)')
+  const startup = parseCmdline(ctx, program, ({ args, options }): HeadlessStartup => {
     const task = args.join(' ').trim()
     if (!task) program.error('error: a task is required, for example: dsh --profile headless "run the tests"')
-    return { task }
+    const value: HeadlessStartup = { task, json: options.json === true, reasoning: options.reasoning === true }
+    if (typeof options.resume === 'string') {
+      if (!/^[A-Za-z0-9._-]+$/.test(options.resume)) program.error(`error: --resume needs a session id, got "${options.resume}"`)
+      value.resume = options.resume
+    }
+    if (typeof options.model === 'string') value.model = options.model
+    return value
   })
   if (startup) ctx.provide('headlessStartup', startup)
 }

@@ -19,7 +19,7 @@ export function isSurfaceEvent(event: SessionEvent): event is SessionEvent<Surfa
 export function messageOf(event: SessionEvent): Message | undefined {
   if (!isSurfaceEvent(event)) return undefined
   const { message } = event.data as { message: Message }
-  if (event.type === 'assistant/message' && message.content.length === 0) return undefined
+  if (message.content.length === 0) return undefined
   return message
 }
 

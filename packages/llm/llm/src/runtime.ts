@@ -1,4 +1,4 @@
-import { type Context, ScopedRegistry, Service } from '@dsh/cordis'
+import { type Context, emitIsolated, ScopedRegistry, Service } from '@dsh/cordis'
 import type { GenerateRequest, LlmAdapter, LlmFailure, ModelInfo, RetryPolicy, StreamChunk } from './types.ts'
 
 declare module '@dsh/cordis' {
@@ -37,9 +37,10 @@ export class LlmRuntime extends Service {
 
   /** Serves `route` with `adapter` until the registering plugin is disposed or the disposer is called. */
   register(ctx: Context, route: string, adapter: LlmAdapter): () => void {
+    // Registered before the route so that, disposed in reverse order, the notice comes after the removal.
+    ctx.effect(() => () => void emitIsolated(this.home, 'llm/routes-changed'), `llm route ${route} notice`)
     const off = this.routes.register(ctx, route, adapter)
-    this.home.emit('llm/routes-changed')
-    ctx.effect(() => () => this.home.emit('llm/routes-changed'), `llm route ${route} notice`)
+    void emitIsolated(this.home, 'llm/routes-changed')
     return off
   }
 

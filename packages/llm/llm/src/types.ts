@@ -54,6 +54,7 @@ export type LlmErrorCode =
   | 'PROTOCOL'
   | 'ABORTED'
   | 'UNKNOWN_ROUTE'
+  | 'INTERNAL'
   | `HTTP_${number}`
 
 export interface LlmFailure {

@@ -1,0 +1,76 @@
+import type { Agent } from '@dsh/agent'
+import type {} from '@dsh/cmdline'
+import type { Context } from '@dsh/cordis'
+import type { SessionEvent, SessionId } from '@dsh/session'
+import type {} from './startup.ts'
+
+export const name = 'headless-runner'
+export const inject = ['headlessStartup', 'agents', 'appExit']
+
+function text(event: SessionEvent<'assistant/message'>): string {
+  return event.data.message.content
+    .map((b) => (b.type === 'text' ? b.text : ''))
+    .join('')
+    .trim()
+}
+
+/**
+ * Runs the task from the command line as one turn of a new (or resumed)
+ * agent in the current directory, prints the answer, and exits 0 only when
+ * the turn completed. `--json` prints every event and delta as JSON lines.
+ */
+export function apply(ctx: Context) {
+  const startup = ctx.headlessStartup
+  const out = (line: string) => process.stdout.write(`${line}\n`)
+  const err = (line: string) => process.stderr.write(`${line}\n`)
+
+  const run = async () => {
+    let agent: Agent
+    const overrides = startup.model ? { model: startup.model } : {}
+    if (startup.resume) {
+      const resumed = await ctx.agents.resume(startup.resume as SessionId, overrides)
+      for (const problem of resumed.problems) err(`dsh: warning: ${problem}`)
+      agent = resumed.agent
+    } else {
+      agent = await ctx.agents.create({ cwd: process.cwd(), options: overrides })
+    }
+    const from = agent.session.nextSeq
+    if (startup.json) {
+      out(JSON.stringify({ type: 'session', sessionId: agent.id, resumed: !!startup.resume }))
+      for (const event of agent.session.events.slice(from)) out(JSON.stringify({ type: 'event', event }))
+      ctx.on('session/event', (session, event) => {
+        if (session === agent.session) out(JSON.stringify({ type: 'event', event }))
+      })
+    }
+    ctx.on('agent/delta', (source, delta) => {
+      if (source !== agent) return
+      if (startup.json) out(JSON.stringify({ type: 'delta', ...delta }))
+      else if (startup.reasoning && delta.kind === 'reasoning') process.stderr.write(delta.delta)
+    })
+    agent.followup(startup.task)
+    await agent.whenIdle()
+
+    const events = agent.session.events.filter((e) => e.seq >= from)
+    const end = [...events].reverse().find((e) => e.type === 'turn/end') as SessionEvent<'turn/end'> | undefined
+    const replies = events.filter((e) => e.type === 'assistant/message') as SessionEvent<'assistant/message'>[]
+    const answer = [...replies].reverse().map(text).find((t) => t.length > 0) ?? ''
+    const reason = end?.data.reason ?? 'aborted'
+    const failure = end?.data.error
+    if (startup.json) {
+      out(JSON.stringify({ type: 'result', sessionId: agent.id, reason, text: answer, ...(failure ? { error: failure } : {}) }))
+    } else {
+      if (startup.reasoning) err('')
+      if (answer) out(answer)
+    }
+    if (reason === 'error' && failure) err(`dsh: ${failure.code}: ${failure.message}`)
+    ctx.appExit(reason === 'completed' ? 0 : 1)
+  }
+
+  ctx.effect(() => {
+    run().catch((error: unknown) => {
+      err(`dsh: ${error instanceof Error ? error.message : String(error)}`)
+      ctx.appExit(1)
+    })
+    return () => {}
+  }, 'headless run')
+}

@@ -1,0 +1,174 @@
+import { type Context, emitIsolated, Schema, Service } from '@dsh/cordis'
+import type { LlmFailure, ReasoningEffort } from '@dsh/llm'
+import { closersForOpenTurn, type Session, type SessionId } from '@dsh/session'
+import type {} from '@dsh/cmdline'
+import type {} from '@dsh/session-persistence'
+import type {
+  Agent,
+  AgentDelta,
+  AgentFactory,
+  AgentOptions,
+  AgentStatus,
+  CreateAgentOptions,
+  PreStepDecision,
+  RequestConfig,
+  RequestErrorDecision,
+  StepInfo,
+  TurnOutcome,
+} from './types.ts'
+
+declare module '@dsh/cordis' {
+  interface Context {
+    agents: AgentRegistry
+  }
+  interface Events {
+    /** @mode emit (isolated): an agent was created or resumed. */
+    'agent/created'(agent: Agent): void
+    /** @mode emit (isolated): an agent was disposed. */
+    'agent/disposed'(agent: Agent): void
+    /** @mode emit (isolated): the agent became running or idle. */
+    'agent/status'(agent: Agent, status: AgentStatus): void
+    /** @mode emit (isolated): a piece of a reply as it streams. */
+    'agent/delta'(agent: Agent, delta: AgentDelta): void
+    /** @mode emit (isolated): a turn ended. */
+    'agent/turn-end'(agent: Agent, outcome: TurnOutcome): void
+    /** @mode emit (isolated): a turn failed on something other than the model (a plugin threw). */
+    'agent/error'(agent: Agent, error: unknown): void
+    /** @mode waterfall: before each step; return `{kind:'reject'}` to end the turn instead. */
+    'agent/pre-step'(agent: Agent, step: StepInfo, next: () => Promise<PreStepDecision>): Promise<PreStepDecision>
+    /** @mode waterfall: the model settings of the step's request. */
+    'agent/request'(agent: Agent, step: StepInfo, next: () => Promise<RequestConfig>): Promise<RequestConfig>
+    /** @mode waterfall: a model call failed; return `{kind:'retry', delayMs}` to try again. */
+    'agent/request-error'(
+      agent: Agent,
+      info: StepInfo & { attempt: number; provider: string; failure: LlmFailure; outputSeen: boolean },
+      next: () => Promise<RequestErrorDecision>,
+    ): Promise<RequestErrorDecision>
+    /** @mode serial: the turn is about to end; a listener may `agent.steer(...)` to keep it going. */
+    'agent/turn-stopping'(agent: Agent, info: { turn: number; signal: AbortSignal }): Promise<void>
+  }
+}
+
+export interface AgentRegistryConfig {
+  provider: string
+  model: string
+  reasoningEffort?: ReasoningEffort
+  maxTokens?: number
+}
+
+/**
+ * `ctx.agents`: creates, resumes, finds and disposes agents. The driver comes
+ * from the factory the agent loop registers; resume reads the log through
+ * `ctx.sessionPersistence` and closes a turn a crash left open.
+ */
+export class AgentRegistry extends Service {
+  static inject = ['sessions']
+  private readonly home: Context
+  private readonly config: AgentRegistryConfig
+  private factory: AgentFactory | undefined
+  private readonly live = new Map<string, Agent>()
+
+  constructor(ctx: Context, config: AgentRegistryConfig) {
+    super(ctx, 'agents')
+    this.home = ctx
+    this.config = config
+    ctx.on('app/shutdown', () => this.disposeAll())
+    ctx.effect(() => () => void this.disposeAll(), 'dispose agents')
+  }
+
+  /** The default model settings from config. */
+  defaults(): AgentOptions {
+    const options: AgentOptions = { provider: this.config.provider, model: this.config.model }
+    if (this.config.reasoningEffort) options.reasoningEffort = this.config.reasoningEffort
+    if (this.config.maxTokens) options.maxTokens = this.config.maxTokens
+    return options
+  }
+
+  setFactory(ctx: Context, factory: AgentFactory): () => void {
+    if (this.factory) throw new Error('an agent driver is already registered')
+    this.factory = factory
+    const off = () => {
+      if (this.factory === factory) this.factory = undefined
+    }
+    ctx.effect(() => off, 'agent factory')
+    return off
+  }
+
+  get(id: string): Agent | undefined {
+    return this.live.get(id)
+  }
+
+  list(): Agent[] {
+    return [...this.live.values()]
+  }
+
+  async create(options: CreateAgentOptions): Promise<Agent> {
+    const session = this.home.sessions.create({
+      cwd: options.cwd,
+      ...(options.sessionId ? { id: options.sessionId } : {}),
+      ...(options.parentSession ? { parentSession: options.parentSession } : {}),
+      ...(options.title ? { title: options.title } : {}),
+    })
+    return this.start(session, options.options)
+  }
+
+  /** Reopens a stored session and continues it; a turn the last run left open is closed as interrupted first. */
+  async resume(id: SessionId, overrides?: Partial<AgentOptions>): Promise<{ agent: Agent; problems: string[] }> {
+    if (this.live.has(id)) throw new Error(`session ${id} is already open in this process`)
+    const persistence = this.home.get('sessionPersistence')
+    if (!persistence) throw new Error('no session storage is configured, so sessions cannot be resumed')
+    const opened = await persistence.open(id)
+    const events = this.home.sessions.checkLoadable(opened.events, opened.file)
+    const session = this.home.sessions.create({
+      id: opened.meta.id,
+      cwd: opened.meta.cwd,
+      createdAt: opened.meta.createdAt,
+      ...(opened.meta.parentSession ? { parentSession: opened.meta.parentSession } : {}),
+      ...(opened.meta.title ? { title: opened.meta.title } : {}),
+      seed: events,
+      seedStored: true,
+    })
+    const problems = opened.problems.map((p) => `${opened.file}:${p.line}: ${p.message}`)
+    const closers = closersForOpenTurn(events)
+    for (const closer of closers) session.append(closer.type, closer.data as never)
+    if (closers.length) problems.push(`${opened.file}: the last run stopped mid-turn; the turn was closed as interrupted`)
+    const last = [...events].reverse().find((e) => e.type === 'request/header')
+    const fromLog = last ? (last.data as AgentOptions) : undefined
+    const base = fromLog ? { provider: fromLog.provider, model: fromLog.model } : {}
+    return { agent: this.start(session, { ...base, ...overrides }), problems }
+  }
+
+  private start(session: Session, overrides: Partial<AgentOptions> = {}): Agent {
+    if (!this.factory) throw new Error('no agent driver is loaded (is the agent-loop plugin enabled?)')
+    const options = { ...this.defaults(), ...stripUndefined(overrides) }
+    const agent = this.factory(this.home, session, options)
+    this.live.set(agent.id, agent)
+    void emitIsolated(this.home, 'agent/created', agent)
+    return agent
+  }
+
+  /** Stops the agent (cancelling a running turn), saves and closes its session. */
+  async dispose(agent: Agent): Promise<void> {
+    if (this.live.get(agent.id) !== agent) return
+    this.live.delete(agent.id)
+    agent.cancel('shutdown')
+    await agent.stop()
+    await this.home.sessions.close(agent.session)
+    void emitIsolated(this.home, 'agent/disposed', agent)
+  }
+
+  async disposeAll(): Promise<void> {
+    await Promise.all(this.list().map((agent) => this.dispose(agent)))
+  }
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>
+}
+
+export const Config: Schema<AgentRegistryConfig> = Schema.object({
+  provider: Schema.string().default('deepseek').description('The model route new agents use.'),
+  model: Schema.string().default('deepseek-v4-flash').description('The model new agents use.'),
+  reasoningEffort: Schema.union(['off', 'low', 'high', 'max'] as const).description('Reasoning effort; the route default when unset.'),
+  maxTokens: Schema.natural().description('Output token cap per request; the route default when unset.'),
+})

@@ -1,0 +1,14 @@
+import type { Context } from '@dsh/cordis'
+import { type ToolsConfig, ToolRuntime } from './runtime.ts'
+
+export * from './types.ts'
+export { defineTool, parametersJsonSchema } from './define.ts'
+export { capResult, failure, formatIssues, textOf } from './result.ts'
+export { Config, ToolRuntime, type ToolsConfig } from './runtime.ts'
+
+export const name = 'tools'
+
+/** Provides `ctx.tools`. */
+export function apply(ctx: Context, config: ToolsConfig) {
+  ctx.plugin(ToolRuntime, config)
+}

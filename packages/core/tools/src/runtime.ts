@@ -1,0 +1,375 @@
+import { assertNever, type Context, Schema, ScopedRegistry, Service } from '@dsh/cordis'
+import type { ToolSchema } from '@dsh/llm'
+import { checkDefinition, errorMessage, parametersJsonSchema } from './define.ts'
+import { capResult, deepFreeze, failure, formatIssues, fromOutput, isToolResult } from './result.ts'
+import {
+  type ApprovalAnswer,
+  type PreToolDecision,
+  type ToolApprover,
+  type ToolCall,
+  type ToolDefinition,
+  ToolError,
+  type ToolExecution,
+  type ToolResult,
+  type ToolRunContext,
+  type ToolRunOptions,
+} from './types.ts'
+
+declare module '@dsh/cordis' {
+  interface Context {
+    tools: ToolRuntime
+  }
+  interface Events {
+    /**
+     * @mode waterfall, before the body of every validated call. Return a
+     * decision, or call `next()` to defer (the innermost answer is allow).
+     * `ask` goes to the approver set with `ctx.tools.setApprover`.
+     */
+    'tools/pre-execute'(execution: ToolExecution, next: () => Promise<PreToolDecision>): Promise<PreToolDecision>
+    /**
+     * @mode waterfall, around the body of an allowed call (timeouts, retries,
+     * metrics). `next()` runs the body and never throws: a body failure
+     * arrives as an error result. The runtime's own timeout wraps this whole
+     * waterfall.
+     */
+    'tools/execute'(execution: ToolExecution, next: () => Promise<ToolResult>): Promise<ToolResult>
+    /**
+     * @mode waterfall, after every validated call, denied, failed and timed
+     * out ones included. `next()` returns `result`; a listener may return a
+     * replacement. The output cap applies afterwards.
+     */
+    'tools/post-execute'(execution: ToolExecution, result: ToolResult, next: () => Promise<ToolResult>): Promise<ToolResult>
+    /** @mode emit: a tool was registered or removed. */
+    'tools/changed'(): void
+  }
+}
+
+export interface ToolsConfig {
+  defaultTimeoutMs: number
+  maxResultChars: number
+  abortGraceMs: number
+}
+
+export const Config: Schema<ToolsConfig> = Schema.object({
+  defaultTimeoutMs: Schema.natural()
+    .min(1)
+    .default(120_000)
+    .description('Per-call timeout in milliseconds for tools that do not declare their own.'),
+  maxResultChars: Schema.natural()
+    .min(1)
+    .default(100_000)
+    .description('Text longer than this in one tool result is cut, with a note saying how much was dropped.'),
+  abortGraceMs: Schema.natural()
+    .default(5_000)
+    .description('After a timeout or cancel aborts a tool, how long to wait for its body to wind down before reporting.'),
+})
+
+interface RegisteredTool {
+  definition: ToolDefinition
+  schema: ToolSchema
+}
+
+const SESSION_APPROVALS = 'tools:session-approvals'
+
+/**
+ * `ctx.tools`: the registry of model-facing tools and the guarded pipeline
+ * every call goes through. `execute` never throws.
+ */
+export class ToolRuntime extends Service {
+  static Config = Config
+
+  private readonly home: Context
+  private readonly settings: ToolsConfig
+  private readonly registry = new ScopedRegistry<RegisteredTool>('tool')
+  private approver: { answer: ToolApprover } | undefined
+
+  constructor(ctx: Context, config: ToolsConfig) {
+    super(ctx, 'tools')
+    this.home = ctx
+    this.settings = config
+  }
+
+  /** Serves `definition` until the registering plugin is disposed or the disposer is called. */
+  register(ctx: Context, definition: ToolDefinition): () => void {
+    checkDefinition(definition)
+    const entry: RegisteredTool = {
+      definition,
+      schema: { name: definition.name, description: definition.description, parameters: parametersJsonSchema(definition) },
+    }
+    let live = false
+    // Created before the entry so that, disposed in reverse order, the notice follows the removal.
+    const notice = ctx.effect(() => () => void (live && this.changed()), `tool ${definition.name} notice`)
+    let off: () => void
+    try {
+      off = this.registry.register(ctx, definition.name, entry)
+    } catch (error) {
+      void notice()
+      throw error
+    }
+    live = true
+    this.changed()
+    return () => {
+      off()
+      void notice()
+    }
+  }
+
+  get(name: string): ToolDefinition | undefined {
+    return this.registry.get(name)?.definition
+  }
+
+  list(): ToolDefinition[] {
+    return this.sorted().map((entry) => entry.definition)
+  }
+
+  /** What the model is told about every tool, sorted by name. */
+  schemas(): ToolSchema[] {
+    return this.sorted().map((entry) => entry.schema)
+  }
+
+  /** True only when the tool says exactly `true` for these (parsed, valid) arguments. */
+  isConcurrencySafe(name: string, rawArguments: string): boolean {
+    const definition = this.get(name)
+    if (!definition?.isConcurrencySafe) return false
+    try {
+      const parsed = definition.parameters.safeParse(parseArguments(rawArguments))
+      return parsed.success && definition.isConcurrencySafe(parsed.data) === true
+    } catch {
+      return false
+    }
+  }
+
+  /** Installs the one approver that answers `ask` decisions, until its plugin is disposed or the disposer is called. */
+  setApprover(ctx: Context, approver: ToolApprover): () => void {
+    const slot = { answer: approver }
+    const dispose = ctx.effect(() => {
+      if (this.approver) throw new Error('a tool approver is already set; dispose it before setting another')
+      this.approver = slot
+      return () => {
+        if (this.approver === slot) this.approver = undefined
+      }
+    }, 'tools approver')
+    return () => void dispose()
+  }
+
+  /** Runs one call through the pipeline. Never throws: every outcome is a result. */
+  async execute(call: ToolCall, run: ToolRunOptions): Promise<ToolResult> {
+    let result: ToolResult
+    try {
+      result = await this.pipeline(call, run)
+    } catch (error) {
+      this.home.logger.warn('tool pipeline failed for %s: %s', call?.name, errorMessage(error))
+      result = failure('PIPELINE_ERROR', `the tool pipeline failed: ${errorMessage(error)}`)
+    }
+    return capResult(result, this.settings.maxResultChars)
+  }
+
+  private async pipeline(call: ToolCall, run: ToolRunOptions): Promise<ToolResult> {
+    if (run.signal.aborted) return cancelled()
+    const entry = this.registry.get(call.name)
+    if (!entry) {
+      const known = this.sorted().map((tool) => tool.definition.name)
+      const available = known.length ? `Available tools: ${known.join(', ')}.` : 'No tools are available.'
+      return failure('UNKNOWN_TOOL', `there is no tool named "${call.name}". ${available}`)
+    }
+    const { definition } = entry
+
+    let raw: unknown
+    try {
+      raw = parseArguments(call.arguments)
+    } catch (error) {
+      return failure('INVALID_JSON', `the arguments for tool "${definition.name}" are not valid JSON (${errorMessage(error)}). Send one JSON object.`)
+    }
+    const parsed = await definition.parameters.safeParseAsync(raw)
+    if (!parsed.success) {
+      return failure(
+        'INVALID_ARGUMENTS',
+        `invalid arguments for tool "${definition.name}":\n${formatIssues(parsed.error.issues)}\nFix these and call the tool again.`,
+      )
+    }
+
+    const controller = new AbortController()
+    const forward = () => controller.abort(run.signal.reason)
+    run.signal.addEventListener('abort', forward, { once: true })
+    try {
+      const context: ToolRunContext = { ...run, callId: call.callId, toolName: definition.name, signal: controller.signal }
+      const execution: ToolExecution = Object.freeze({
+        call: Object.freeze({ ...call }),
+        tool: definition,
+        args: deepFreeze(parsed.data as Record<string, unknown>),
+        run: Object.freeze(context),
+      })
+      const blocked = await this.authorize(execution, run.signal)
+      const result = blocked ?? (run.signal.aborted ? cancelled() : await this.runBody(execution, controller, run.signal))
+      const final = await stage('tools/post-execute', () => this.home.waterfall('tools/post-execute', execution, result, async () => result))
+      if (!isToolResult(final)) throw new Error('a tools/post-execute listener returned something that is not a tool result')
+      return final
+    } finally {
+      run.signal.removeEventListener('abort', forward)
+    }
+  }
+
+  /** Undefined when the call may run; otherwise the result that stands in for it. */
+  private async authorize(execution: ToolExecution, signal: AbortSignal): Promise<ToolResult | undefined> {
+    const decision = await stage('tools/pre-execute', () =>
+      this.home.waterfall('tools/pre-execute', execution, async (): Promise<PreToolDecision> => ({ kind: 'allow' })),
+    )
+    const name = execution.tool.name
+    switch (decision?.kind) {
+      case 'allow':
+        return undefined
+      case 'deny':
+        return denied(name, decision.reason)
+      case 'ask':
+        return this.ask(execution, String(decision.reason ?? 'this call needs approval'), signal)
+      default:
+        return assertNever(decision as never, 'tools/pre-execute decision')
+    }
+  }
+
+  private async ask(execution: ToolExecution, reason: string, signal: AbortSignal): Promise<ToolResult | undefined> {
+    const name = execution.tool.name
+    const remembered = sessionApprovals(execution.run.sessionState)
+    const key = `${name}\u0000${reason}`
+    if (remembered.has(key)) return undefined
+    const approver = this.approver
+    if (!approver) {
+      return denied(name, `${reason}. This call needs approval, but no one is available to approve it, so it was not run. Do not retry it; continue without it or tell the user.`)
+    }
+    let answer: ApprovalAnswer
+    try {
+      answer = await untilAborted(approver.answer(execution.call, reason, execution.run), signal)
+    } catch (error) {
+      if (signal.aborted) return cancelled()
+      return denied(name, `${reason}. Asking for approval failed (${errorMessage(error)}), so the call was not run.`)
+    }
+    if (answer === 'allow-once') return undefined
+    if (answer === 'allow-session') {
+      remembered.add(key)
+      return undefined
+    }
+    if (answer !== null && typeof answer === 'object' && answer.kind === 'reject') {
+      const said = typeof answer.message === 'string' && answer.message.trim() ? ` The user said: ${answer.message.trim()}` : ''
+      return denied(name, `${reason}. The user rejected this call.${said}`)
+    }
+    return denied(name, `${reason}. The approver gave no usable answer, so the call was not run.`)
+  }
+
+  private async runBody(execution: ToolExecution, controller: AbortController, callerSignal: AbortSignal): Promise<ToolResult> {
+    const { tool, run } = execution
+    const timeoutMs = tool.timeoutMs ?? this.settings.defaultTimeoutMs
+    const body = async (): Promise<ToolResult> => {
+      try {
+        return fromOutput(tool.name, await tool.execute(execution.args, run))
+      } catch (error) {
+        if (error instanceof ToolError) return failure(error.code, error.message)
+        return failure('TOOL_ERROR', `tool "${tool.name}" failed: ${errorMessage(error)}`)
+      }
+    }
+    type Outcome = { kind: 'done'; result: ToolResult } | { kind: 'failed'; error: unknown } | { kind: 'timeout' } | { kind: 'cancel' }
+    const work: Promise<Outcome> = stage('tools/execute', () => this.home.waterfall('tools/execute', execution, body)).then(
+      (result): Outcome => ({ kind: 'done', result }),
+      (error: unknown): Outcome => ({ kind: 'failed', error }),
+    )
+    let timer: NodeJS.Timeout | undefined
+    let onCancel: (() => void) | undefined
+    const outcome = await new Promise<Outcome>((resolve) => {
+      void work.then(resolve)
+      timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs)
+      onCancel = () => resolve({ kind: 'cancel' })
+      if (callerSignal.aborted) onCancel()
+      else callerSignal.addEventListener('abort', onCancel, { once: true })
+    })
+    clearTimeout(timer)
+    if (onCancel) callerSignal.removeEventListener('abort', onCancel)
+
+    switch (outcome.kind) {
+      case 'done':
+        return outcome.result
+      case 'failed':
+        throw outcome.error
+      case 'timeout':
+        controller.abort(new DOMException(`tool call timed out after ${timeoutMs}ms`, 'TimeoutError'))
+        await this.windDown(work)
+        return failure('TIMEOUT', `tool "${tool.name}" timed out after ${timeoutMs}ms and was stopped.`)
+      case 'cancel':
+        controller.abort(callerSignal.reason)
+        await this.windDown(work)
+        return cancelled()
+      default:
+        return assertNever(outcome, 'tool outcome')
+    }
+  }
+
+  /** Gives an aborted body a bounded time to finish (kill its processes, close its files). */
+  private async windDown(work: Promise<unknown>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.settings.abortGraceMs)))])
+    clearTimeout(timer)
+  }
+
+  private sorted(): RegisteredTool[] {
+    return this.registry.values().sort((a, b) => (a.definition.name < b.definition.name ? -1 : a.definition.name > b.definition.name ? 1 : 0))
+  }
+
+  private changed(): void {
+    try {
+      this.home.emit('tools/changed')
+    } catch (error) {
+      this.home.logger.warn('a tools/changed listener failed: %s', errorMessage(error))
+    }
+  }
+}
+
+/** Model arguments as a value. Empty text counts as `{}`: models send it for tools without parameters. */
+function parseArguments(text: string): unknown {
+  if (typeof text !== 'string') return text
+  if (text.trim() === '') return {}
+  return JSON.parse(text) as unknown
+}
+
+function denied(toolName: string, reason: string): ToolResult {
+  return failure('DENIED', `permission to run tool "${toolName}" was denied: ${reason}`)
+}
+
+function cancelled(): ToolResult {
+  return failure('CANCELLED', 'the tool call was cancelled before it finished.')
+}
+
+function sessionApprovals(state: Map<string, unknown>): Set<string> {
+  let set = state.get(SESSION_APPROVALS)
+  if (!(set instanceof Set)) {
+    set = new Set<string>()
+    state.set(SESSION_APPROVALS, set)
+  }
+  return set as Set<string>
+}
+
+/** Runs one waterfall; a throw (sync or async) names the stage it came from. */
+async function stage<T>(name: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    throw new Error(`${name}: ${errorMessage(error)}`, { cause: error })
+  }
+}
+
+/** Settles with `promise`, or rejects as soon as `signal` aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}
+

@@ -1,0 +1,115 @@
+import type { JsonValue } from '@dsh/cordis'
+import type { ContentBlock, ToolCallId } from '@dsh/llm'
+import type { z } from 'zod'
+
+/** One tool call as the model made it. `arguments` is the raw JSON text the model produced. */
+export interface ToolCall {
+  callId: ToolCallId
+  name: string
+  arguments: string
+}
+
+/** What the caller (the agent loop) supplies for one call. */
+export interface ToolRunOptions {
+  /** Aborted when the caller cancels the step. */
+  signal: AbortSignal
+  /** The session workspace; tools resolve relative paths against it. */
+  cwd: string
+  sessionId: string
+  /** Scratch space shared by every tool call of one session (read records, approvals). */
+  sessionState: Map<string, unknown>
+}
+
+/**
+ * What a tool body receives. `signal` is the per-call signal: a child of the
+ * caller's signal that the runtime also aborts when the call times out.
+ */
+export type ToolRunContext = ToolRunOptions & {
+  callId: ToolCallId
+  toolName: string
+  signal: AbortSignal
+}
+
+/** What a tool body returns. A string becomes one text block. */
+export interface ToolOutput {
+  content: string | ContentBlock[]
+  isError?: boolean
+  /** With `isError`: a machine-readable failure code for hooks and UIs (default `TOOL_FAILED`). */
+  code?: string
+  meta?: JsonValue
+}
+
+/** The failure codes the pipeline itself produces. Tools may add their own through `ToolError` or `ToolOutput.code`. */
+export type ToolErrorCode =
+  | 'UNKNOWN_TOOL'
+  | 'INVALID_JSON'
+  | 'INVALID_ARGUMENTS'
+  | 'DENIED'
+  | 'TIMEOUT'
+  | 'CANCELLED'
+  | 'TOOL_ERROR'
+  | 'TOOL_FAILED'
+  | 'PIPELINE_ERROR'
+
+export interface ToolFailure {
+  code: string
+  message: string
+}
+
+/** The outcome of one call, always produced, never thrown. */
+export interface ToolResult {
+  content: ContentBlock[]
+  isError: boolean
+  error?: ToolFailure
+  meta?: JsonValue
+}
+
+/** A zod object schema: the only shape tool parameters may take. */
+export type ParameterSchema = z.ZodObject
+
+/**
+ * A model-facing tool. `parameters` is a zod object schema; the model sees it
+ * as JSON Schema and the runtime validates arguments with it before `execute`.
+ */
+export interface ToolDefinition<S extends ParameterSchema = ParameterSchema> {
+  readonly name: string
+  readonly description: string
+  readonly parameters: S
+  /** Per-call budget in milliseconds; the runtime's `defaultTimeoutMs` applies when absent. Never sent to the model. */
+  readonly timeoutMs?: number
+  /** The tool only observes; it changes nothing. */
+  readonly readOnly?: boolean
+  /** Only a literal `true` for the validated arguments lets the call run beside others. */
+  isConcurrencySafe?(args: z.output<S>): boolean
+  execute(args: z.output<S>, run: ToolRunContext): ToolOutput | Promise<ToolOutput>
+}
+
+/** The frozen facts of one validated call, handed to every `tools/*` waterfall. */
+export interface ToolExecution {
+  readonly call: Readonly<ToolCall>
+  readonly tool: ToolDefinition
+  /** The validated arguments, deep-frozen. */
+  readonly args: Readonly<Record<string, unknown>>
+  readonly run: ToolRunContext
+}
+
+/** What `tools/pre-execute` decides. Arguments can never be rewritten. */
+export type PreToolDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason: string }
+
+/** What an approver answers to an `ask`. */
+export type ApprovalAnswer = 'allow-once' | 'allow-session' | { kind: 'reject'; message?: string }
+
+/** Answers `ask` decisions (a surface: browser dialog, SDK client, ACP). One at a time. */
+export type ToolApprover = (call: Readonly<ToolCall>, reason: string, run: ToolRunContext) => Promise<ApprovalAnswer>
+
+/** A thrown `ToolError` becomes an error result with its own code and message. */
+export class ToolError extends Error {
+  override name = 'ToolError'
+
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}

@@ -1,0 +1,126 @@
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { chmod, mkdir, rename, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { type Context, Schema, Service } from '@dsh/cordis'
+import { parse, stringify } from 'yaml'
+
+declare module '@dsh/cordis' {
+  interface Context {
+    credentials: Credentials
+  }
+}
+
+export interface CredentialsConfig {
+  /** The credentials document, `$DSH_HOME/.credentials.yaml`. */
+  file: string
+  /** A dotenv file read last, `$DSH_HOME/.env`. */
+  envFile: string
+}
+
+export type CredentialSource = 'env' | 'file' | 'env-file'
+
+/** Parses dotenv text: `NAME=value` lines, `#` comments, optional quotes and `export`. */
+export function parseDotenv(text: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim()
+    if (!line || line.startsWith('#')) continue
+    const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line)
+    if (!match) continue
+    let value = (match[2] ?? '').trim()
+    const quote = value[0]
+    if ((quote === '"' || quote === "'") && value.endsWith(quote) && value.length >= 2) value = value.slice(1, -1)
+    else value = value.replace(/\s+#.*$/, '')
+    out[match[1] as string] = value
+  }
+  return out
+}
+
+/**
+ * `ctx.credentials`: secrets by name (e.g. DEEPSEEK_API_KEY), looked up in
+ * the process environment, then `.credentials.yaml` (must be 0600), then the
+ * home `.env`. Read at each lookup, so an edit works without a restart.
+ * Values are never copied into process.env.
+ */
+export class Credentials extends Service {
+  private readonly config: CredentialsConfig
+
+  constructor(ctx: Context, config: CredentialsConfig) {
+    super(ctx, 'credentials')
+    this.config = config
+    this.readFile()
+  }
+
+  get(name: string): string | undefined {
+    return this.lookup(name)?.value
+  }
+
+  lookup(name: string): { value: string; source: CredentialSource } | undefined {
+    const fromEnv = process.env[name]
+    if (fromEnv?.trim()) return { value: fromEnv.trim(), source: 'env' }
+    const fromFile = this.readFile()[name]
+    if (fromFile) return { value: fromFile, source: 'file' }
+    if (existsSync(this.config.envFile)) {
+      const fromDotenv = parseDotenv(readFileSync(this.config.envFile, 'utf8'))[name]?.trim()
+      if (fromDotenv) return { value: fromDotenv, source: 'env-file' }
+    }
+    return undefined
+  }
+
+  /** Where a key can be set, for error messages. */
+  places(name: string): string {
+    return `set ${name} in the environment, in ${this.config.file} (refs: { ${name}: ... }), or in ${this.config.envFile}`
+  }
+
+  /** Stores a secret in the credentials file (0600, written atomically). */
+  async set(name: string, value: string): Promise<void> {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`credential name "${name}" must look like an environment variable name`)
+    const refs = { ...this.readFile(), [name]: value }
+    const dir = path.dirname(this.config.file)
+    await mkdir(dir, { recursive: true, mode: 0o700 })
+    const temp = `${this.config.file}.${process.pid}.tmp`
+    await writeFile(temp, stringify({ version: 1, refs }), { mode: 0o600 })
+    await chmod(temp, 0o600)
+    await rename(temp, this.config.file)
+  }
+
+  private readFile(): Record<string, string> {
+    const file = this.config.file
+    if (!existsSync(file)) return {}
+    if (process.platform !== 'win32' && (statSync(file).mode & 0o077) !== 0) {
+      throw new Error(`${file} is readable by other users; run: chmod 600 ${file}`)
+    }
+    let doc: unknown
+    try {
+      doc = parse(readFileSync(file, 'utf8'))
+    } catch (error) {
+      throw new Error(`${file}: malformed YAML: ${(error as Error).message.split('\n')[0]}`)
+    }
+    if (doc === null || doc === undefined) return {}
+    const bad = (what: string) => new Error(`${file}: ${what} (expected "version: 1" and "refs: { NAME: value }")`)
+    if (typeof doc !== 'object' || Array.isArray(doc)) throw bad('the document must be a mapping')
+    const { version, refs, ...rest } = doc as Record<string, unknown>
+    const unknown = Object.keys(rest)
+    if (unknown.length) throw bad(`unknown key "${unknown[0]}"`)
+    if (version !== undefined && version !== 1) throw bad(`unsupported version ${JSON.stringify(version)}`)
+    if (refs === undefined || refs === null) return {}
+    if (typeof refs !== 'object' || Array.isArray(refs)) throw bad('"refs" must be a mapping')
+    const out: Record<string, string> = {}
+    for (const [key, value] of Object.entries(refs)) {
+      if (typeof value !== 'string' || !value.trim()) throw bad(`refs.${key} must be a non-empty string`)
+      out[key] = value.trim()
+    }
+    return out
+  }
+}
+
+export const name = 'credentials'
+export const Config: Schema<CredentialsConfig> = Schema.object({
+  file: Schema.string().required().description('Path of the credentials document (0600).'),
+  envFile: Schema.string().required().description('A dotenv file consulted after the environment and the credentials document.'),
+})
+
+/** Provides `ctx.credentials`. A credentials file with loose permissions or bad content fails the load. */
+export function apply(ctx: Context, config: CredentialsConfig) {
+  ctx.plugin(Credentials, config)
+}

@@ -1,0 +1,11 @@
+export {
+  type LogProblem,
+  type OpenedLog,
+  SessionLogError,
+  SessionLogVersionError,
+  SessionNotFoundError,
+  SessionPersistence,
+  type StoredSession,
+} from './seam.ts'
+// The module is the writer plugin: `name`, `inject`, `Config`, `apply`.
+export { apply, Config, inject, name, type SessionWriterConfig } from './writer.ts'

@@ -1,0 +1,114 @@
+import { type Context, Service } from '@dsh/cordis'
+import type { SessionEvent, SessionId, SessionMeta } from '@dsh/session'
+
+declare module '@dsh/cordis' {
+  interface Context {
+    sessionPersistence: SessionPersistence
+  }
+}
+
+/** Something wrong with one line of a stored log; the line was skipped. */
+export interface LogProblem {
+  /** 1-based line number in the (decompressed) log; line 1 is the header. */
+  line: number
+  message: string
+}
+
+/** A stored log read back in full. */
+export interface OpenedLog {
+  meta: SessionMeta
+  /** The readable events in stored order; corrupt lines and a torn last line are left out. */
+  events: SessionEvent[]
+  problems: LogProblem[]
+  /** Where the log lives (the plain or the sealed file). */
+  file: string
+}
+
+/** One stored session as `list()` and `stat()` see it: its header plus facts about the file. */
+export type StoredSession = SessionMeta & {
+  file: string
+  /** Last modification of the file, epoch milliseconds. */
+  updatedAt: number
+  /** Size of the file on disk (compressed when sealed). */
+  bytes: number
+  /** Whether the log is sealed (compressed because the session was closed). */
+  sealed: boolean
+}
+
+/** There is no stored log for the id. */
+export class SessionNotFoundError extends Error {
+  override name = 'SessionNotFoundError'
+  constructor(
+    readonly sessionId: string,
+    where: string,
+  ) {
+    super(`no session ${sessionId} under ${where}`)
+  }
+}
+
+/** A stored log cannot be read or written as asked: bad header, seq mismatch, unreadable file. */
+export class SessionLogError extends Error {
+  override name = 'SessionLogError'
+  constructor(
+    readonly file: string,
+    message: string,
+  ) {
+    super(`${file}: ${message}`)
+  }
+}
+
+/** The log was written in a format newer than this dsh reads. */
+export class SessionLogVersionError extends SessionLogError {
+  override name = 'SessionLogVersionError'
+}
+
+/**
+ * `ctx.sessionPersistence`: where session logs are kept. A provider plugin
+ * extends this class and is the one place that knows files, formats and
+ * compression; the writer plugin (`@dsh/session-persistence`) feeds it from
+ * `ctx.sessions`, and resume, listings and exports read through it.
+ *
+ * Every method is safe to call concurrently; a provider serializes the
+ * operations on one session.
+ */
+export abstract class SessionPersistence extends Service {
+  /** The provider's own context (cordis swaps `ctx` for the caller's on access). */
+  protected readonly home: Context
+
+  constructor(ctx: Context) {
+    super(ctx, 'sessionPersistence')
+    this.home = ctx
+  }
+
+  /**
+   * Appends `events` to the log of `meta.id`, in order, durably. The first
+   * call creates the log (header first). For an existing log the first
+   * event's seq must follow the last stored seq, and seqs must increase
+   * within the batch; otherwise nothing is written and a `SessionLogError`
+   * says why. A sealed log is unsealed first.
+   */
+  abstract append(meta: SessionMeta, events: readonly SessionEvent[]): Promise<void>
+
+  /**
+   * Reads the whole log. Corrupt lines and a torn last line are reported in
+   * `problems` and skipped. Throws `SessionNotFoundError` for an unknown id,
+   * `SessionLogVersionError` for a log written by a newer dsh, and
+   * `SessionLogError` when the header is unreadable.
+   */
+  abstract open(id: SessionId): Promise<OpenedLog>
+
+  /** Every stored session, from headers only, most recently updated first. Unreadable headers are skipped with a warning. */
+  abstract list(): Promise<StoredSession[]>
+
+  /** One stored session from its header; throws `SessionNotFoundError` for an unknown id. */
+  abstract stat(id: SessionId): Promise<StoredSession>
+
+  /** The log as JSONL text (decompressed when sealed). */
+  abstract export(id: SessionId): Promise<string>
+
+  /** The session is closed: compress its log. A no-op when already sealed. */
+  abstract seal(id: SessionId): Promise<void>
+
+  /** Removes the stored log; throws `SessionNotFoundError` for an unknown id. */
+  abstract delete(id: SessionId): Promise<void>
+}

@@ -1,0 +1,16 @@
+export { startMockLlm, type MockLlm, type MockLlmOptions } from './server.ts'
+export { reply, type ErrorOptions } from './reply.ts'
+export { completionEvents, estimateTokens } from './chunks.ts'
+export type {
+  CompletionReply,
+  CutReply,
+  ErrorReply,
+  MockReply,
+  MockScript,
+  RawReply,
+  RecordedRequest,
+  StallReply,
+  StreamOptions,
+  ToolCallSpec,
+  UsageSpec,
+} from './types.ts'
