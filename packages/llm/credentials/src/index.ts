@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { type Context, Schema, Service } from '@dsh/cordis'
-import { parse, stringify } from 'yaml'
+import { parseYaml, stringifyYaml } from '@dsh/loader/compose'
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -79,7 +79,7 @@ export class Credentials extends Service {
     const dir = path.dirname(this.config.file)
     await mkdir(dir, { recursive: true, mode: 0o700 })
     const temp = `${this.config.file}.${process.pid}.tmp`
-    await writeFile(temp, stringify({ version: 1, refs }), { mode: 0o600 })
+    await writeFile(temp, stringifyYaml({ version: 1, refs }), { mode: 0o600 })
     await chmod(temp, 0o600)
     await rename(temp, this.config.file)
   }
@@ -90,12 +90,7 @@ export class Credentials extends Service {
     if (process.platform !== 'win32' && (statSync(file).mode & 0o077) !== 0) {
       throw new Error(`${file} is readable by other users; run: chmod 600 ${file}`)
     }
-    let doc: unknown
-    try {
-      doc = parse(readFileSync(file, 'utf8'))
-    } catch (error) {
-      throw new Error(`${file}: malformed YAML: ${(error as Error).message.split('\n')[0]}`)
-    }
+    const doc = parseYaml(readFileSync(file, 'utf8'), file)
     if (doc === null || doc === undefined) return {}
     const bad = (what: string) => new Error(`${file}: ${what} (expected "version: 1" and "refs: { NAME: value }")`)
     if (typeof doc !== 'object' || Array.isArray(doc)) throw bad('the document must be a mapping')

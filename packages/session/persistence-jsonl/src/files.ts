@@ -3,7 +3,6 @@ import { createReadStream } from 'node:fs'
 import { type FileHandle, open, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { pipeline } from 'node:stream'
-import { DecompressStream } from 'zstd-napi'
 
 const NEWLINE = 0x0a
 
@@ -121,7 +120,7 @@ async function readFully(handle: FileHandle, buffer: Buffer, position: number): 
  */
 export async function readFirstLine(file: string, compressed: boolean, limit = 1024 * 1024): Promise<string | undefined> {
   const source = createReadStream(file, { highWaterMark: 16 * 1024 })
-  const stream = compressed ? pipeline(source, new DecompressStream(), () => {}) : source
+  const stream = compressed ? pipeline(source, new (await zstd()).DecompressStream(), () => {}) : source
   const chunks: Buffer[] = []
   let length = 0
   try {
@@ -140,4 +139,9 @@ export async function readFirstLine(file: string, compressed: boolean, limit = 1
     source.destroy()
     stream.destroy()
   }
+}
+
+/** zstd-napi is a native module: loaded on first use, so runs that never touch a sealed log skip it. */
+export function zstd(): Promise<typeof import('zstd-napi')> {
+  return import('zstd-napi')
 }

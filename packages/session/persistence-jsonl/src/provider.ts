@@ -12,8 +12,7 @@ import {
   SessionPersistence,
   type StoredSession,
 } from '@dsh/session-persistence'
-import { compress, decompress } from 'zstd-napi'
-import { completeLength, isMissing, isTempName, linesBackward, publishFile, readFirstLine, syncDir, writeAll } from './files.ts'
+import { completeLength, isMissing, isTempName, linesBackward, publishFile, readFirstLine, syncDir, writeAll, zstd } from './files.ts'
 
 /** The log format this dsh writes and the newest it reads. */
 export const SESSION_LOG_FORMAT = 1
@@ -298,7 +297,7 @@ export class JsonlSessionPersistence extends SessionPersistence {
         await this.locate(id) // already sealed: nothing to do; unknown: not found
         return
       }
-      await publishFile(this.sealedPath(id), compress(data))
+      await publishFile(this.sealedPath(id), (await zstd()).compress(data))
       await rm(plain)
       await syncDir(this.root)
     })
@@ -355,7 +354,7 @@ export class JsonlSessionPersistence extends SessionPersistence {
 
   private async readText(located: Located): Promise<string> {
     const data = await readFile(located.file)
-    return (located.sealed ? decompress(data) : data).toString('utf8')
+    return (located.sealed ? (await zstd()).decompress(data) : data).toString('utf8')
   }
 
   /**
@@ -440,7 +439,7 @@ export class JsonlSessionPersistence extends SessionPersistence {
   /** Turns `<id>.jsonl.zst` back into `<id>.jsonl` (throws ENOENT when there is none). */
   private async unseal(id: string): Promise<void> {
     const sealed = this.sealedPath(id)
-    const data = decompress(await readFile(sealed))
+    const data = (await zstd()).decompress(await readFile(sealed))
     await publishFile(this.plainPath(id), data)
     await rm(sealed)
     await syncDir(this.root)
