@@ -22,7 +22,7 @@ function entriesOf(dir: string): string[] {
   const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Manifest
   const fromExports = Object.values(manifest.exports ?? {}).flatMap((e) => (e.source ? [e.source] : []))
   const fromBin = Object.values(manifest.bin ?? {}).map((file) => file.replace(/^\.\/lib\//, './src/').replace(/\.js$/, '.ts'))
-  return [...fromExports, ...fromBin]
+  return [...fromExports, ...fromBin].filter((entry) => existsSync(path.join(dir, entry)))
 }
 
 // Inlined for start-up time: yaml ships ~100 small ES modules, and loading
@@ -31,6 +31,7 @@ const inline: Record<string, string[]> = { 'packages/boot/loader': ['yaml'] }
 
 const configs: UserConfig[] = dirs
   .filter((dir) => existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'src')) && dir !== path.join('apps', 'web'))
+  .filter((dir) => entriesOf(dir).length > 0)
   .map((dir) => ({
     name: dir,
     cwd: path.resolve(dir),

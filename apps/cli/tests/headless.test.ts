@@ -161,6 +161,22 @@ describe('dsh --profile headless', () => {
     expect(mock.requests).toHaveLength(0)
   })
 
+  it('takes the model from --model, else settings.yaml, else the agent row', async () => {
+    mock.enqueue(reply.text('a'), reply.text('b'), reply.text('c'))
+    expect((await headless(['one'])).code).toBe(0)
+    await mkdir(home, { recursive: true })
+    const { writeFileSync } = await import('node:fs')
+    writeFileSync(path.join(home, 'settings.yaml'), 'agent:\n  model: deepseek-v4-pro\n  reasoningEffort: max\n')
+    expect((await headless(['two'])).code).toBe(0)
+    expect((await headless(['--model', 'deepseek-custom', 'three'])).code).toBe(0)
+    expect(mock.requests.map((r) => r.body.model)).toEqual(['deepseek-v4-flash', 'deepseek-v4-pro', 'deepseek-custom'])
+    expect(mock.requests[1]?.body.reasoning_effort).toBe('max')
+    writeFileSync(path.join(home, 'settings.yaml'), 'agent:\n  colour: blue\n')
+    const bad = await headless(['four'])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toBe(`dsh: ${path.join(home, 'settings.yaml')}: unknown setting agent.colour (known: provider, model, reasoningEffort)\n`)
+  })
+
   it('Ctrl+C cancels a streaming turn, saves the log and exits 130', async () => {
     mock.enqueue(reply.stall(3, reply.text('This answer will never finish streaming because the server stalls')))
     const running = startDsh(['--profile', 'headless', 'talk slowly'], { home, cwd: work, env: env() })

@@ -1,5 +1,7 @@
+import { existsSync, readFileSync } from 'node:fs'
 import { type Context, emitIsolated, Schema, Service } from '@dsh/cordis'
 import type { LlmFailure, ReasoningEffort } from '@dsh/llm'
+import { isPlainObject, parseYaml } from '@dsh/loader/compose'
 import { closersForOpenTurn, type Session, type SessionId } from '@dsh/session'
 import type {} from '@dsh/cmdline'
 import type {} from '@dsh/session-persistence'
@@ -54,6 +56,8 @@ export interface AgentRegistryConfig {
   model: string
   reasoningEffort?: ReasoningEffort
   maxTokens?: number
+  /** A settings document whose `agent:` section overrides provider, model and reasoningEffort. */
+  settingsFile?: string
 }
 
 /**
@@ -76,11 +80,12 @@ export class AgentRegistry extends Service {
     ctx.effect(() => () => void this.disposeAll(), 'dispose agents')
   }
 
-  /** The default model settings from config. */
+  /** The default model settings: config, overridden by the settings file's `agent:` section (read each time). */
   defaults(): AgentOptions {
     const options: AgentOptions = { provider: this.config.provider, model: this.config.model }
     if (this.config.reasoningEffort) options.reasoningEffort = this.config.reasoningEffort
     if (this.config.maxTokens) options.maxTokens = this.config.maxTokens
+    if (this.config.settingsFile) Object.assign(options, readAgentSettings(this.config.settingsFile))
     return options
   }
 
@@ -162,6 +167,32 @@ export class AgentRegistry extends Service {
   }
 }
 
+const EFFORTS = ['off', 'low', 'high', 'max']
+
+/** The `agent:` section of a settings document: `{provider?, model?, reasoningEffort?}`. */
+export function readAgentSettings(file: string): Partial<AgentOptions> {
+  if (!existsSync(file)) return {}
+  const doc = parseYaml(readFileSync(file, 'utf8'), file)
+  if (doc === null || doc === undefined) return {}
+  if (!isPlainObject(doc)) throw new Error(`${file}: a settings document must be a mapping`)
+  const section = doc.agent
+  if (section === undefined || section === null) return {}
+  if (!isPlainObject(section)) throw new Error(`${file}: "agent" must be a mapping of provider, model and reasoningEffort`)
+  const out: Partial<AgentOptions> = {}
+  for (const [key, value] of Object.entries(section)) {
+    if (key === 'provider' || key === 'model') {
+      if (typeof value !== 'string' || !value.trim()) throw new Error(`${file}: agent.${key} must be a non-empty string`)
+      out[key] = value.trim()
+    } else if (key === 'reasoningEffort') {
+      if (typeof value !== 'string' || !EFFORTS.includes(value)) throw new Error(`${file}: agent.reasoningEffort must be one of ${EFFORTS.join(', ')}`)
+      out.reasoningEffort = value as ReasoningEffort
+    } else {
+      throw new Error(`${file}: unknown setting agent.${key} (known: provider, model, reasoningEffort)`)
+    }
+  }
+  return out
+}
+
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>
 }
@@ -171,4 +202,5 @@ export const Config: Schema<AgentRegistryConfig> = Schema.object({
   model: Schema.string().default('deepseek-v4-flash').description('The model new agents use.'),
   reasoningEffort: Schema.union(['off', 'low', 'high', 'max'] as const).description('Reasoning effort; the route default when unset.'),
   maxTokens: Schema.natural().description('Output token cap per request; the route default when unset.'),
+  settingsFile: Schema.string().description('A YAML settings document; its `agent:` section (provider, model, reasoningEffort) overrides this config.'),
 })
