@@ -7,7 +7,7 @@ export default defineConfig({
   resolve: { conditions: ['source'] },
   ssr: { resolve: { conditions: ['source'] } },
   test: {
-    include: ['apps/*/tests/**/*.test.ts', 'packages/*/*/tests/**/*.test.ts', 'scripts/**/*.test.ts'],
+    include: ['apps/*/tests/**/*.test.ts', 'packages/*/*/tests/**/*.test.ts', 'scripts/**/*.test.ts', 'snapshots/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

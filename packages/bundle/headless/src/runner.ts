@@ -63,6 +63,7 @@ export function apply(ctx: Context) {
       if (answer) out(answer)
     }
     if (reason === 'error' && failure) err(`dsh: ${failure.code}: ${failure.message}`)
+    else if (reason === 'max-tokens') err('dsh: the reply was cut at the output token limit (max-tokens); the answer may be incomplete')
     ctx.appExit(reason === 'completed' ? 0 : 1)
   }
 
