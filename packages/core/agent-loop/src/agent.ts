@@ -162,7 +162,7 @@ export class LoopAgent implements Agent {
       }
       const info: StepInfo = { turn, step, signal }
       const decision = await this.ctx.waterfall('agent/pre-step', this, info, async () => ({ kind: 'enter' }) as const)
-      if (decision.kind === 'reject') return { turn, reason: 'completed' }
+      if (decision.kind === 'reject') return { turn, reason: hitMaxTokens ? 'max-tokens' : 'completed' }
       this.session.append('step/start', { turn, step })
       this.openStep = { turn, step }
       const config = await this.ctx.waterfall('agent/request', this, info, async () => ({ ...this.options }))
@@ -181,8 +181,12 @@ export class LoopAgent implements Agent {
       this.endStep(turn, step)
       if (signal.aborted) return { turn, reason: 'aborted' }
       if (reply.finish === 'max-tokens') hitMaxTokens = true
-      if (calls.length) continue
-      if (!this.nextStep.length) await this.ctx.serial('agent/turn-stopping', this, { turn, signal })
+      // Steering that arrived during this step joins the next one, after this step's tool results.
+      if (calls.length || this.nextStep.length) {
+        pending = this.nextStep.splice(0)
+        continue
+      }
+      await this.ctx.serial('agent/turn-stopping', this, { turn, signal })
       if (this.nextStep.length && !signal.aborted) {
         pending = this.nextStep.splice(0)
         continue
@@ -282,7 +286,8 @@ export class LoopAgent implements Agent {
           { ...info, attempt, provider: config.provider, failure, outputSeen: assembler.hasOutput },
           async () => undefined,
         )
-        if (decision?.kind === 'retry' && !signal.aborted) {
+        if (signal.aborted) return { kind: 'aborted' }
+        if (decision?.kind === 'retry') {
           this.session.append('llm/retry', { turn, step, attempt, delayMs: decision.delayMs, error: failure })
           await sleep(decision.delayMs, signal)
           if (signal.aborted) return { kind: 'aborted' }
@@ -312,10 +317,13 @@ export class LoopAgent implements Agent {
    * Runs a step's tool calls. Calls the tools runtime marks concurrency-safe
    * run together (up to maxParallelToolCalls); any other call runs alone.
    * `tool/call` and `tool/result` events are logged in the model's order.
+   * If logging fails, no further call starts and the failure is rethrown once
+   * the calls already running have finished.
    */
   private async runTools(turn: number, step: number, calls: ToolCall[], signal: AbortSignal): Promise<void> {
     const tools = this.ctx.get('tools')
     const results: (ToolResult | undefined)[] = calls.map(() => undefined)
+    const failures: unknown[] = []
     let committed = 0
     const commit = () => {
       while (committed < calls.length && results[committed]) {
@@ -329,22 +337,26 @@ export class LoopAgent implements Agent {
       const safe = !!tools && tools.isConcurrencySafe(call.name, call.arguments)
       if (!safe) await Promise.all(running)
       while (running.size >= this.config.maxParallelToolCalls) await Promise.race(running)
+      if (failures.length) break
       if (signal.aborted) {
         results[i] = failed('ABORTED_BEFORE_DISPATCH', 'Error: the turn was cancelled before this tool call ran.')
         commit()
         continue
       }
       this.session.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments })
-      const run = this.executeTool(call, signal).then((result) => {
-        results[i] = result
-        commit()
-      })
+      const run = this.executeTool(call, signal)
+        .then((result) => {
+          results[i] = result
+          if (!failures.length) commit()
+        })
+        .catch((error: unknown) => void failures.push(error))
       if (safe) {
         running.add(run)
         void run.finally(() => running.delete(run))
       } else await run
     }
     await Promise.all(running)
+    if (failures.length) throw failures[0]
     commit()
   }
 

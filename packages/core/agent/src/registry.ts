@@ -70,6 +70,7 @@ export class AgentRegistry extends Service {
   private readonly home: Context
   private readonly config: AgentRegistryConfig
   private factory: AgentFactory | undefined
+  private factoryOwner: symbol | undefined
   private readonly live = new Map<string, Agent>()
 
   constructor(ctx: Context, config: AgentRegistryConfig) {
@@ -91,9 +92,14 @@ export class AgentRegistry extends Service {
 
   setFactory(ctx: Context, factory: AgentFactory): () => void {
     if (this.factory) throw new Error('an agent driver is already registered')
+    // Functions read back through the cordis service proxy come wrapped, so ownership is tracked by a token.
+    const owner = Symbol('agent factory')
     this.factory = factory
+    this.factoryOwner = owner
     const off = () => {
-      if (this.factory === factory) this.factory = undefined
+      if (this.factoryOwner !== owner) return
+      this.factory = undefined
+      this.factoryOwner = undefined
     }
     ctx.effect(() => off, 'agent factory')
     return off
