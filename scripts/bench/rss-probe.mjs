@@ -1,5 +1,6 @@
-// Preloaded with --import by the cold-start benchmark: reports the process's
-// peak resident set size (KiB) on fd 3 when it exits.
+// Preloaded with --import into every dsh run of the benchmarks (see
+// common.mjs): reports the process's peak resident set size (KiB) on fd 3
+// when it exits.
 import { writeSync } from 'node:fs'
 
 process.on('exit', () => {

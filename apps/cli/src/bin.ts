@@ -1,7 +1,13 @@
 #!/usr/bin/env node
 import { fileURLToPath } from 'node:url'
+import { setFlagsFromString } from 'node:v8'
 import { launch } from '@dsh/app-boot'
 import manifest from '../package.json' with { type: 'json' }
+
+// undici parses HTTP with a WebAssembly module; V8's optimising tier compiles
+// it in the background and process exit waits for that (~150 ms per run).
+// The baseline tier is fast enough for response parsing.
+setFlagsFromString('--liftoff-only')
 
 // Anything that escapes the launcher is a bug: say so on one line and exit 1.
 const fatal = (error: unknown) => {

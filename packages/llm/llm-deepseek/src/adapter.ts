@@ -1,5 +1,5 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import { Agent, type Dispatcher, request as httpRequest } from 'undici'
+import { Agent, type Dispatcher, post } from './http.ts'
 import { failure, type GenerateRequest, LlmAdapter, type LlmErrorCode, type LlmFailure, type ModelInfo, type ReasoningEffort, type RetryPolicy, type StreamChunk } from '@dsh/llm'
 import { type ModelEntry, modelInfo, type ReasoningParams } from './config.ts'
 import { httpFailure, isConnectTimeout, networkDetail, providerMessage, requestIdOf } from './errors.ts'
@@ -21,7 +21,7 @@ class Stop {
 
 /** The keep-alive connection pool of one plugin instance, and the requests running on it. */
 export class HttpPool {
-  readonly agent: Agent
+  readonly agent: InstanceType<typeof Agent>
   private readonly active = new Set<AbortController>()
   closed = false
 
@@ -166,7 +166,7 @@ export class ChatCompletionsAdapter extends LlmAdapter {
       arm()
       let response: Dispatcher.ResponseData
       try {
-        response = await httpRequest(url, { dispatcher: this.pool.agent, method: 'POST', headers, body: JSON.stringify(body), signal: controller.signal })
+        response = await post(this.pool.agent, url, { headers, body: JSON.stringify(body), signal: controller.signal })
       } catch (error) {
         yield this.networkFinish(error, stopped(), 'connect', url)
         return

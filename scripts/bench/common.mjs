@@ -1,0 +1,196 @@
+// Shared helpers of the benchmarks: paths, statistics, temp folders, spawning
+// the built `dsh` bin, a mock LLM that timestamps requests and responses, and
+// the table every benchmark prints.
+import { spawn } from 'node:child_process'
+import dc from 'node:diagnostics_channel'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+export const root = fileURLToPath(new URL('../..', import.meta.url))
+export const bin = path.join(root, 'apps/cli/lib/bin.js')
+const rssProbe = path.join(root, 'scripts/bench/rss-probe.mjs')
+
+/**
+ * Imports a workspace package through its built `lib/` (scripts/ has no
+ * node_modules of its own, so `@dsh/...` names do not resolve from here).
+ */
+export function importLib(relativeFile) {
+  const file = path.join(root, relativeFile)
+  if (!existsSync(file)) throw new Error(`${relativeFile} is missing: run \`pnpm build\` first`)
+  return import(pathToFileURL(file).href)
+}
+
+/** A dsh run that takes longer than this is killed and the benchmark fails. */
+const RUN_LIMIT_MS = 60_000
+
+export function median(values) {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+/** Nearest-rank percentile, `p` in 0..100. */
+export function percentile(values, p) {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]
+}
+
+export const ms = (value) => `${value.toFixed(1)} ms`
+export const mib = (kib) => `${(kib / 1024).toFixed(1)} MiB`
+export const range = (values, format = (v) => v.toFixed(1)) => `${format(Math.min(...values))} / ${format(Math.max(...values))}`
+
+/** A 0700 temp folder; `dispose()` removes it. */
+export async function tempDir(label) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), `dsh-bench-${label}-`))
+  return { dir, dispose: () => rm(dir, { recursive: true, force: true }) }
+}
+
+/** A temp `DSH_HOME` and a temp workspace holding `notes.txt`, a small text file for `read`. */
+export async function sandbox(label) {
+  const home = await tempDir(`${label}-home`)
+  const workspace = await tempDir(`${label}-ws`)
+  const lines = Array.from({ length: 12 }, (_, i) => `line ${i + 1}: the quick brown fox jumps over the lazy dog`)
+  await writeFile(path.join(workspace.dir, 'notes.txt'), `${lines.join('\n')}\n`)
+  return {
+    home: home.dir,
+    workspace: workspace.dir,
+    dispose: () => Promise.all([home.dispose(), workspace.dispose()]),
+  }
+}
+
+/** The parent's environment without the developer's dsh and DeepSeek settings, plus `extra`. */
+export function childEnv(extra) {
+  const env = { ...process.env }
+  for (const key of Object.keys(env)) if (key.startsWith('DSH_') || key.startsWith('DEEPSEEK_')) delete env[key]
+  return { ...env, ...extra }
+}
+
+/** Extra node flags for every dsh child (set by the runner's `--cpu-prof <dir>`). */
+const nodeFlags = []
+export function profileChildren(dir) {
+  nodeFlags.push('--cpu-prof', '--cpu-prof-dir', dir)
+}
+
+/**
+ * Runs the built bin once: `node [--import rss-probe] bin.js ...args`.
+ * Resolves with `{ code, stdout, stderr, startedAt, endedAt, wallMs, maxRssKiB }`;
+ * `startedAt` is `performance.now()` just before the spawn, `endedAt` when the
+ * child has exited and closed its output. Rejects when it exits non-zero
+ * (unless `allowFailure`) or runs past the limit.
+ */
+export function runDsh(args, { home, cwd = root, env = {}, allowFailure = false } = {}) {
+  return new Promise((resolve, reject) => {
+    const startedAt = performance.now()
+    const child = spawn(process.execPath, [...nodeFlags, '--import', rssProbe, bin, ...args], {
+      cwd,
+      env: childEnv({ DSH_HOME: home, ...env }),
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    let rss = ''
+    child.stdout.on('data', (chunk) => (stdout += chunk))
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    child.stdio[3].on('data', (chunk) => (rss += chunk))
+    const limit = setTimeout(() => child.kill('SIGKILL'), RUN_LIMIT_MS)
+    child.on('error', (error) => {
+      clearTimeout(limit)
+      reject(error)
+    })
+    child.on('close', (code, signal) => {
+      clearTimeout(limit)
+      const endedAt = performance.now()
+      const result = { code, stdout, stderr, startedAt, endedAt, wallMs: endedAt - startedAt, maxRssKiB: Number(rss.trim()) }
+      if (code === 0 || allowFailure) return resolve(result)
+      const why = signal === 'SIGKILL' ? `was killed after ${RUN_LIMIT_MS / 1000} s` : `exited ${code ?? signal}`
+      reject(new Error(`dsh ${args.map((a) => JSON.stringify(a)).join(' ')} ${why}\n${stderr.trim() || stdout.trim()}`))
+    })
+  })
+}
+
+// Every HTTP server in this process is a mock LLM. Node's built-in HTTP
+// diagnostics channels tell when a request's headers arrive and when a
+// response has been fully handed to the socket, without touching the mock.
+const listeners = new Map() // port -> (mark) => void
+const mark = (kind) => (message) => {
+  const t = performance.now()
+  listeners.get(message.socket?.localPort)?.({ kind, t })
+}
+// Held in module constants so the channels are never collected.
+const requestStart = dc.channel('http.server.request.start')
+const responseFinish = dc.channel('http.server.response.finish')
+requestStart.subscribe(mark('request'))
+responseFinish.subscribe(mark('response'))
+
+/**
+ * Starts `@dsh/llm-mock` with `script` as its fallback (it answers every
+ * request). `timeline` collects `{ kind: 'request' | 'response', t }` in order:
+ * `request` when a request's headers arrive, `response` when the mock has
+ * written the end of its reply. Clear it with `timeline.length = 0`.
+ */
+export async function startTimedMock(script) {
+  const { startMockLlm } = await importLib('packages/test-support/llm-mock/lib/index.js')
+  const mock = await startMockLlm({ fallback: script })
+  const timeline = []
+  listeners.set(mock.port, (entry) => timeline.push(entry))
+  return {
+    mock,
+    timeline,
+    env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-bench' },
+    async close() {
+      listeners.delete(mock.port)
+      await mock.close()
+    },
+  }
+}
+
+/** The reply builders of `@dsh/llm-mock`, tuned to answer at once (one delta, no keep-alive lines, no usage chunk). */
+export async function instantReplies() {
+  const { reply } = await importLib('packages/test-support/llm-mock/lib/index.js')
+  const fast = { keepAlive: false, usage: null, chunkSize: 10_000, argumentFragments: 1 }
+  return {
+    text: (content) => reply.text(content, fast),
+    toolCalls: (calls) => reply.toolCalls(calls, fast),
+  }
+}
+
+/** Whether a recorded request carries tool results (i.e. it follows a tool step). */
+export const toolResults = (request) => (request.body?.messages ?? []).filter((m) => m.role === 'tool').length
+
+/**
+ * A figure row: `{ figure, value, target?, met? }`. `met` is a boolean when
+ * the row has a target; the verdict column prints `met` or `NOT met`.
+ */
+export function row(figure, value, target, met) {
+  return target === undefined ? { figure, value } : { figure, value, target, met }
+}
+
+/** Rows for wall times in ms: the median against `targetMs`, then min / max. */
+export function wallRows(walls, targetMs) {
+  const value = median(walls)
+  return [row('wall time, median', ms(value), `< ${targetMs} ms`, value < targetMs), row('wall time, min / max', `${range(walls)} ms`)]
+}
+
+/** Rows for peak RSS figures in KiB: the max against `targetMiB`, then the median. */
+export function rssRows(rssKiB, targetMiB) {
+  const peak = Math.max(...rssKiB)
+  return [row('peak RSS, max', mib(peak), `< ${targetMiB} MiB`, peak < targetMiB * 1024), row('peak RSS, median', mib(median(rssKiB)))]
+}
+
+/** Prints a benchmark's table: a title line, then aligned figure / value / target / verdict columns. */
+export function printTable(title, rows, note) {
+  const cells = rows.map((r) => [r.figure, r.value, r.target ?? '', r.target === undefined ? '' : r.met ? 'met' : 'NOT met'])
+  const header = ['figure', 'value', 'target', '']
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)))
+  const line = (c) => `  ${c.map((text, i) => text.padEnd(widths[i])).join('   ')}`.trimEnd()
+  console.log(title)
+  console.log(line(header))
+  for (const c of cells) console.log(line(c))
+  if (note) console.log(`  ${note}`)
+  console.log('')
+}

@@ -1,0 +1,28 @@
+// Cold start of `dsh --profile headless --dump-config`: the launcher composes
+// the profile's layers and prints the tree, without booting it.
+import { rssRows, runDsh, sandbox, wallRows } from './common.mjs'
+
+export const name = 'dump-config'
+export const title = 'cold start of dsh --profile headless --dump-config'
+export const defaultRuns = 15
+
+const WALL_TARGET_MS = 250
+const RSS_TARGET_MIB = 80
+
+export async function run({ runs }) {
+  const box = await sandbox(name)
+  try {
+    const args = ['--profile', 'headless', '--dump-config']
+    await runDsh(args, { home: box.home, cwd: box.workspace }) // creates the profile; not counted
+    const samples = []
+    for (let i = 0; i < runs; i++) samples.push(await runDsh(args, { home: box.home, cwd: box.workspace }))
+    return {
+      rows: [
+        ...wallRows(samples.map((s) => s.wallMs), WALL_TARGET_MS),
+        ...rssRows(samples.map((s) => s.maxRssKiB), RSS_TARGET_MIB),
+      ],
+    }
+  } finally {
+    await box.dispose()
+  }
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env node
+// `pnpm bench`: runs every benchmark and prints one table each, with the
+// target next to each figure. Benchmarks print figures; they never fail on a
+// target (only on a run that breaks). See README.md in this folder.
+import { existsSync, mkdirSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { bin, printTable, profileChildren } from './common.mjs'
+import * as dumpConfig from './dump-config.mjs'
+import * as firstRequest from './first-request.mjs'
+import * as sessionOpen from './session-open.mjs'
+import * as step from './step.mjs'
+import * as twoStep from './two-step.mjs'
+
+const BENCHMARKS = [dumpConfig, firstRequest, step, twoStep, sessionOpen]
+const NAMES = BENCHMARKS.map((b) => b.name)
+
+const usage = `usage: pnpm bench [--runs N] [--only <name>]... [--cpu-prof <dir>]
+
+  --runs N          runs per benchmark instead of each one's default
+  --only <name>     run only this benchmark (repeat it, or separate names with commas)
+  --cpu-prof <dir>  write a V8 CPU profile of every dsh run into <dir>
+                    (summarize one with: node scripts/bench/cpu-profile.mjs <file>)
+
+benchmarks: ${BENCHMARKS.map((b) => `${b.name} (${b.defaultRuns} runs)`).join(', ')}`
+
+function fail(message) {
+  console.error(`bench: ${message}\n\n${usage}`)
+  process.exit(1)
+}
+
+let options
+try {
+  options = parseArgs({
+    options: {
+      runs: { type: 'string' },
+      only: { type: 'string', multiple: true },
+      'cpu-prof': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  }).values
+} catch (error) {
+  fail(error.message)
+}
+if (options.help) {
+  console.log(usage)
+  process.exit(0)
+}
+const runs = options.runs === undefined ? undefined : Number(options.runs)
+if (runs !== undefined && (!Number.isInteger(runs) || runs < 1)) fail('--runs needs a positive whole number')
+const only = (options.only ?? []).flatMap((value) => value.split(',')).map((value) => value.trim()).filter(Boolean)
+for (const name of only) if (!NAMES.includes(name)) fail(`unknown benchmark "${name}"`)
+if (!existsSync(bin)) fail(`${path.relative(process.cwd(), bin)} is missing: run \`pnpm build\` first`)
+if (options['cpu-prof']) {
+  const dir = path.resolve(options['cpu-prof'])
+  mkdirSync(dir, { recursive: true })
+  profileChildren(dir)
+}
+
+const selected = BENCHMARKS.filter((b) => only.length === 0 || only.includes(b.name))
+const cpus = os.cpus()
+console.log(`dsh benchmarks: node ${process.version}, ${os.platform()} ${os.arch()}, ${cpus.length} CPU(s) (${cpus[0]?.model.trim() ?? 'unknown'})`)
+if (options['cpu-prof']) console.log(`CPU profiles of every dsh run go to ${path.resolve(options['cpu-prof'])} (profiling slows the runs down)`)
+console.log('')
+
+const started = performance.now()
+let met = 0
+let targets = 0
+const broken = []
+for (const benchmark of selected) {
+  const count = runs ?? benchmark.defaultRuns
+  const title = `${benchmark.name}: ${benchmark.title} (${count} run${count === 1 ? '' : 's'})`
+  const t0 = performance.now()
+  try {
+    const { rows, note } = await benchmark.run({ runs: count })
+    for (const r of rows) {
+      if (r.target === undefined) continue
+      targets++
+      if (r.met) met++
+    }
+    printTable(title, rows, [note, `took ${((performance.now() - t0) / 1000).toFixed(1)} s`].filter(Boolean).join('; '))
+  } catch (error) {
+    broken.push(benchmark.name)
+    console.log(title)
+    console.log(`  FAILED: ${error instanceof Error ? error.message : String(error)}`.replaceAll('\n', '\n  '))
+    console.log('')
+  }
+}
+const total = ((performance.now() - started) / 1000).toFixed(1)
+console.log(`targets met: ${met} of ${targets}; ${selected.length - broken.length} of ${selected.length} benchmark(s) ran; ${total} s in all`)
+if (broken.length) {
+  console.log(`benchmarks that could not run: ${broken.join(', ')}`)
+  process.exitCode = 1
+}
