@@ -81,7 +81,25 @@ export interface ToolDefinition<S extends ParameterSchema = ParameterSchema> {
   readonly readOnly?: boolean
   /** Only a literal `true` for the validated arguments lets the call run beside others. */
   isConcurrencySafe?(args: z.output<S>): boolean
+  /**
+   * What the call would touch, for permission presets: reads or writes of
+   * paths (as the model gave them, resolved against `run.cwd` by the policy),
+   * command execution, network. Tools without it count as `other`.
+   */
+  access?(args: z.output<S>): ToolAccess
   execute(args: z.output<S>, run: ToolRunContext): ToolOutput | Promise<ToolOutput>
+}
+
+/**
+ * The effect of one call, as its tool declares it. `escalated` marks a
+ * request to leave the sandbox (e.g. a command that needs the network).
+ */
+export interface ToolAccess {
+  kind: 'read' | 'write' | 'execute' | 'network' | 'other'
+  paths?: string[]
+  escalated?: boolean
+  /** A short human description for approval prompts, e.g. the command line. */
+  summary?: string
 }
 
 /** The frozen facts of one validated call, handed to every `tools/*` waterfall. */
