@@ -140,11 +140,18 @@ export class Loader extends Service {
 
     // Prepare: load every module and check every static config. Nothing is mutated yet.
     const plugins = new Map<string, unknown>()
+    // Modules load concurrently (their file reads overlap); errors are reported in row order.
+    const loading: [string, Row, Promise<unknown>][] = []
     for (const [id, { row }] of desired) {
       // A row switched off by a literal `disabled: true` is not loaded or checked until it is switched on.
       if (row.group || row.disabled === true) continue
       const current = this.entries.get(id)
-      const plugin = current?.plugin && current.row.name === row.name ? current.plugin : await this.load(row)
+      const load = current?.plugin && current.row.name === row.name ? Promise.resolve(current.plugin) : this.load(row)
+      load.catch(() => {})
+      loading.push([id, row, load])
+    }
+    for (const [id, row, load] of loading) {
+      const plugin = await load
       if (!containsJs(row.config)) checkConfig(id, plugin, row.config)
       plugins.set(id, plugin)
     }

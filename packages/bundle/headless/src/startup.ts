@@ -16,7 +16,14 @@ export interface HeadlessStartup {
   reasoning: boolean
   resume?: string
   model?: string
+  /** Permission preset for this run; the permission row's default when absent. */
+  permission?: 'read-only' | 'workspace-write' | 'danger-full-access'
+  /** What happens to a call outside the preset: `ask` (denied here, since headless cannot ask) or `never`. */
+  approval?: 'ask' | 'never'
 }
+
+const PRESETS = ['read-only', 'workspace-write', 'danger-full-access'] as const
+const APPROVALS = ['ask', 'never'] as const
 
 export const name = 'headless-startup'
 export const inject = ['cmdlineArgs', 'appExit']
@@ -30,6 +37,8 @@ export function apply(ctx: Context) {
     .option('--reasoning', "show the model's reasoning on stderr as it streams")
     .option('--resume <sessionId>', 'continue a stored session with this task')
     .option('--model <id>', 'the model to use (default from the agent config, e.g. deepseek-v4-flash)')
+    .option('--permission <preset>', `what tools may do without asking: ${PRESETS.join(', ')} (default workspace-write)`)
+    .option('--approval <policy>', `calls outside the preset: ask (denied in headless, which cannot ask) or never (default ask)`)
   const startup = parseCmdline(ctx, program, ({ args, options }): HeadlessStartup => {
     const task = args.join(' ').trim()
     if (!task) program.error('error: a task is required, for example: dsh --profile headless "run the tests"')
@@ -39,6 +48,16 @@ export function apply(ctx: Context) {
       value.resume = options.resume
     }
     if (typeof options.model === 'string') value.model = options.model
+    if (options.permission !== undefined) {
+      const preset = PRESETS.find((p) => p === options.permission)
+      if (!preset) program.error(`error: --permission must be one of ${PRESETS.join(', ')}, got "${String(options.permission)}"`)
+      value.permission = preset
+    }
+    if (options.approval !== undefined) {
+      const approval = APPROVALS.find((a) => a === options.approval)
+      if (!approval) program.error(`error: --approval must be ask or never, got "${String(options.approval)}"`)
+      value.approval = approval
+    }
     return value
   })
   if (startup) ctx.provide('headlessStartup', startup)
