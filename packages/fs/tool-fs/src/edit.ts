@@ -1,13 +1,14 @@
-import { readFile, stat, writeFile } from 'node:fs/promises'
+import type { Context } from '@dsh/cordis'
+import type { WriteResult } from '@dsh/fs'
 import { defineTool, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { editDiff, type Replacement } from './diff.ts'
-import { displayPath, fsError, identity, readRecords, resolvePath, sha256, statOrUndefined } from './files.ts'
+import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, sha256, shownArgument, statOrUndefined, toolErrorOf } from './files.ts'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-export function editTool(config: FsToolsConfig) {
+export function editTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'edit',
     description:
@@ -16,32 +17,33 @@ export function editTool(config: FsToolsConfig) {
       'Read the file in this session first; an edit of a file that was not read, or that changed on disk since, is refused. ' +
       'Returns a diff of the change.',
     parameters: z.object({
-      path: z.string().min(1).describe('The file to edit, absolute or relative to the workspace.'),
+      path: z.string().min(1).max(MAX_PATH_LENGTH).describe('The file to edit, absolute or relative to the workspace.'),
       old_string: z.string().min(1).describe('The exact text to replace.'),
       new_string: z.string().describe('The text to put in its place.'),
       replace_all: z.boolean().optional().describe('Replace every occurrence instead of requiring exactly one. Default false.'),
     }),
+    access: (args) => ({ kind: 'write', paths: [args.path], summary: `edit ${args.path}` }),
     async execute(args, run) {
-      const target = resolvePath(run.cwd, args.path)
-      const shown = displayPath(run.cwd, target)
+      let shown = shownArgument(run.cwd, args.path)
       if (args.old_string === args.new_string) {
         throw new ToolError('FS_EDIT_NO_CHANGE', 'old_string and new_string are identical, so there is nothing to change.')
       }
-      const info = await statOrUndefined(target, shown)
+      const info = await statOrUndefined(ctx, args.path, run, shown)
       if (!info) throw new ToolError('FS_NOT_FOUND', `file not found: ${shown}. To create a file, use write.`)
-      if (!info.isFile()) throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
+      shown = displayPath(run.cwd, info.path.absolute)
+      if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
 
       const records = readRecords(run.sessionState)
-      const key = await identity(target)
-      const record = records.get(key)
+      const record = records.get(info.path.real)
       if (!record) throw new ToolError('FS_NOT_READ', `you have not read ${shown} in this session. Read it with the read tool first, then retry the edit.`)
 
       let bytes: Buffer
       try {
-        bytes = await readFile(target, { signal: run.signal })
+        bytes = await ctx.fs.readFile(args.path, { ...fsOptions(run), maxBytes: config.maxEditBytes })
       } catch (error) {
-        if (run.signal.aborted) throw error
-        throw fsError(error, shown)
+        throw toolErrorOf(error, shown, run.signal, {
+          TOO_LARGE: `${shown} is larger than the ${config.maxEditBytes} bytes edit works on. Use write to replace it, or bash for a stream edit.`,
+        })
       }
       if (sha256(bytes) !== record.sha256) {
         throw new ToolError(
@@ -81,21 +83,20 @@ export function editTool(config: FsToolsConfig) {
       after += before.slice(cursor)
 
       const data = Buffer.from(after, 'utf8')
+      let written: WriteResult
       try {
-        await writeFile(target, data, { signal: run.signal })
+        written = await ctx.fs.writeFile(args.path, data, fsOptions(run))
       } catch (error) {
-        if (run.signal.aborted) throw error
-        throw fsError(error, shown)
+        throw toolErrorOf(error, shown, run.signal)
       }
-      const written = await stat(target)
-      records.set(key, { path: target, mtimeMs: written.mtimeMs, size: written.size, sha256: sha256(data) })
+      records.set(written.path.real, { path: written.path.absolute, mtimeMs: written.mtimeMs, size: written.bytes, sha256: sha256(data) })
 
       const replacements: Replacement[] = positions.map((start) => ({ start, oldLength: oldText.length, newLength: newText.length }))
       const diff = editDiff(shown, before, after, replacements, { context: config.diffContextLines, maxLines: config.maxDiffLines })
       const count = positions.length === 1 ? 'one occurrence' : `all ${positions.length} occurrences`
       return {
         content: `Edited ${shown}: replaced ${count}.\n\n${diff}`,
-        meta: { path: target, replacements: positions.length },
+        meta: { path: written.path.absolute, replacements: positions.length },
       }
     },
   })

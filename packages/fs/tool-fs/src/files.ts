@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto'
-import { realpath, stat } from 'node:fs/promises'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
-import { ToolError } from '@dsh/tools'
+import { assertNever, type Context } from '@dsh/cordis'
+import { type FileStat, type FsCallOptions, FileSystemError } from '@dsh/fs'
+import type { SpillStore } from '@dsh/spill'
+import { ToolError, type ToolRunContext } from '@dsh/tools'
 
 /** What the session knows about a file it has seen: its content hash and when it was last modified. */
 export interface ReadRecord {
@@ -12,6 +14,9 @@ export interface ReadRecord {
 }
 
 const READS = 'tool-fs:reads'
+
+/** Paths longer than this are refused before anything looks at them (Linux PATH_MAX). */
+export const MAX_PATH_LENGTH = 4096
 
 /** The session's read records, keyed by the file's real path. */
 export function readRecords(sessionState: Map<string, unknown>): Map<string, ReadRecord> {
@@ -27,53 +32,78 @@ export function sha256(data: Uint8Array | string): string {
   return createHash('sha256').update(data).digest('hex')
 }
 
-/** A path as the model gave it, made absolute against the session workspace. */
-export function resolvePath(cwd: string, path: string): string {
-  return resolve(cwd, path)
+/** The options every `ctx.fs` call of a tool passes: the session workspace, the session, the call's signal. */
+export function fsOptions(run: ToolRunContext): FsCallOptions {
+  return { cwd: run.cwd, sessionId: run.sessionId, signal: run.signal }
 }
 
-/** The path to show the model: relative when inside the workspace, else absolute. */
+/** The path to show the model: relative when inside the workspace, else absolute. Control characters are escaped. */
 export function displayPath(cwd: string, target: string): string {
   const rel = relative(cwd, target)
-  return rel && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel) ? rel : target
+  const shown = rel === '' ? '.' : !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel) ? rel : target
+  return printable(shown)
 }
 
-/** The file's identity for read records: its real path (symlinks share the target's record). */
-export async function identity(target: string): Promise<string> {
-  try {
-    return await realpath(target)
-  } catch {
-    return target
+/** How to show a path argument before it is resolved. */
+export function shownArgument(cwd: string, given: string): string {
+  return displayPath(cwd, resolve(cwd, given))
+}
+
+/** Escapes NUL and other control characters so a path reads as one line. */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+}
+
+/** `ctx.spill` when a spill provider is mounted. */
+export function spillOf(ctx: Context): SpillStore | undefined {
+  return ctx.get('spill') as SpillStore | undefined
+}
+
+/** Per-code wording for the errors a tool wants to phrase itself. */
+export type ErrorWording = Partial<Record<FileSystemError['code'], string>>
+
+/**
+ * A failure of `ctx.fs` as a tool error the model can act on. An abort is
+ * passed through untouched, so the runtime reports it as a cancel or timeout.
+ */
+export function toolErrorOf(error: unknown, shown: string, signal: AbortSignal, wording: ErrorWording = {}): unknown {
+  if (signal.aborted) return error
+  if (!(error instanceof FileSystemError)) {
+    return new ToolError('FS_IO_ERROR', `could not access ${shown}: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  const own = wording[error.code]
+  switch (error.code) {
+    case 'INVALID_PATH':
+      return new ToolError('FS_INVALID_PATH', own ?? `invalid path ${shown}: ${error.message}.`)
+    case 'DENIED':
+      return new ToolError('FS_DENIED', own ?? `access to ${shown} was denied: ${error.reason ?? error.message}. Do not retry this path.`)
+    case 'NOT_FOUND':
+      return new ToolError('FS_NOT_FOUND', own ?? `${shown} does not exist.`)
+    case 'IS_DIRECTORY':
+      return new ToolError('FS_IS_DIRECTORY', own ?? `${shown} is a directory, not a file.`)
+    case 'NOT_DIRECTORY':
+      return new ToolError('FS_NOT_DIRECTORY', own ?? `${shown}: a part of the path is not a directory.`)
+    case 'NOT_A_FILE':
+      return new ToolError('FS_NOT_REGULAR_FILE', own ?? `${shown} is not a regular file.`)
+    case 'PERMISSION':
+      return new ToolError('FS_PERMISSION_DENIED', own ?? `permission denied for ${shown}.`)
+    case 'TOO_LARGE':
+      return new ToolError('FS_TOO_LARGE', own ?? `${shown} is too large: ${error.message}.`)
+    case 'LOOP':
+      return new ToolError('FS_SYMLINK_LOOP', own ?? `${shown} goes through a symlink loop.`)
+    case 'IO':
+      return new ToolError('FS_IO_ERROR', own ?? `could not access ${shown}: ${error.message}`)
+    default:
+      return assertNever(error.code, 'file system error code')
   }
 }
 
 /** Stats a path; undefined when nothing is there. Other failures become tool errors. */
-export async function statOrUndefined(target: string, shown: string) {
+export async function statOrUndefined(ctx: Context, given: string, run: ToolRunContext, shown: string): Promise<FileStat | undefined> {
   try {
-    return await stat(target)
+    return await ctx.fs.stat(given, fsOptions(run))
   } catch (error) {
-    if (errno(error) === 'ENOENT') return undefined
-    throw fsError(error, shown)
-  }
-}
-
-export function errno(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | undefined)?.code
-}
-
-/** A file system failure as a tool error the model can act on. */
-export function fsError(error: unknown, shown: string): ToolError {
-  switch (errno(error)) {
-    case 'ENOENT':
-      return new ToolError('FS_NOT_FOUND', `${shown} does not exist.`)
-    case 'EACCES':
-    case 'EPERM':
-      return new ToolError('FS_PERMISSION_DENIED', `permission denied for ${shown}.`)
-    case 'ENOTDIR':
-      return new ToolError('FS_NOT_DIRECTORY', `a parent of ${shown} is not a directory.`)
-    case 'EISDIR':
-      return new ToolError('FS_IS_DIRECTORY', `${shown} is a directory, not a file.`)
-    default:
-      return new ToolError('FS_IO_ERROR', `could not access ${shown}: ${error instanceof Error ? error.message : String(error)}`)
+    if (error instanceof FileSystemError && error.code === 'NOT_FOUND') return undefined
+    throw toolErrorOf(error, shown, run.signal)
   }
 }

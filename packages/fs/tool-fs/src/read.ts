@@ -1,150 +1,229 @@
-import { createHash } from 'node:crypto'
-import { createReadStream } from 'node:fs'
-import { open } from 'node:fs/promises'
+import { createHash, type Hash } from 'node:crypto'
+import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
+import type { Context } from '@dsh/cordis'
+import type { FileStat } from '@dsh/fs'
 import { defineTool, ToolError, type ToolOutput } from '@dsh/tools'
 import { z } from 'zod'
-import { displayPath, fsError, identity, readRecords, resolvePath, statOrUndefined } from './files.ts'
 import type { FsToolsConfig } from './config.ts'
+import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, shownArgument, toolErrorOf } from './files.ts'
+import { imageName, imageType } from './image.ts'
 
+/** How much of the start of a file decides whether it is text, an image or other binary data. */
 const SNIFF_BYTES = 8192
 
-export function readTool(config: FsToolsConfig) {
+export function readTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'read',
     description:
-      `Read a text file. Returns its lines numbered like \`cat -n\` (line number, a tab, the text). ` +
+      `Read a file. Text comes back as lines numbered like \`cat -n\` (line number, a tab, the text). ` +
       `Reads up to ${config.readLimit} lines from \`offset\` (1-based, default 1); use offset and limit to page through longer files. ` +
-      `Lines longer than ${config.maxLineLength} characters are cut. Relative paths are resolved against the workspace. ` +
+      `Lines longer than ${config.maxLineLength} characters are cut. PNG, JPEG, GIF and WebP images come back as images ` +
+      `(up to ${config.maxImageBytes} bytes); other binary files are refused. Relative paths are resolved against the workspace. ` +
       `Read a file before you edit it.`,
     parameters: z.object({
-      path: z.string().min(1).describe('The file to read, absolute or relative to the workspace.'),
+      path: z.string().min(1).max(MAX_PATH_LENGTH).describe('The file to read, absolute or relative to the workspace.'),
       offset: z.number().int().min(1).optional().describe('The first line to show, 1-based. Default 1.'),
       limit: z.number().int().min(1).max(config.readLimit).optional().describe(`How many lines to show. Default ${config.readLimit}.`),
     }),
     readOnly: true,
     isConcurrencySafe: () => true,
+    access: (args) => ({ kind: 'read', paths: [args.path], summary: `read ${args.path}` }),
     async execute(args, run): Promise<ToolOutput> {
-      const target = resolvePath(run.cwd, args.path)
-      const shown = displayPath(run.cwd, target)
-      const info = await statOrUndefined(target, shown)
-      if (!info) throw new ToolError('FS_NOT_FOUND', `file not found: ${shown}. Check the path (relative paths start at ${run.cwd}).`)
-      if (info.isDirectory()) throw new ToolError('FS_IS_DIRECTORY', `${shown} is a directory, not a file. List it with bash (ls) instead.`)
-      if (!info.isFile()) throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
-      if (await looksBinary(target, shown)) {
-        throw new ToolError('FS_NOT_TEXT', `${shown} looks like a binary file (it contains NUL bytes); read only shows text files.`)
+      const options = fsOptions(run)
+      let shown = shownArgument(run.cwd, args.path)
+      let stream: Readable
+      let info: FileStat
+      try {
+        info = await ctx.fs.stat(args.path, options)
+        shown = displayPath(run.cwd, info.path.absolute)
+        if (info.type === 'directory') throw new ToolError('FS_IS_DIRECTORY', `${shown} is a directory, not a file. List it with the ls tool instead.`)
+        if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
+        stream = await ctx.fs.readStream(args.path, options)
+      } catch (error) {
+        if (error instanceof ToolError) throw error
+        throw toolErrorOf(error, shown, run.signal, {
+          NOT_FOUND: `file not found: ${shown}. Check the path (relative paths start at ${run.cwd}).`,
+          IS_DIRECTORY: `${shown} is a directory, not a file. List it with the ls tool instead.`,
+        })
       }
 
-      const offset = args.offset ?? 1
-      const limit = args.limit ?? config.readLimit
-      const scan = await scanLines(target, shown, run.signal, { offset, limit, maxLineLength: config.maxLineLength, maxBytes: config.maxReadBytes })
+      const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>
+      try {
+        const head = await sniff(chunks)
+        const image = imageType(head.bytes)
+        if (image) {
+          const limit = config.maxImageBytes
+          if (info.size > limit) {
+            throw new ToolError('FS_IMAGE_TOO_LARGE', `${shown} is a ${imageName(image)} image of ${info.size} bytes; read returns images up to ${limit} bytes.`)
+          }
+          const data = await drain(chunks, head, limit)
+          if (!data) throw new ToolError('FS_IMAGE_TOO_LARGE', `${shown} grew past ${limit} bytes while it was read; read returns images up to ${limit} bytes.`)
+          return {
+            content: [
+              { type: 'text', text: `${shown}: ${imageName(image)} image, ${data.length} bytes.` },
+              { type: 'image', mediaType: image, data: data.toString('base64') },
+            ],
+            meta: { path: info.path.absolute, mediaType: image, bytes: data.length },
+          }
+        }
+        if (head.bytes.includes(0)) {
+          throw new ToolError(
+            'FS_NOT_TEXT',
+            `${shown} looks like a binary file (it contains NUL bytes). read shows text files and PNG, JPEG, GIF or WebP images only.`,
+          )
+        }
+        if (!validUtf8(head.bytes, head.done)) {
+          throw new ToolError('FS_NOT_TEXT', `${shown} is not UTF-8 text (it looks binary or uses another encoding), so read cannot show it.`)
+        }
 
-      readRecords(run.sessionState).set(await identity(target), {
-        path: target,
-        mtimeMs: info.mtimeMs,
-        size: info.size,
-        sha256: scan.sha256,
-      })
+        const offset = args.offset ?? 1
+        const limit = args.limit ?? config.readLimit
+        const scan = new LineScan({ offset, limit, maxLineLength: config.maxLineLength, maxBytes: config.maxReadBytes })
+        for (const chunk of head.chunks) scan.push(chunk)
+        if (!head.done) {
+          for (let next = await chunks.next(); !next.done; next = await chunks.next()) scan.push(next.value)
+        }
+        scan.finish()
 
-      if (scan.total === 0) return { content: `(${shown} is empty.)`, meta: { path: target, totalLines: 0 } }
-      if (offset > scan.total) {
-        throw new ToolError('FS_OFFSET_OUT_OF_RANGE', `offset ${offset} is past the end of ${shown}, which has ${scan.total} lines.`)
+        readRecords(run.sessionState).set(info.path.real, { path: info.path.absolute, mtimeMs: info.mtimeMs, size: info.size, sha256: scan.digest })
+        return render(scan, shown, offset, config, info.path.absolute)
+      } catch (error) {
+        if (error instanceof ToolError) throw error
+        throw toolErrorOf(error, shown, run.signal)
+      } finally {
+        await chunks.return?.()
+        stream.destroy()
       }
-      const first = offset
-      const last = offset + scan.lines.length - 1
-      let footer = ''
-      if (scan.capped) footer = `(Output capped at ${config.maxReadBytes} bytes. Showing lines ${first}-${last} of ${scan.total}. Use offset=${last + 1} to continue.)`
-      else if (last < scan.total) footer = `(Showing lines ${first}-${last} of ${scan.total}. Use offset=${last + 1} to continue.)`
-      else if (first > 1) footer = `(End of file: ${scan.total} lines.)`
-      const text = scan.lines.join('\n') + (footer ? `\n\n${footer}` : '')
-      return { content: text, meta: { path: target, startLine: first, endLine: last, totalLines: scan.total } }
     },
   })
 }
 
-async function looksBinary(target: string, shown: string): Promise<boolean> {
-  let handle
+function render(scan: LineScan, shown: string, offset: number, config: FsToolsConfig, path: string): ToolOutput {
+  if (scan.total === 0) return { content: `(${shown} is empty.)`, meta: { path, totalLines: 0 } }
+  if (offset > scan.total) {
+    throw new ToolError('FS_OFFSET_OUT_OF_RANGE', `offset ${offset} is past the end of ${shown}, which has ${scan.total} lines.`)
+  }
+  const first = offset
+  const last = offset + scan.lines.length - 1
+  let footer = ''
+  if (scan.capped) footer = `(Output capped at ${config.maxReadBytes} bytes. Showing lines ${first}-${last} of ${scan.total}. Use offset=${last + 1} to continue.)`
+  else if (last < scan.total) footer = `(Showing lines ${first}-${last} of ${scan.total}. Use offset=${last + 1} to continue.)`
+  else if (first > 1) footer = `(End of file: ${scan.total} lines.)`
+  const text = scan.lines.join('\n') + (footer ? `\n\n${footer}` : '')
+  return { content: text, meta: { path, startLine: first, endLine: last, totalLines: scan.total } }
+}
+
+interface Head {
+  chunks: Buffer[]
+  bytes: Buffer
+  /** The whole file is in `chunks`. */
+  done: boolean
+}
+
+/** Reads chunks until at least `SNIFF_BYTES` have arrived (or the file ended). */
+async function sniff(chunks: AsyncIterator<Buffer>): Promise<Head> {
+  const taken: Buffer[] = []
+  let size = 0
+  while (size < SNIFF_BYTES) {
+    const next = await chunks.next()
+    if (next.done) return { chunks: taken, bytes: Buffer.concat(taken).subarray(0, SNIFF_BYTES), done: true }
+    taken.push(next.value)
+    size += next.value.length
+  }
+  return { chunks: taken, bytes: Buffer.concat(taken).subarray(0, SNIFF_BYTES), done: false }
+}
+
+/** The rest of the file after the head, or undefined once it passes `limit` bytes. */
+async function drain(chunks: AsyncIterator<Buffer>, head: Head, limit: number): Promise<Buffer | undefined> {
+  const all = [...head.chunks]
+  let size = all.reduce((sum, chunk) => sum + chunk.length, 0)
+  if (!head.done) {
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+      size += next.value.length
+      if (size > limit) return undefined
+      all.push(next.value)
+    }
+  }
+  return size > limit ? undefined : Buffer.concat(all, size)
+}
+
+/** Whether the first bytes decode as UTF-8; a character cut off at the end of the sample is fine unless the file ends there. */
+function validUtf8(bytes: Buffer, whole: boolean): boolean {
   try {
-    handle = await open(target, 'r')
-    const buffer = Buffer.alloc(SNIFF_BYTES)
-    const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0)
-    return buffer.subarray(0, bytesRead).includes(0)
-  } catch (error) {
-    throw fsError(error, shown)
-  } finally {
-    await handle?.close()
+    new TextDecoder('utf-8', { fatal: true }).decode(bytes, { stream: !whole })
+    return true
+  } catch {
+    return false
   }
 }
 
-interface Scan {
-  lines: string[]
-  total: number
-  capped: boolean
-  sha256: string
+interface Window {
+  offset: number
+  limit: number
+  maxLineLength: number
+  maxBytes: number
 }
 
 /**
- * Streams the file once: numbers the lines of the window, counts all of
- * them, and hashes the content for the session's read record.
+ * One pass over the file: numbers the lines of the window, counts all of
+ * them, and hashes the content for the session's read record. A line far
+ * longer than can be shown is never kept whole in memory.
  */
-async function scanLines(
-  target: string,
-  shown: string,
-  signal: AbortSignal,
-  window: { offset: number; limit: number; maxLineLength: number; maxBytes: number },
-): Promise<Scan> {
-  const hash = createHash('sha256')
-  const decoder = new StringDecoder('utf8')
-  const lines: string[] = []
-  let total = 0
-  let bytes = 0
-  let capped = false
-  let carry = ''
-  let carryCut = false
+class LineScan {
+  readonly lines: string[] = []
+  total = 0
+  capped = false
+  digest = ''
+  private bytes = 0
+  private carry = ''
+  private carryCut = false
+  private readonly hash: Hash = createHash('sha256')
+  private readonly decoder = new StringDecoder('utf8')
 
-  const take = (raw: string, cut: boolean) => {
-    total += 1
-    if (capped || total < window.offset || lines.length >= window.limit) return
+  constructor(private readonly window: Window) {}
+
+  push(chunk: Buffer): void {
+    this.hash.update(chunk)
+    this.feed(this.decoder.write(chunk))
+  }
+
+  finish(): void {
+    this.feed(this.decoder.end())
+    if (this.carry !== '' || this.carryCut) this.take(this.carry, this.carryCut)
+    this.digest = this.hash.digest('hex')
+  }
+
+  private feed(text: string): void {
+    let start = 0
+    for (let newline = text.indexOf('\n'); newline !== -1; newline = text.indexOf('\n', start)) {
+      this.take(this.carry + text.slice(start, newline), this.carryCut)
+      this.carry = ''
+      this.carryCut = false
+      start = newline + 1
+    }
+    this.carry += text.slice(start)
+    if (this.carry.length > this.window.maxLineLength + 1) {
+      this.carry = this.carry.slice(0, this.window.maxLineLength + 1)
+      this.carryCut = true
+    }
+  }
+
+  private take(raw: string, cut: boolean): void {
+    const window = this.window
+    this.total += 1
+    if (this.capped || this.total < window.offset || this.lines.length >= window.limit) return
     let text = raw.endsWith('\r') ? raw.slice(0, -1) : raw
     if (cut || text.length > window.maxLineLength) {
       text = `${text.slice(0, window.maxLineLength)}… [line cut at ${window.maxLineLength} characters]`
     }
-    const line = `${String(total).padStart(6)}\t${text}`
+    const line = `${String(this.total).padStart(6)}\t${text}`
     const size = Buffer.byteLength(line) + 1
-    if (lines.length > 0 && bytes + size > window.maxBytes) {
-      capped = true
+    if (this.lines.length > 0 && this.bytes + size > window.maxBytes) {
+      this.capped = true
       return
     }
-    bytes += size
-    lines.push(line)
+    this.bytes += size
+    this.lines.push(line)
   }
-  const feed = (text: string) => {
-    let start = 0
-    for (let newline = text.indexOf('\n'); newline !== -1; newline = text.indexOf('\n', start)) {
-      take(carry + text.slice(start, newline), carryCut)
-      carry = ''
-      carryCut = false
-      start = newline + 1
-    }
-    carry += text.slice(start)
-    // A line far longer than can be shown is not kept whole in memory.
-    if (carry.length > window.maxLineLength + 1) {
-      carry = carry.slice(0, window.maxLineLength + 1)
-      carryCut = true
-    }
-  }
-
-  try {
-    for await (const chunk of createReadStream(target, { signal })) {
-      const buffer = chunk as Buffer
-      hash.update(buffer)
-      feed(decoder.write(buffer))
-    }
-  } catch (error) {
-    if (signal.aborted) throw error
-    throw fsError(error, shown)
-  }
-  feed(decoder.end())
-  if (carry !== '' || carryCut) take(carry, carryCut)
-  return { lines, total, capped, sha256: hash.digest('hex') }
 }

@@ -1,45 +1,51 @@
-import { mkdir, stat, writeFile } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import type { Context } from '@dsh/cordis'
+import type { WriteResult } from '@dsh/fs'
 import { defineTool, ToolError } from '@dsh/tools'
 import { z } from 'zod'
-import { displayPath, fsError, identity, readRecords, resolvePath, sha256, statOrUndefined } from './files.ts'
+import type { FsToolsConfig } from './config.ts'
+import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, sha256, shownArgument, statOrUndefined, toolErrorOf } from './files.ts'
 
-export function writeTool() {
+export function writeTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'write',
     description:
       'Write a file with the given content, creating it (and any missing parent folders) or replacing it entirely. ' +
+      'The new content replaces the old in one step, so no half-written file is ever left behind. ' +
       'Relative paths are resolved against the workspace. To change part of an existing file, prefer edit.',
     parameters: z.object({
-      path: z.string().min(1).describe('The file to write, absolute or relative to the workspace.'),
+      path: z.string().min(1).max(MAX_PATH_LENGTH).describe('The file to write, absolute or relative to the workspace.'),
       content: z.string().describe('The complete new content of the file.'),
     }),
+    access: (args) => ({ kind: 'write', paths: [args.path], summary: `write ${args.path}` }),
     async execute(args, run) {
-      const target = resolvePath(run.cwd, args.path)
-      const shown = displayPath(run.cwd, target)
-      const before = await statOrUndefined(target, shown)
-      if (before?.isDirectory()) throw new ToolError('FS_IS_DIRECTORY', `${shown} is a directory; give a file path.`)
-      if (before && !before.isFile()) throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
+      let shown = shownArgument(run.cwd, args.path)
       const data = Buffer.from(args.content, 'utf8')
-      try {
-        await mkdir(dirname(target), { recursive: true })
-        await writeFile(target, data, { signal: run.signal })
-      } catch (error) {
-        if (run.signal.aborted) throw error
-        throw fsError(error, shown)
+      if (data.length > config.maxWriteBytes) {
+        throw new ToolError('FS_TOO_LARGE', `the content is ${data.length} bytes; write accepts at most ${config.maxWriteBytes} bytes per file.`)
       }
+      const before = await statOrUndefined(ctx, args.path, run, shown)
+      if (before) shown = displayPath(run.cwd, before.path.absolute)
+      if (before?.type === 'directory') throw new ToolError('FS_IS_DIRECTORY', `${shown} is a directory; give a file path.`)
+      if (before && before.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
+
+      let written: WriteResult
+      try {
+        written = await ctx.fs.writeFile(args.path, data, fsOptions(run))
+      } catch (error) {
+        throw toolErrorOf(error, shown, run.signal, { NOT_DIRECTORY: `cannot create ${shown}: a part of its folder path is a file, not a folder.` })
+      }
+      shown = displayPath(run.cwd, written.path.absolute)
       // The model knows what it just wrote, so it may edit the file without reading it again.
-      const after = await stat(target)
-      readRecords(run.sessionState).set(await identity(target), {
-        path: target,
-        mtimeMs: after.mtimeMs,
-        size: after.size,
+      readRecords(run.sessionState).set(written.path.real, {
+        path: written.path.absolute,
+        mtimeMs: written.mtimeMs,
+        size: written.bytes,
         sha256: sha256(data),
       })
-      const verb = before ? 'Overwrote' : 'Created'
+      const verb = written.created ? 'Created' : 'Overwrote'
       return {
-        content: `${verb} ${shown} (${data.length} bytes written).`,
-        meta: { path: target, operation: before ? 'overwrite' : 'create', bytes: data.length },
+        content: `${verb} ${shown} (${written.bytes} bytes written).`,
+        meta: { path: written.path.absolute, operation: written.created ? 'create' : 'overwrite', bytes: written.bytes },
       }
     },
   })

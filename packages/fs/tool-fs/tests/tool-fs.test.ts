@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
+import * as fsPlugin from '@dsh/fs'
 import * as tools from '@dsh/tools'
 import type { ToolResult, ToolRunOptions, ToolsConfig } from '@dsh/tools'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -19,6 +20,7 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'dsh-tool-fs-'))
   session = { signal: new AbortController().signal, cwd: dir, sessionId: 'fs-session', sessionState: new Map() }
   await root.plugin(tools, {} as ToolsConfig)
+  await root.plugin(fsPlugin, {})
 })
 
 afterEach(async () => {
@@ -42,9 +44,9 @@ function text(result: ToolResult): string {
 }
 
 describe('plugin', () => {
-  it('registers read, write and edit, and removes them when disposed', async () => {
+  it('registers the file tools, and removes them when disposed', async () => {
     const fiber = await boot()
-    expect(root.tools.list().map((tool) => tool.name)).toEqual(['edit', 'read', 'write'])
+    expect(root.tools.list().map((tool) => tool.name)).toEqual(['edit', 'glob', 'grep', 'ls', 'read', 'write'])
     expect(root.tools.get('read')?.readOnly).toBe(true)
     expect(root.tools.get('write')?.readOnly).toBeFalsy()
     expect(root.tools.isConcurrencySafe('read', '{"path":"a"}')).toBe(true)

@@ -1,128 +1,276 @@
-import { stat } from 'node:fs/promises'
-import { type Context, Schema } from '@dsh/cordis'
-import { defineTool, ToolError, type ToolOutput } from '@dsh/tools'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type Context, type JsonValue, Schema } from '@dsh/cordis'
+import type { Jobs } from '@dsh/jobs'
+import { type ProcessExit, type ProcessHandle, type SandboxMode, type SandboxPolicy, ShellError } from '@dsh/shell'
+import { defineTool, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
-import { groupAlive, killGroup, type RunOutcome, runCommand, scrubEnv } from './process.ts'
+import { StreamCapture } from './capture.ts'
 
-export { SENSITIVE_ENV_NAME, scrubEnv, TailBuffer } from './process.ts'
+export { StreamCapture, TailBuffer } from './capture.ts'
+
+/** What this tool needs from `ctx.permission` (optional): the sandbox policy of a session. */
+export interface PermissionPolicySource {
+  sandboxPolicy(run: { sessionId: string; cwd: string }, options?: { escalated?: boolean }): SandboxPolicy
+}
+
+/** What this tool needs from `ctx.spill` (optional): somewhere to keep output too long for the result. */
+export interface SpillStore {
+  save(input: { sessionId: string; text: string; label: string }): Promise<{ path: string; bytes: number }>
+}
 
 export interface BashToolConfig {
-  shell: string
   defaultTimeoutMs: number
   maxTimeoutMs: number
   maxOutputBytes: number
-  killGraceMs: number
-  env: Record<string, string>
+  maxSpillBytes: number
+  stopAllowanceMs: number
+  sandbox: { mode: SandboxMode; network: boolean }
 }
 
 export const Config: Schema<BashToolConfig> = Schema.object({
-  shell: Schema.string().default('bash').description('The shell that runs each command as `<shell> -c <command>`.'),
   defaultTimeoutMs: Schema.natural().min(1).default(120_000).description('Timeout of a command when the call gives none, in milliseconds.'),
   maxTimeoutMs: Schema.natural().min(1).default(600_000).description('The longest timeout a call may ask for, in milliseconds.'),
-  maxOutputBytes: Schema.natural().min(1).default(30_000).description('Bytes kept of stdout and of stderr each (the tail).'),
-  killGraceMs: Schema.natural().default(2_000).description('After SIGTERM, how long the process group has before SIGKILL; also how long pipes are drained after the shell exits.'),
-  env: Schema.dict(Schema.string())
-    .default({ NO_COLOR: '1', TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat' })
-    .description('Variables set for every command, on top of the scrubbed environment.'),
+  maxOutputBytes: Schema.natural().min(1).default(30_000).description('Bytes of stdout and of stderr each that the result shows (the tail).'),
+  maxSpillBytes: Schema.natural()
+    .min(1)
+    .default(16 * 1024 * 1024)
+    .description('Bytes of stdout and of stderr each that are kept for the spill service when the output is cut.'),
+  stopAllowanceMs: Schema.natural()
+    .default(30_000)
+    .description('How much longer than the longest timeout the tool runtime lets a call take (killing the tree, spilling output), in milliseconds.'),
+  sandbox: Schema.object({
+    mode: Schema.union(['read-only', 'workspace-write', 'off'] as const)
+      .default('workspace-write')
+      .description('Confinement when no permission service says otherwise. workspace-write: the workspace and the temp folder are writable, <workspace>/.git is not.'),
+    network: Schema.boolean().default(false).description('Whether confined commands may use the network.'),
+  })
+    .default({ mode: 'workspace-write', network: false })
+    .description('The sandbox policy used when `ctx.permission` is absent.'),
 })
 
 export const name = 'tool-bash'
-export const inject = ['tools']
+export const inject = ['tools', 'shell']
 
-/** Registers `bash` on `ctx.tools`. Disposal stops running commands and the background processes they left. */
+/** Registers `bash` on `ctx.tools`, running through `ctx.shell`. Disposal stops the commands still running. */
 export function apply(ctx: Context, config: BashToolConfig) {
-  const running = new Set<{ abort: AbortController; done: Promise<unknown> }>()
-  const lingering = new Set<number>()
+  const running = new Set<ProcessHandle>()
   ctx.effect(
     () => async () => {
-      for (const run of running) run.abort.abort(new Error('the tool-bash plugin was disposed'))
-      await Promise.allSettled([...running].map((run) => run.done))
-      await Promise.allSettled([...lingering].map((pgid) => killGroup(pgid, config.killGraceMs)))
-      lingering.clear()
+      const handles = [...running]
+      await Promise.allSettled(handles.map((handle) => handle.kill()))
+      await Promise.allSettled(handles.map((handle) => handle.done))
     },
-    'bash processes',
+    'bash: stop running commands',
   )
+
+  const permission = () => ctx.get('permission' as string) as PermissionPolicySource | undefined
+  const spillStore = () => ctx.get('spill' as string) as SpillStore | undefined
+  const jobs = (): Jobs | undefined => ctx.get('jobs')
+
+  function policyFor(run: ToolRunContext, escalated: boolean): SandboxPolicy {
+    const source = permission()
+    if (source) {
+      try {
+        return source.sandboxPolicy({ sessionId: run.sessionId, cwd: run.cwd }, escalated ? { escalated: true } : undefined)
+      } catch (error) {
+        throw new ToolError('BASH_POLICY_FAILED', `could not work out the sandbox policy for this session: ${message(error)}`)
+      }
+    }
+    if (escalated && config.sandbox.mode !== 'off') {
+      throw new ToolError(
+        'BASH_ESCALATION_UNAVAILABLE',
+        'running outside the sandbox needs approval, and no permission service is running to ask for it, so the command was not run. Run it inside the sandbox, or tell the user.',
+      )
+    }
+    return {
+      mode: config.sandbox.mode,
+      network: config.sandbox.network,
+      writableRoots: [run.cwd, tmpdir()],
+      protectedPaths: [join(run.cwd, '.git')],
+    }
+  }
+
+  async function start(args: { command: string }, run: ToolRunContext, policy: SandboxPolicy, timeoutMs?: number, signal?: AbortSignal) {
+    try {
+      return await ctx.shell.run({
+        command: args.command,
+        cwd: run.cwd,
+        policy,
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        ...(signal ? { signal } : {}),
+      })
+    } catch (error) {
+      if (error instanceof ShellError) {
+        throw new ToolError(error.code === 'BAD_CWD' ? 'BASH_BAD_CWD' : 'BASH_SANDBOX_REFUSED', error.message)
+      }
+      throw new ToolError('BASH_SPAWN_FAILED', `could not start the command: ${message(error)}`)
+    }
+  }
+
   ctx.tools.register(
     ctx,
     defineTool({
       name: 'bash',
       description:
-        `Run a command with \`bash -c\` in the workspace and return its output. Each call is a fresh, non-interactive shell ` +
-        `(no state carries over; stdin is empty). stdout and stderr come back as separate sections, each cut to its last ` +
-        `${config.maxOutputBytes} bytes, followed by the exit code. Default timeout ${config.defaultTimeoutMs}ms, at most ` +
-        `${config.maxTimeoutMs}ms; on timeout every process the command started is killed. Check the exit code.`,
-      parameters: z.object({
-        command: z.string().min(1).describe('The command to run.'),
-        timeout: z.number().int().min(1).max(config.maxTimeoutMs).optional().describe(`Timeout in milliseconds. Default ${config.defaultTimeoutMs}.`),
-        description: z.string().optional().describe('A few words on what the command does, for the user.'),
-      }),
-      // Longer than any timeout a call may ask for, plus the kill and drain time, so the runtime never races it.
-      timeoutMs: config.maxTimeoutMs + 3 * config.killGraceMs + 10_000,
-      async execute(args, run): Promise<ToolOutput> {
-        const cwd = await stat(run.cwd).catch(() => undefined)
-        if (!cwd?.isDirectory()) throw new ToolError('BASH_BAD_CWD', `the working directory ${run.cwd} does not exist or is not a directory.`)
-        const timeoutMs = args.timeout ?? config.defaultTimeoutMs
-        const abort = new AbortController()
-        const forward = () => abort.abort(run.signal.reason)
-        if (run.signal.aborted) forward()
-        else run.signal.addEventListener('abort', forward, { once: true })
-        const done = runCommand({
-          shell: config.shell,
-          command: args.command,
-          cwd: run.cwd,
-          env: { ...scrubEnv(process.env), ...config.env },
-          timeoutMs,
-          signal: abort.signal,
-          maxOutputBytes: config.maxOutputBytes,
-          graceMs: config.killGraceMs,
+        'Run a command with `bash -c` in the workspace and return its output. Each call is a fresh, non-interactive shell ' +
+        '(no state carries over; stdin is empty). stdout and stderr come back as separate sections, each cut to its last ' +
+        `${config.maxOutputBytes} bytes (when cut, the full output is saved to a file you can page through with read), followed ` +
+        `by the exit code. Default timeout ${config.defaultTimeoutMs}ms, at most ${config.maxTimeoutMs}ms; on timeout every ` +
+        'process the command started is killed. Check the exit code.\n' +
+        'Commands usually run in a sandbox: files outside the workspace and the temp folder are read-only, .git is read-only, and ' +
+        'the network may be off. If a command fails only because of that and must run anyway, call bash again with escalate: true ' +
+        'and a one-sentence justification; the user is asked to approve it.\n' +
+        'For servers, watchers and other long-running commands use run_in_background: true; it returns a job id at once. ' +
+        'Read its output with job_output and stop it with job_kill.',
+      parameters: z
+        .object({
+          command: z.string().min(1).describe('The command to run.'),
+          timeout: z
+            .number()
+            .int()
+            .min(1)
+            .max(config.maxTimeoutMs, `the timeout may be at most ${config.maxTimeoutMs} milliseconds`)
+            .optional()
+            .describe(`Timeout in milliseconds. Default ${config.defaultTimeoutMs}, at most ${config.maxTimeoutMs}.`),
+          description: z.string().optional().describe('A few words on what the command does, for the user.'),
+          run_in_background: z.boolean().optional().describe('Start the command as a background job and return its id at once.'),
+          escalate: z.boolean().optional().describe('Run outside the sandbox. Needs the user\'s approval and a justification.'),
+          justification: z.string().optional().describe('With escalate: one sentence on why the command must run outside the sandbox.'),
         })
-        const entry = { abort, done }
-        running.add(entry)
-        let outcome: RunOutcome
+        .superRefine((args, issues) => {
+          if (args.escalate && !args.justification?.trim()) {
+            issues.addIssue({ code: 'custom', path: ['justification'], message: 'escalate needs a justification: say in one sentence why the command must run outside the sandbox' })
+          }
+        }),
+      timeoutMs: config.maxTimeoutMs + config.stopAllowanceMs,
+      access: (args) => (args.escalate ? { kind: 'execute', escalated: true, summary: args.command } : { kind: 'execute', summary: args.command }),
+      async execute(args, run): Promise<ToolOutput> {
+        const escalated = args.escalate === true
+        const policy = policyFor(run, escalated)
+
+        if (args.run_in_background) {
+          const service = jobs()
+          if (!service) throw new ToolError('BASH_JOBS_UNAVAILABLE', 'background jobs are not available here (no jobs service is running); run the command in the foreground.')
+          const handle = await start(args, run, policy)
+          const label = (args.description?.trim() || args.command).slice(0, 200)
+          let id: string
+          try {
+            id = service.start({ label, handle, sessionId: run.sessionId })
+          } catch (error) {
+            throw new ToolError('BASH_JOB_REFUSED', `the background job was not started: ${message(error)}`)
+          }
+          return {
+            content:
+              `started background job ${id}: ${label}\n` +
+              `Read its output with job_output {"job_id": "${id}"} (add wait_ms to wait for new output or its end); stop it with job_kill. ` +
+              'Do not poll in a tight loop.',
+            meta: { jobId: id, sandbox: policy.mode },
+          }
+        }
+
+        const timeoutMs = args.timeout ?? config.defaultTimeoutMs
+        const keepFull = spillStore() !== undefined
+        const stdout = new StreamCapture(config.maxOutputBytes, keepFull ? config.maxSpillBytes : 0)
+        const stderr = new StreamCapture(config.maxOutputBytes, keepFull ? config.maxSpillBytes : 0)
+        const handle = await start(args, run, policy, timeoutMs, run.signal)
+        running.add(handle)
+        handle.stdout.on('data', (chunk: Buffer) => stdout.push(chunk))
+        handle.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
+        let exit: ProcessExit
         try {
-          outcome = await done
+          exit = await handle.done
         } catch (error) {
-          throw new ToolError('BASH_SPAWN_FAILED', `could not start ${config.shell}: ${error instanceof Error ? error.message : String(error)}`)
+          throw new ToolError('BASH_SPAWN_FAILED', `could not start the command: ${message(error)}`)
         } finally {
-          running.delete(entry)
-          run.signal.removeEventListener('abort', forward)
+          running.delete(handle)
         }
-        if (outcome.lingeringGroup !== undefined) {
-          lingering.add(outcome.lingeringGroup)
-          for (const pgid of lingering) if (!(await groupAlive(pgid))) lingering.delete(pgid)
+        const spilled = {
+          stdout: await spill(stdout, 'stdout', run),
+          stderr: await spill(stderr, 'stderr', run),
         }
-        return render(outcome, timeoutMs)
+        return render({ exit, stdout, stderr, spilled, timeoutMs, policy, canEscalate: !escalated && permission() !== undefined })
       },
     }),
   )
+
+  /** Saves a cut stream in full through `ctx.spill`; the path, or a note on why there is none. */
+  async function spill(capture: StreamCapture, stream: 'stdout' | 'stderr', run: ToolRunContext): Promise<SpillNote | undefined> {
+    if (capture.tail.read().dropped === 0) return undefined
+    const store = spillStore()
+    if (!store) return undefined
+    try {
+      const saved = await store.save({ sessionId: run.sessionId, text: capture.full(), label: `bash-${stream}` })
+      return { path: saved.path }
+    } catch (error) {
+      ctx.logger('tool-bash').warn('saving the full %s of a command failed: %s', stream, message(error))
+      return { failed: message(error) }
+    }
+  }
 }
 
-function render(outcome: RunOutcome, timeoutMs: number): ToolOutput {
+type SpillNote = { path: string } | { failed: string }
+
+interface Outcome {
+  exit: ProcessExit
+  stdout: StreamCapture
+  stderr: StreamCapture
+  spilled: { stdout: SpillNote | undefined; stderr: SpillNote | undefined }
+  timeoutMs: number
+  policy: SandboxPolicy
+  canEscalate: boolean
+}
+
+function render({ exit, stdout: out, stderr: err, spilled, timeoutMs, policy, canEscalate }: Outcome): ToolOutput {
+  const stdout = out.tail.read()
+  const stderr = err.tail.read()
   const lines: string[] = []
-  const { stdout, stderr } = outcome
-  if (stdout.dropped > 0) lines.push(`[stdout truncated: the first ${stdout.dropped} bytes were dropped]`)
+  const cut = (stream: string, dropped: number, note: SpillNote | undefined) => {
+    let line = `[${stream} truncated: the first ${dropped} bytes were dropped`
+    if (note && 'path' in note) line += `; the full ${stream} is saved at ${note.path} (page through it with read)`
+    else if (note) line += `; saving the full ${stream} failed: ${note.failed}`
+    return `${line}]`
+  }
+  if (stdout.dropped > 0) lines.push(cut('stdout', stdout.dropped, spilled.stdout))
   if (stdout.text) lines.push(stdout.text.replace(/\n$/, ''))
   if (stderr.text || stderr.dropped > 0) {
     lines.push('[stderr]')
-    if (stderr.dropped > 0) lines.push(`[stderr truncated: the first ${stderr.dropped} bytes were dropped]`)
+    if (stderr.dropped > 0) lines.push(cut('stderr', stderr.dropped, spilled.stderr))
     if (stderr.text) lines.push(stderr.text.replace(/\n$/, ''))
   }
   if (!stdout.text && !stderr.text && stdout.dropped === 0 && stderr.dropped === 0) lines.push('(no output)')
-  if (outcome.timedOut) lines.push(`[timed out after ${timeoutMs}ms; the command and its child processes were killed]`)
-  if (outcome.aborted) lines.push('[cancelled; the command and its child processes were killed]')
-  if (outcome.signal) lines.push(`[killed by signal: ${outcome.signal}]`)
-  if (outcome.exitCode !== null) lines.push(`[exit code: ${outcome.exitCode}]`)
-  if (outcome.lingeringGroup !== undefined) lines.push('[background processes started by this command are still running]')
+  const denied = policy.mode !== 'off' && exit.code !== 0 && /Read-only file system/.test(stderr.text)
+  if (denied) {
+    lines.push(
+      `[sandbox: a write was denied under the ${policy.mode} sandbox` +
+        (canEscalate ? '; if the command must write there, call bash again with escalate: true and a justification]' : ']'),
+    )
+  }
+  if (exit.timedOut) lines.push(`[timed out after ${timeoutMs}ms; the command and its child processes were killed]`)
+  if (exit.cancelled) lines.push('[cancelled; the command and its child processes were killed]')
+  if (exit.signal) lines.push(`[killed by signal: ${exit.signal}]`)
+  if (exit.code !== null) lines.push(`[exit code: ${exit.code}]`)
+  if (exit.lingering) {
+    lines.push('[background processes started by this command are still running; they are stopped when dsh shuts down. Use run_in_background for long-running commands]')
+  }
+  const meta: Record<string, JsonValue> = {
+    exitCode: exit.code,
+    signal: exit.signal,
+    timedOut: exit.timedOut,
+    sandbox: policy.mode,
+    stdoutDroppedBytes: stdout.dropped,
+    stderrDroppedBytes: stderr.dropped,
+  }
+  if (spilled.stdout && 'path' in spilled.stdout) meta.stdoutPath = spilled.stdout.path
+  if (spilled.stderr && 'path' in spilled.stderr) meta.stderrPath = spilled.stderr.path
   return {
     content: lines.join('\n'),
-    isError: outcome.timedOut || outcome.aborted,
-    ...(outcome.timedOut ? { code: 'BASH_TIMEOUT' } : outcome.aborted ? { code: 'BASH_CANCELLED' } : {}),
-    meta: {
-      exitCode: outcome.exitCode,
-      signal: outcome.signal,
-      timedOut: outcome.timedOut,
-      stdoutDroppedBytes: stdout.dropped,
-      stderrDroppedBytes: stderr.dropped,
-    },
+    isError: exit.timedOut || exit.cancelled,
+    ...(exit.timedOut ? { code: 'BASH_TIMEOUT' } : exit.cancelled ? { code: 'BASH_CANCELLED' } : {}),
+    meta,
   }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
 }

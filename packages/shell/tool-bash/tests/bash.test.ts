@@ -1,57 +1,99 @@
-import { access, mkdtemp, readFile, realpath, rm } from 'node:fs/promises'
+import { access, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Context } from '@dsh/cordis'
+import { Context, type Fiber } from '@dsh/cordis'
+import * as jobsPlugin from '@dsh/jobs'
+import type { LocalJobsConfig } from '@dsh/jobs'
+import * as jobToolsPlugin from '@dsh/jobs/tools'
+import type { JobToolsConfig } from '@dsh/jobs/tools'
 import type { ToolCallId } from '@dsh/llm'
+import * as shellPlugin from '@dsh/shell'
+import type { BashShellConfig, SandboxPolicy } from '@dsh/shell'
 import * as tools from '@dsh/tools'
 import type { ToolResult, ToolRunOptions, ToolsConfig } from '@dsh/tools'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { liveWithMarker } from '../../shell/tests/processes.ts'
+// tool-bash does not depend on the lower seams; the test mounts their providers from the workspace.
+import * as sandboxPlugin from '../../../sandbox/sandbox/src/index.ts'
+import type { BwrapSandboxConfig } from '../../../sandbox/sandbox/src/index.ts'
+import * as subprocessPlugin from '../../../subprocess/subprocess/src/index.ts'
+import { isRunning, type LocalSubprocessConfig } from '../../../subprocess/subprocess/src/index.ts'
 import * as bashTool from '../src/index.ts'
-import type { BashToolConfig } from '../src/index.ts'
+import type { BashToolConfig, PermissionPolicySource, SpillStore } from '../src/index.ts'
 
 let root: Context
 let dir: string
+let outside: string
 let calls = 0
+const sessionStates = new Map<string, Map<string, unknown>>()
 
 beforeEach(async () => {
   root = new Context()
   dir = await realpath(await mkdtemp(join(tmpdir(), 'dsh-tool-bash-')))
+  await mkdir(join(dir, '.git'))
+  outside = await realpath(await mkdtemp('/var/tmp/dsh-tool-bash-out-'))
+  sessionStates.clear()
   await root.plugin(tools, {} as ToolsConfig)
 })
 
 afterEach(async () => {
   await root.fiber.dispose()
   await rm(dir, { recursive: true, force: true })
+  await rm(outside, { recursive: true, force: true })
 })
 
-async function boot(config: Partial<BashToolConfig> = {}) {
+interface BootOptions {
+  subprocess?: Partial<LocalSubprocessConfig>
+  sandbox?: Partial<BwrapSandboxConfig>
+  jobs?: boolean
+}
+
+/** Mounts the whole pipeline: subprocess, sandbox, shell, then the tool. */
+async function boot(config: Partial<BashToolConfig> = {}, options: BootOptions = {}) {
+  const subprocess = root.plugin(subprocessPlugin, (options.subprocess ?? {}) as LocalSubprocessConfig)
+  await subprocess
+  await root.plugin(sandboxPlugin, (options.sandbox ?? {}) as BwrapSandboxConfig)
+  await root.plugin(shellPlugin, {} as BashShellConfig)
+  if (options.jobs) {
+    await root.plugin(jobsPlugin, {} as LocalJobsConfig)
+    await root.plugin(jobToolsPlugin, {} as JobToolsConfig)
+  }
   const fiber = root.plugin(bashTool, config as BashToolConfig)
+  await fiber
+  return { fiber, subprocess }
+}
+
+/** The tool with the sandbox off: for tests that look at host pids. */
+const unconfined = { sandbox: { mode: 'off', network: true } } as const
+
+/** Provides a plain-value service the way another plugin would. */
+async function provide(name: string, value: unknown): Promise<Fiber> {
+  const fiber = root.plugin({
+    name: `fake-${name}`,
+    apply: (ctx: Context) => void ctx.provide(name, value),
+  })
   await fiber
   return fiber
 }
 
 function options(overrides: Partial<ToolRunOptions> = {}): ToolRunOptions {
-  return { signal: new AbortController().signal, cwd: dir, sessionId: 'bash-session', sessionState: new Map(), ...overrides }
+  const sessionId = overrides.sessionId ?? 'bash-session'
+  if (!sessionStates.has(sessionId)) sessionStates.set(sessionId, new Map())
+  return { signal: new AbortController().signal, cwd: dir, sessionId, sessionState: sessionStates.get(sessionId)!, ...overrides }
 }
 
-async function bash(args: Record<string, unknown>, run: ToolRunOptions = options()): Promise<ToolResult> {
+async function call(name: string, args: Record<string, unknown>, run: ToolRunOptions = options()): Promise<ToolResult> {
   calls += 1
-  return root.tools.execute({ callId: `b${calls}` as ToolCallId, name: 'bash', arguments: JSON.stringify(args) }, run)
+  return root.tools.execute({ callId: `b${calls}` as ToolCallId, name, arguments: JSON.stringify(args) }, run)
 }
+
+const bash = (args: Record<string, unknown>, run?: ToolRunOptions) => call('bash', args, run)
 
 function text(result: ToolResult): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
 }
 
-/** Whether a process still runs: present in /proc and not a zombie (orphans here may never be reaped). */
-async function alive(pid: number): Promise<boolean> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
+
 
 function pids(output: string): number[] {
   return output
@@ -60,25 +102,45 @@ function pids(output: string): number[] {
     .map(Number)
 }
 
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  )
+}
+
 async function waitForFile(path: string): Promise<void> {
-  for (;;) {
-    try {
-      await access(path)
-      return
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-  }
+  while (!(await exists(path))) await new Promise((resolve) => setTimeout(resolve, 10))
 }
 
 describe('bash', () => {
   it('registers bash with a budget beyond its own longest timeout, and removes it when disposed', async () => {
-    const fiber = await boot({ maxTimeoutMs: 1000, killGraceMs: 100 })
+    const { fiber } = await boot({ maxTimeoutMs: 1000, stopAllowanceMs: 500 })
     const tool = root.tools.get('bash')
-    expect(tool?.timeoutMs).toBeGreaterThan(1000 + 2 * 100)
+    expect(tool?.timeoutMs).toBe(1500)
     expect(root.tools.isConcurrencySafe('bash', '{"command":"ls"}')).toBe(false)
     await fiber.dispose()
     expect(root.tools.get('bash')).toBeUndefined()
+  })
+
+  it('waits for ctx.shell', async () => {
+    const fiber = root.plugin(bashTool, {} as BashToolConfig)
+    expect(root.tools.get('bash')).toBeUndefined()
+    await root.plugin(subprocessPlugin, {} as LocalSubprocessConfig)
+    await root.plugin(shellPlugin, {} as BashShellConfig)
+    await fiber
+    expect(root.tools.get('bash')).toBeDefined()
+  })
+
+  it('says what a call would do: execute the command, escalated when asked', async () => {
+    await boot()
+    const tool = root.tools.get('bash')!
+    expect(tool.access?.({ command: 'ls -la' })).toEqual({ kind: 'execute', summary: 'ls -la' })
+    expect(tool.access?.({ command: 'curl example.com', escalate: true, justification: 'needs the network' })).toEqual({
+      kind: 'execute',
+      escalated: true,
+      summary: 'curl example.com',
+    })
   })
 
   it('returns stdout and the exit code', async () => {
@@ -86,7 +148,7 @@ describe('bash', () => {
     const result = await bash({ command: 'echo hello; echo world', description: 'greet' })
     expect(result.isError).toBe(false)
     expect(text(result)).toBe('hello\nworld\n[exit code: 0]')
-    expect(result.meta).toMatchObject({ exitCode: 0, signal: null, timedOut: false })
+    expect(result.meta).toMatchObject({ exitCode: 0, signal: null, timedOut: false, sandbox: 'workspace-write' })
   })
 
   it('reports stderr and a non-zero exit without calling it an error', async () => {
@@ -97,7 +159,7 @@ describe('bash', () => {
   })
 
   it('says when there is no output, and names a killing signal', async () => {
-    await boot()
+    await boot(unconfined)
     expect(text(await bash({ command: 'true' }))).toBe('(no output)\n[exit code: 0]')
     expect(text(await bash({ command: 'kill -KILL $$' }))).toBe('(no output)\n[killed by signal: SIGKILL]')
   })
@@ -112,11 +174,7 @@ describe('bash', () => {
   it('scrubs credential-like variables from the environment', async () => {
     await boot()
     const saved = { ...process.env }
-    process.env.FOO_TOKEN = 'leak-1'
-    process.env.my_api_key = 'leak-2'
-    process.env.DB_PASSWORD = 'leak-3'
-    process.env.AWS_SECRET_ACCESS_KEY = 'leak-4'
-    process.env.PLAIN_SETTING = 'visible'
+    Object.assign(process.env, { FOO_TOKEN: 'leak-1', my_api_key: 'leak-2', DB_PASSWORD: 'leak-3', AWS_SECRET_ACCESS_KEY: 'leak-4', PLAIN_SETTING: 'visible' })
     try {
       const out = text(await bash({ command: 'env' }))
       expect(out).not.toMatch(/leak-/)
@@ -139,8 +197,31 @@ describe('bash', () => {
     expect(out).toMatch(/\n1000\n\[exit code: 0\]$/)
   })
 
+  it('saves huge output through ctx.spill and gives the model the path', async () => {
+    const saved: { sessionId: string; text: string; label: string }[] = []
+    const spill: SpillStore = {
+      async save(input) {
+        saved.push(input)
+        return { path: `/spill/${saved.length}.txt`, bytes: Buffer.byteLength(input.text) }
+      },
+    }
+    await provide('spill', spill)
+    await boot({ maxOutputBytes: 1000 })
+    const result = await bash({ command: 'seq 1 200000; echo small >&2' }, options({ sessionId: 'spilling' }))
+    const out = text(result)
+    const full = Array.from({ length: 200_000 }, (_, i) => `${i + 1}\n`).join('')
+    expect(saved).toHaveLength(1)
+    expect(saved[0]).toMatchObject({ sessionId: 'spilling', label: 'bash-stdout' })
+    expect(saved[0]!.text).toBe(full)
+    expect(out).toMatch(
+      new RegExp(`^\\[stdout truncated: the first ${Buffer.byteLength(full) - 1000} bytes were dropped; the full stdout is saved at /spill/1\\.txt \\(page through it with read\\)\\]\\n`),
+    )
+    expect(out).toMatch(/\n200000\n\[stderr\]\nsmall\n\[exit code: 0\]$/)
+    expect(result.meta).toMatchObject({ stdoutPath: '/spill/1.txt' })
+  })
+
   it('kills the whole process tree on timeout', async () => {
-    await boot()
+    await boot(unconfined)
     const result = await bash({ command: 'sleep 1000 & echo $!; (sleep 1000 & echo $!; wait) & wait', timeout: 1000 })
     expect(result.isError).toBe(true)
     expect(result.error?.code).toBe('BASH_TIMEOUT')
@@ -148,19 +229,28 @@ describe('bash', () => {
     expect(out).toContain('[timed out after 1000ms; the command and its child processes were killed]')
     const children = pids(out)
     expect(children).toHaveLength(2)
-    for (const pid of children) expect(await alive(pid)).toBe(false)
+    for (const pid of children) expect(await isRunning(pid)).toBe(false)
+  })
+
+  it('kills every sandboxed process on timeout', async () => {
+    await boot()
+    const tag = `dsh-bash-marker-${process.pid}-timeout`
+    const result = await bash({ command: `bash -c 'touch started; exec -a ${tag} sleep 1000' & until [ -e started ]; do sleep 0.01; done; touch ready; wait`, timeout: 2000 })
+    expect(result.error?.code).toBe('BASH_TIMEOUT')
+    expect(await exists(join(dir, 'ready'))).toBe(true)
+    expect(await liveWithMarker(tag)).toEqual([])
   })
 
   it('escalates to SIGKILL when the tree ignores SIGTERM', async () => {
-    await boot({ killGraceMs: 100 })
+    await boot(unconfined, { subprocess: { killGraceMs: 100 } })
     const result = await bash({ command: 'trap "" TERM; sleep 1000 & echo $!; wait', timeout: 200 })
     expect(text(result)).toContain('[timed out after 200ms')
     expect(text(result)).toContain('[killed by signal: SIGKILL]')
-    for (const pid of pids(text(result))) expect(await alive(pid)).toBe(false)
+    for (const pid of pids(text(result))) expect(await isRunning(pid)).toBe(false)
   })
 
   it('kills the tree when the caller cancels', async () => {
-    await boot()
+    await boot(unconfined)
     const caller = new AbortController()
     const pending = bash({ command: 'sleep 1000 & echo $! > child.pid; wait' }, options({ signal: caller.signal }))
     await waitForFile(join(dir, 'child.pid'))
@@ -168,23 +258,151 @@ describe('bash', () => {
     caller.abort()
     const result = await pending
     expect(result.error?.code).toBe('CANCELLED')
-    expect(await alive(child)).toBe(false)
+    expect(await isRunning(child)).toBe(false)
   })
 
-  it('reports background processes left running and stops them when the plugin is disposed', async () => {
-    const fiber = await boot({ killGraceMs: 200 })
+  it('reports background processes left running; the subprocess provider stops them when disposed', async () => {
+    const { subprocess } = await boot(unconfined, { subprocess: { drainMs: 200 } })
     const result = await bash({ command: 'sleep 1000 >/dev/null 2>&1 & echo $!' })
     const [child] = pids(text(result))
-    expect(text(result)).toContain('[exit code: 0]\n[background processes started by this command are still running]')
-    expect(await alive(child!)).toBe(true)
+    expect(text(result)).toContain('[exit code: 0]\n[background processes started by this command are still running;')
+    expect(await isRunning(child!)).toBe(true)
+    await subprocess.dispose()
+    expect(await isRunning(child!)).toBe(false)
+  })
+
+  it('stops running commands when the tool plugin is disposed', async () => {
+    const { fiber } = await boot(unconfined)
+    const pending = bash({ command: 'sleep 1000 & echo $! > child.pid; wait' })
+    await waitForFile(join(dir, 'child.pid'))
+    const child = Number((await readFile(join(dir, 'child.pid'), 'utf8')).trim())
     await fiber.dispose()
-    expect(await alive(child!)).toBe(false)
+    expect(await isRunning(child)).toBe(false)
+    await pending
   })
 
   it('refuses a timeout beyond the maximum', async () => {
     await boot({ maxTimeoutMs: 5000 })
     const result = await bash({ command: 'true', timeout: 5001 })
     expect(result.error?.code).toBe('INVALID_ARGUMENTS')
-    expect(text(result)).toContain('timeout:')
+    expect(text(result)).toContain('timeout: the timeout may be at most 5000 milliseconds')
+  })
+})
+
+describe('bash in the sandbox', () => {
+  it('by default may write the workspace and the temp folder, but not .git or anything else', async () => {
+    await boot()
+    const inside = await bash({ command: 'echo hi > made.txt && cat made.txt' })
+    expect(text(inside)).toBe('hi\n[exit code: 0]')
+    expect(await exists(join(dir, 'made.txt'))).toBe(true)
+
+    const git = await bash({ command: 'touch .git/config' })
+    expect(text(git)).toMatch(/Read-only file system\n\[sandbox: a write was denied under the workspace-write sandbox\]\n\[exit code: 1\]$/)
+    expect(await exists(join(dir, '.git', 'config'))).toBe(false)
+
+    const away = await bash({ command: `touch ${outside}/escaped` })
+    expect(text(away)).toContain('Read-only file system')
+    expect(await exists(join(outside, 'escaped'))).toBe(false)
+  })
+
+  it('follows the configured mode: read-only, and off', async () => {
+    await boot({ sandbox: { mode: 'read-only', network: false } })
+    const denied = await bash({ command: 'touch made.txt' })
+    expect(text(denied)).toContain('[sandbox: a write was denied under the read-only sandbox]')
+    expect(await exists(join(dir, 'made.txt'))).toBe(false)
+    await root.fiber.dispose()
+    await root.plugin(tools, {} as ToolsConfig)
+    await boot(unconfined)
+    expect(text(await bash({ command: `touch ${outside}/free` }))).toBe('(no output)\n[exit code: 0]')
+  })
+
+  it('refuses to run a confined command when bwrap is missing', async () => {
+    await boot({}, { sandbox: { bwrapPath: join(dir, 'no-bwrap') } })
+    const result = await bash({ command: 'touch should-not-exist' })
+    expect(result.isError).toBe(true)
+    expect(result.error?.code).toBe('BASH_SANDBOX_REFUSED')
+    expect(text(result)).toMatch(/^Error: the command needs the workspace-write sandbox, which is unavailable here \(bubblewrap \(bwrap\) was not found at/)
+    expect(await exists(join(dir, 'should-not-exist'))).toBe(false)
+  })
+
+  it('takes the policy from ctx.permission, and asks it for the escalated one when escalate is set', async () => {
+    const asked: { run: { sessionId: string; cwd: string }; options?: { escalated?: boolean } }[] = []
+    const permission: PermissionPolicySource = {
+      sandboxPolicy(run, opts) {
+        asked.push({ run, ...(opts ? { options: opts } : {}) })
+        const mode = opts?.escalated ? 'off' : 'read-only'
+        return { mode, writableRoots: [], protectedPaths: [], network: false } satisfies SandboxPolicy
+      },
+    }
+    await provide('permission', permission)
+    await boot()
+    const confined = await bash({ command: 'touch made.txt' })
+    expect(text(confined)).toContain(
+      '[sandbox: a write was denied under the read-only sandbox; if the command must write there, call bash again with escalate: true and a justification]',
+    )
+    expect(asked).toEqual([{ run: { sessionId: 'bash-session', cwd: dir } }])
+
+    const escalated = await bash({ command: `touch made.txt ${outside}/also`, escalate: true, justification: 'the user asked for it' })
+    expect(text(escalated)).toBe('(no output)\n[exit code: 0]')
+    expect(asked[1]).toEqual({ run: { sessionId: 'bash-session', cwd: dir }, options: { escalated: true } })
+    expect(await exists(join(outside, 'also'))).toBe(true)
+  })
+
+  it('refuses escalate without a justification, and without a permission service to approve it', async () => {
+    await boot()
+    const bare = await bash({ command: 'true', escalate: true })
+    expect(bare.error?.code).toBe('INVALID_ARGUMENTS')
+    expect(text(bare)).toContain('justification: escalate needs a justification')
+    const unapproved = await bash({ command: `touch ${outside}/x`, escalate: true, justification: 'want to' })
+    expect(unapproved.error?.code).toBe('BASH_ESCALATION_UNAVAILABLE')
+    expect(await exists(join(outside, 'x'))).toBe(false)
+  })
+})
+
+describe('bash in the background', () => {
+  it('starts a job, which job_output polls to completion', async () => {
+    await boot({}, { jobs: true })
+    const started = await bash({ command: 'echo one; until [ -e go ]; do sleep 0.01; done; echo two; exit 4', run_in_background: true, description: 'counter' })
+    expect(started.isError).toBe(false)
+    const id = (started.meta as { jobId: string }).jobId
+    expect(text(started)).toMatch(new RegExp(`^started background job ${id}: counter\\nRead its output with job_output \\{"job_id": "${id}"\\}`))
+    expect(text(await call('job_output', { job_id: id, wait_ms: 60_000 }))).toBe('one\n[status: running]')
+    await writeFile(join(dir, 'go'), '')
+    let all = ''
+    for (;;) {
+      const out = text(await call('job_output', { job_id: id, wait_ms: 60_000 }))
+      all += out + '\n'
+      if (!out.endsWith('[status: running]')) break
+    }
+    expect(all).toContain('two')
+    expect(all).toMatch(/\[status: exited, exit code: 4\]\n$/)
+    expect(text(await call('job_list', {}))).toBe(`${id} [exited, exit code: 4] counter`)
+  })
+
+  it('job_kill stops a background command and every process it started', async () => {
+    await boot({}, { jobs: true })
+    const tag = `dsh-bash-marker-${process.pid}-job`
+    const started = await bash({ command: `exec -a ${tag} sleep 1000`, run_in_background: true })
+    const id = (started.meta as { jobId: string }).jobId
+    while ((await liveWithMarker(tag)).length === 0) await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(text(await call('job_kill', { job_id: id }))).toMatch(new RegExp(`^stopped job ${id} .*\\[status: killed\\]$`))
+    expect(await liveWithMarker(tag)).toEqual([])
+  })
+
+  it('keeps jobs to the session that started them', async () => {
+    await boot({}, { jobs: true })
+    const started = await bash({ command: 'sleep 1000', run_in_background: true }, options({ sessionId: 'owner' }))
+    const id = (started.meta as { jobId: string }).jobId
+    const other = options({ sessionId: 'stranger' })
+    expect(text(await call('job_list', {}, other))).toBe('(no background jobs)')
+    expect((await call('job_output', { job_id: id }, other)).error?.code).toBe('JOB_NOT_FOUND')
+    expect((await call('job_kill', { job_id: id }, other)).error?.code).toBe('JOB_NOT_FOUND')
+    expect(text(await call('job_list', {}, options({ sessionId: 'owner' })))).toBe(`${id} [running] sleep 1000`)
+  })
+
+  it('says so when no jobs service is running', async () => {
+    await boot()
+    const result = await bash({ command: 'sleep 1', run_in_background: true })
+    expect(result.error?.code).toBe('BASH_JOBS_UNAVAILABLE')
   })
 })

@@ -1,0 +1,206 @@
+import type { Readable } from 'node:stream'
+import { type Context, Service } from '@dsh/cordis'
+
+declare module '@dsh/cordis' {
+  interface Context {
+    fs: FileSystem
+  }
+  interface Events {
+    /**
+     * @mode waterfall, fired by the provider before it reads anything
+     * (`stat`, `readFile`, `readStream`, `readdir`). Return a decision or call
+     * `next()` to defer; the innermost answer is allow. A deny makes the call
+     * throw a `FileSystemError` with code `DENIED`.
+     */
+    'fs/read'(request: FsAccessRequest, next: () => Promise<FsDecision>): FsDecision | Promise<FsDecision>
+    /**
+     * @mode waterfall, fired by the provider before it changes anything
+     * (`writeFile`, `mkdir`). Same contract as `fs/read`.
+     */
+    'fs/write'(request: FsAccessRequest, next: () => Promise<FsDecision>): FsDecision | Promise<FsDecision>
+  }
+}
+
+/** Where a path leads, worked out before any access. */
+export interface ResolvedPath {
+  /** The path made absolute against `cwd` and normalized lexically; no symlink followed. */
+  readonly absolute: string
+  /**
+   * `absolute` with every symlink that exists followed, as far as the path
+   * exists; a missing tail is appended as written. This is where an access
+   * actually lands.
+   */
+  readonly real: string
+  /** The workspace root, with its own symlinks followed. */
+  readonly workspace: string
+  /** `real` is the workspace root or lies below it. A `..` or a symlink that leaves the root makes this false. */
+  readonly insideWorkspace: boolean
+}
+
+export interface ResolveOptions {
+  /** Absolute folder that relative paths start from. Also the workspace root, unless `workspace` is given. */
+  cwd: string
+  /** Absolute workspace root, when it differs from `cwd`. */
+  workspace?: string
+}
+
+/** What every access takes besides the path. */
+export interface FsCallOptions extends ResolveOptions {
+  /** The session on whose behalf the access happens; handed to policy listeners. */
+  sessionId?: string
+  /** Aborts the access; the call then rejects with the signal's reason. */
+  signal?: AbortSignal
+}
+
+export interface ReadFileOptions extends FsCallOptions {
+  /** Refuse (`TOO_LARGE`) a file bigger than this many bytes instead of loading it. */
+  maxBytes?: number
+}
+
+export interface ReadStreamOptions extends FsCallOptions {
+  /** First byte to read (default 0). */
+  start?: number
+  /** Last byte to read, inclusive (default: to the end). */
+  end?: number
+}
+
+export interface WriteFileOptions extends FsCallOptions {}
+
+export type FsOperation = 'stat' | 'readFile' | 'readStream' | 'readdir' | 'writeFile' | 'mkdir'
+
+/** What a policy listener of `fs/read` or `fs/write` is asked about. */
+export interface FsAccessRequest {
+  readonly path: ResolvedPath
+  readonly operation: FsOperation
+  readonly sessionId?: string
+}
+
+/** A policy answer. */
+export type FsDecision = { kind: 'allow' } | { kind: 'deny'; reason: string }
+
+export type FileType = 'file' | 'directory' | 'symlink' | 'other'
+
+/** Facts about a file, symlinks followed. */
+export interface FileStat {
+  path: ResolvedPath
+  /** Never `symlink`: `stat` follows links. */
+  type: Exclude<FileType, 'symlink'>
+  size: number
+  mtimeMs: number
+  /** Permission bits (`mode & 0o7777`). */
+  mode: number
+}
+
+/** One entry of a folder, as the folder lists it: a symlink is reported as `symlink`, not followed. */
+export interface DirEntry {
+  name: string
+  type: FileType
+}
+
+export interface WriteResult {
+  path: ResolvedPath
+  /** Nothing was there before. */
+  created: boolean
+  bytes: number
+  /** Modification time of the new content. */
+  mtimeMs: number
+}
+
+export type FsErrorCode =
+  | 'INVALID_PATH'
+  | 'DENIED'
+  | 'NOT_FOUND'
+  | 'IS_DIRECTORY'
+  | 'NOT_DIRECTORY'
+  | 'NOT_A_FILE'
+  | 'PERMISSION'
+  | 'TOO_LARGE'
+  | 'LOOP'
+  | 'IO'
+
+/** Every failure of the seam: a code to branch on, the path involved, and a message naming it. */
+export class FileSystemError extends Error {
+  override name = 'FileSystemError'
+
+  constructor(
+    readonly code: FsErrorCode,
+    /** The path as resolved (absolute), or as given when it could not be resolved. */
+    readonly path: string,
+    message: string,
+    /** With `DENIED`: the reason the policy gave. */
+    readonly reason?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+  }
+}
+
+/**
+ * `ctx.fs`: the file system every file tool goes through. A provider plugin
+ * extends this class (the local disk, a remote machine, a sandbox); swapping
+ * it changes every consumer at once.
+ *
+ * Paths are strings as the model gave them; each call resolves its path
+ * against `options.cwd`, asks the policy (`fs/read` or `fs/write`) through
+ * `authorize`, then acts on the real location. The seam itself never refuses
+ * a path for lying outside the workspace: that is a policy's decision.
+ */
+export abstract class FileSystem extends Service {
+  /** The provider's own context (cordis hands methods the caller's `ctx`). */
+  protected readonly home: Context
+
+  constructor(ctx: Context) {
+    super(ctx, 'fs')
+    this.home = ctx
+  }
+
+  /** Works out where `path` leads. Throws `INVALID_PATH` for a NUL byte, an empty path or a relative `cwd`. */
+  abstract resolve(path: string, options: ResolveOptions): Promise<ResolvedPath>
+
+  /** Facts about a file or folder, symlinks followed. `fs/read`. */
+  abstract stat(path: string, options: FsCallOptions): Promise<FileStat>
+
+  /** The whole content of a regular file. `fs/read`. */
+  abstract readFile(path: string, options: ReadFileOptions): Promise<Buffer>
+
+  /** A stream over (part of) a regular file, opened before it is returned. `fs/read`. */
+  abstract readStream(path: string, options: ReadStreamOptions): Promise<Readable>
+
+  /**
+   * Replaces or creates a regular file atomically: the new content goes to a
+   * temporary file in the same folder, which is then renamed over the
+   * target. Missing parent folders are created. Writing through a symlink
+   * changes its target and keeps the link. `fs/write`.
+   */
+  abstract writeFile(path: string, data: string | Uint8Array, options: WriteFileOptions): Promise<WriteResult>
+
+  /** The entries of a folder, sorted by name. `fs/read`. */
+  abstract readdir(path: string, options: FsCallOptions): Promise<DirEntry[]>
+
+  /** Creates a folder and its missing parents; an existing folder is fine. `fs/write`. */
+  abstract mkdir(path: string, options: FsCallOptions): Promise<ResolvedPath>
+
+  /**
+   * Asks the policy listeners whether the access may happen and throws a
+   * `DENIED` error naming the path and the reason if not. A listener that
+   * throws or answers nonsense counts as a denial: the policy fails closed.
+   * Providers call this after resolving and before touching anything.
+   */
+  protected async authorize(kind: 'read' | 'write', operation: FsOperation, path: ResolvedPath, options: FsCallOptions): Promise<void> {
+    const event = kind === 'read' ? 'fs/read' : 'fs/write'
+    const request: FsAccessRequest = Object.freeze({ path: Object.freeze({ ...path }), operation, sessionId: options.sessionId })
+    let decision: FsDecision | undefined
+    let failure: string | undefined
+    try {
+      decision = await this.home.waterfall(event, request, async (): Promise<FsDecision> => ({ kind: 'allow' }))
+    } catch (error) {
+      this.home.logger.warn('an %s listener failed for %s: %s', event, path.absolute, error instanceof Error ? error.message : String(error))
+      failure = `the ${event} policy check failed (${error instanceof Error ? error.message : String(error)})`
+    }
+    if (decision?.kind === 'allow') return
+    const reason =
+      decision?.kind === 'deny' ? String(decision.reason ?? 'no reason given') : (failure ?? `the ${event} policy gave no usable answer`)
+    const where = path.real === path.absolute ? path.absolute : `${path.absolute} (which leads to ${path.real})`
+    throw new FileSystemError('DENIED', path.absolute, `${kind} access to ${where} was denied: ${reason}`, reason)
+  }
+}

@@ -1,0 +1,188 @@
+import { spawn } from 'node:child_process'
+import path from 'node:path'
+import type { Context } from '@dsh/cordis'
+import type { FileStat } from '@dsh/fs'
+import { ToolError, type ToolRunContext } from '@dsh/tools'
+import { rgPath } from '@vscode/ripgrep'
+import { displayPath, fsOptions, shownArgument, spillOf, toolErrorOf } from './files.ts'
+
+/** Keeps at most this much of rg's stderr for messages. */
+const STDERR_KEEP = 64 * 1024
+
+/** Environment variables a spawned program must not see. */
+const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/i
+
+/** The environment without credentials or dsh's own settings. */
+export function scrubbedEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const clean: NodeJS.ProcessEnv = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || SECRET_NAME.test(name) || name.startsWith('DSH_')) continue
+    clean[name] = value
+  }
+  return clean
+}
+
+export interface RgOutcome {
+  stdout: Buffer
+  stderr: string
+  /** Exit code; null when rg was killed. */
+  code: number | null
+  /** rg wrote more than the limit and was stopped; `stdout` holds the first part. */
+  overflow: boolean
+}
+
+/**
+ * Runs the bundled rg with a fixed argument array (never a shell), stdin
+ * closed, a scrubbed environment and `--no-config` (so `RIPGREP_CONFIG_PATH`
+ * cannot add flags such as `--pre`). Stops rg when its output passes
+ * `maxOutputBytes` or the signal aborts, and always waits for it to exit.
+ */
+export function runRipgrep(args: readonly string[], options: { cwd: string; signal: AbortSignal; maxOutputBytes: number }): Promise<RgOutcome> {
+  return new Promise<RgOutcome>((resolve, reject) => {
+    options.signal.throwIfAborted()
+    const child = spawn(rgPath, ['--no-config', ...args], {
+      cwd: options.cwd,
+      env: scrubbedEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      windowsHide: true,
+    })
+    const out: Buffer[] = []
+    let outBytes = 0
+    let overflow = false
+    let stderr = ''
+    let failed: Error | undefined
+    const stop = () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    }
+    const onAbort = () => stop()
+    options.signal.addEventListener('abort', onAbort, { once: true })
+
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (overflow) return
+      const room = options.maxOutputBytes - outBytes
+      if (chunk.length > room) {
+        out.push(chunk.subarray(0, room))
+        outBytes += room
+        overflow = true
+        stop()
+        return
+      }
+      out.push(chunk)
+      outBytes += chunk.length
+    })
+    child.stderr.setEncoding('utf8')
+    child.stderr.on('data', (chunk: string) => {
+      if (stderr.length < STDERR_KEEP) stderr += chunk.slice(0, STDERR_KEEP - stderr.length)
+    })
+    const cannotRun = (error: Error) => new ToolError('SEARCH_FAILED', `could not run ripgrep (${rgPath}): ${error.message}`)
+    child.on('error', (error) => {
+      failed = error
+      // A process that never started emits no 'close' to wait for.
+      if (child.pid === undefined) {
+        options.signal.removeEventListener('abort', onAbort)
+        reject(options.signal.aborted ? options.signal.reason : cannotRun(error))
+      }
+    })
+    child.on('close', (code) => {
+      options.signal.removeEventListener('abort', onAbort)
+      if (options.signal.aborted) return reject(options.signal.reason)
+      if (failed) return reject(cannotRun(failed))
+      resolve({ stdout: Buffer.concat(out, outBytes), stderr, code, overflow })
+    })
+  })
+}
+
+/** Where a search looks: the resolved root, what to pass rg, and how to show rg's paths. */
+export interface SearchRoot {
+  info: FileStat
+  /** rg runs here: the root folder, or the folder of a root file. Globs with a `/` match relative to it. */
+  cwd: string
+  /** The path argument for rg (the real location). */
+  target: string
+  /** Turns a path rg printed into what the model sees. */
+  show(rgPath: string): string
+}
+
+/**
+ * Resolves and stats the search root through `ctx.fs` (so the `fs/read`
+ * policy sees it), then searches its real location. Paths rg prints are
+ * mapped back under the path the model gave, relative to the workspace.
+ */
+export async function searchRoot(ctx: Context, given: string, run: ToolRunContext, wantDirectory: boolean): Promise<SearchRoot> {
+  const shown = shownArgument(run.cwd, given)
+  let info: FileStat
+  try {
+    info = await ctx.fs.stat(given, fsOptions(run))
+  } catch (error) {
+    throw toolErrorOf(error, shown, run.signal, { NOT_FOUND: `${shown} does not exist. Check the path (relative paths start at ${run.cwd}).` })
+  }
+  if (info.type === 'directory') {
+    const real = info.path.real
+    return { info, cwd: real, target: real, show: (p) => displayPath(run.cwd, path.join(info.path.absolute, path.relative(real, p))) }
+  }
+  if (wantDirectory) throw new ToolError('FS_NOT_DIRECTORY', `${shown} is not a directory; give a directory to search in.`)
+  if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is neither a file nor a directory.`)
+  return { info, cwd: path.dirname(info.path.real), target: info.path.real, show: () => displayPath(run.cwd, info.path.absolute) }
+}
+
+/** rg's own complaint, first lines only, without its `rg: ` prefixes. */
+export function rgComplaint(stderr: string): string {
+  const lines = stderr
+    .split('\n')
+    .map((line) => line.replace(/^rg: /, '').trimEnd())
+    .filter((line) => line !== '')
+  return lines.slice(0, 12).join('\n')
+}
+
+/** Turns a failed rg run (exit 2 with nothing found) into a clear tool error. */
+export function rgFailure(outcome: RgOutcome, what: string): ToolError {
+  const complaint = rgComplaint(outcome.stderr)
+  if (/regex parse error|error parsing regex|regex.*(too big|size limit)/i.test(complaint)) {
+    return new ToolError('SEARCH_INVALID_PATTERN', `the ${what} is not a valid regular expression (ripgrep/Rust regex syntax):\n${complaint}`)
+  }
+  if (/unrecognized file type/i.test(complaint)) {
+    return new ToolError('SEARCH_INVALID_TYPE', `${complaint}. Use a ripgrep file type such as js, ts, py, rust, go, java, or filter with the glob parameter.`)
+  }
+  if (/glob/i.test(complaint)) return new ToolError('SEARCH_INVALID_GLOB', `the glob is not valid: ${complaint}`)
+  return new ToolError('SEARCH_FAILED', `ripgrep failed (exit code ${outcome.code ?? 'none'}): ${complaint || 'no error message'}`)
+}
+
+/** Splits rg's `--null` output into its records; a record cut off by an overflow is dropped. */
+export function nullSeparated(stdout: Buffer, overflow: boolean): string[] {
+  const parts = stdout.toString('utf8').split('\0')
+  const last = parts.pop()
+  if (!overflow && last !== undefined && last !== '') parts.push(last)
+  return parts
+}
+
+/** What a search result says about its own cut. */
+export interface CutMeta {
+  truncated: boolean
+  spilled: string | null
+}
+
+/**
+ * The footer for output cut to `shown` of `total` items, recorded in `meta`.
+ * The full text goes to `ctx.spill` when a provider is mounted; a failure to
+ * save is reported in the footer, never as an error.
+ */
+export async function cutFooter(
+  ctx: Context,
+  run: ToolRunContext,
+  meta: CutMeta,
+  opts: { full: string; label: string; shown: number; total: number; noun: string; narrow: string },
+): Promise<string> {
+  meta.truncated = true
+  const store = spillOf(ctx)
+  const head = `Showing the first ${opts.shown} of ${opts.total} ${opts.noun}.`
+  if (!store) return `(${head} ${opts.narrow})`
+  try {
+    const saved = await store.save({ sessionId: run.sessionId, text: opts.full, label: opts.label })
+    meta.spilled = saved.path
+    const narrow = `${opts.narrow.charAt(0).toLowerCase()}${opts.narrow.slice(1)}`
+    return `(${head} The full output (${saved.bytes} bytes) is saved at ${saved.path}; page through it with the read tool (offset and limit), or ${narrow})`
+  } catch (error) {
+    if (run.signal.aborted) throw error
+    return `(${head} Saving the full output failed: ${error instanceof Error ? error.message : String(error)}. ${opts.narrow})`
+  }
+}

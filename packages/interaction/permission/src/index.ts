@@ -1,0 +1,15 @@
+import type { Context } from '@dsh/cordis'
+import { type PermissionConfig, PermissionService } from './service.ts'
+
+export * from './types.ts'
+export { Config, DECISION_EVENT, type PermissionConfig, type PermissionRun, PermissionService } from './service.ts'
+export { classify, accessOf, writeScope, type ClassifyOptions, type Verdict, type WriteScope } from './classify.ts'
+export { isWithin, resolveReal } from './paths.ts'
+
+export const name = 'permission'
+export const inject = ['tools', 'sessions']
+
+/** Provides `ctx.permission`. */
+export function apply(ctx: Context, config: PermissionConfig) {
+  ctx.plugin(PermissionService, config)
+}

@@ -1,0 +1,238 @@
+import { type Context, Schema, Service } from '@dsh/cordis'
+import type { ApprovalAnswer, PreToolDecision, ToolApprover, ToolExecution } from '@dsh/tools'
+import type {} from '@dsh/session'
+import { classify, writeScope } from './classify.ts'
+import { PRESETS, type ApprovalPolicy, type PermissionAnswer, type PermissionDecisionEvent, type PermissionPreset, type SandboxPolicy } from './types.ts'
+
+declare module '@dsh/cordis' {
+  interface Context {
+    permission: PermissionService
+  }
+}
+
+export interface PermissionConfig {
+  preset: PermissionPreset
+  approval: ApprovalPolicy
+  network: boolean
+  extraWritableRoots: string[]
+}
+
+export const Config: Schema<PermissionConfig> = Schema.object({
+  preset: Schema.union(['read-only', 'workspace-write', 'danger-full-access'] as const)
+    .default('workspace-write')
+    .description('The permission preset sessions start with: what tools may do without asking.'),
+  approval: Schema.union(['ask', 'never'] as const)
+    .default('ask')
+    .description('A call outside the preset asks the surface (ask) or is denied without asking (never).'),
+  network: Schema.boolean()
+    .default(false)
+    .description('Let sandboxed commands and network tools reach the network without asking.'),
+  extraWritableRoots: Schema.array(Schema.string())
+    .default([])
+    .description('More folders workspace-write may write, besides the workspace and the temp dir; relative ones resolve against the session cwd.'),
+})
+
+export const DECISION_EVENT = 'permission/decision'
+
+/** A session's identity and workspace, as a tool body sees them in its `ToolRunContext`. */
+export interface PermissionRun {
+  sessionId: string
+  cwd: string
+}
+
+/**
+ * `ctx.permission`: permission presets and the approval round-trip for tool
+ * calls. A `tools/pre-execute` listener (outermost) classifies every call
+ * against the session's preset; calls outside it are asked through the
+ * approver set here, or denied, and logged as `permission/decision`.
+ */
+export class PermissionService extends Service {
+  static Config = Config
+  static inject = ['tools', 'sessions']
+
+  private readonly home: Context
+  private readonly settings: PermissionConfig
+  private readonly overrides = new Map<string, PermissionPreset>()
+  /** Per session: the kinds of action the user allowed for the rest of the session. */
+  private readonly allowed = new Map<string, Set<string>>()
+  private approver: { answer: ToolApprover } | undefined
+
+  constructor(ctx: Context, config: PermissionConfig) {
+    super(ctx, 'permission')
+    this.home = ctx
+    this.settings = config
+    try {
+      // Asks from other pre-execute listeners (hooks) reach the same approver as ours.
+      ctx.tools.setApprover(ctx, (call, reason, run) => this.relay(call, reason, run))
+    } catch (error) {
+      throw new Error(
+        `permission: cannot route tool approvals through ctx.permission (${error instanceof Error ? error.message : String(error)}). ` +
+          'While @dsh/permission is loaded, a surface sets its approver with ctx.permission.setApprover, not ctx.tools.setApprover.',
+        { cause: error },
+      )
+    }
+    ctx.sessions.registerEventType(ctx, DECISION_EVENT)
+    ctx.on('tools/pre-execute', (execution, next) => this.decide(execution, next), { prepend: true })
+    ctx.on('session/closed', async (session) => {
+      this.overrides.delete(session.id)
+      this.allowed.delete(session.id)
+    })
+  }
+
+  /** The preset a session runs under: its override, else the configured one. */
+  preset(sessionId: string): PermissionPreset {
+    return this.overrides.get(sessionId) ?? this.settings.preset
+  }
+
+  /** Overrides the preset of one session. Forgets what the user allowed for that session so far. */
+  setPreset(sessionId: string, preset: PermissionPreset): void {
+    if (!PRESETS.includes(preset)) throw new Error(`unknown permission preset "${String(preset)}"; expected one of ${PRESETS.join(', ')}`)
+    this.overrides.set(sessionId, preset)
+    this.allowed.delete(sessionId)
+  }
+
+  /** Drops a session's override: it runs under the configured preset again. */
+  resetPreset(sessionId: string): void {
+    this.overrides.delete(sessionId)
+    this.allowed.delete(sessionId)
+  }
+
+  /** The approval policy: `ask` or `never`. */
+  approvalPolicy(): ApprovalPolicy {
+    return this.settings.approval
+  }
+
+  /**
+   * The confinement for a command of this session. `escalated` is for a call
+   * that declared `escalated` in its access and was approved (pre-execute
+   * denies it otherwise): it runs unconfined.
+   */
+  sandboxPolicy(run: PermissionRun, options: { escalated?: boolean } = {}): SandboxPolicy {
+    const preset = this.preset(run.sessionId)
+    if (preset === 'danger-full-access' || options.escalated === true) {
+      return { mode: 'off', writableRoots: [], protectedPaths: [], network: true }
+    }
+    const { network } = this.settings
+    if (preset === 'read-only') return { mode: 'read-only', writableRoots: [], protectedPaths: [], network }
+    const scope = writeScope(run.cwd, this.settings.extraWritableRoots)
+    return { mode: 'workspace-write', writableRoots: [...scope.roots], protectedPaths: [...scope.protectedPaths], network }
+  }
+
+  /**
+   * Installs the one approver (a surface) that answers calls outside the
+   * preset, and any other `ask` in the tool pipeline, until its plugin is
+   * disposed or the disposer is called. A second one throws.
+   */
+  setApprover(ctx: Context, approver: ToolApprover): () => void {
+    const slot = { answer: approver }
+    const dispose = ctx.effect(() => {
+      if (this.approver) throw new Error('a permission approver is already set; dispose it before setting another')
+      this.approver = slot
+      return () => {
+        if (this.approver === slot) this.approver = undefined
+      }
+    }, 'permission approver')
+    return () => void dispose()
+  }
+
+  private async decide(execution: ToolExecution, next: () => Promise<PreToolDecision>): Promise<PreToolDecision> {
+    const { run } = execution
+    const preset = this.preset(run.sessionId)
+    const verdict = await classify(execution, {
+      preset,
+      network: this.settings.network,
+      extraWritableRoots: this.settings.extraWritableRoots,
+    })
+    if (verdict.inside) return next()
+    const { reason, advice, scope } = verdict
+    const log = (decision: PermissionDecisionEvent['decision'], answer?: PermissionAnswer) =>
+      this.record(execution, { callId: execution.call.callId, tool: execution.tool.name, preset, decision, reason, ...(answer ? { answer } : {}) })
+
+    if (this.settings.approval === 'never') {
+      log('deny')
+      return { kind: 'deny', reason: `${reason}. The approval policy is "never", so calls outside the preset are not run. ${advice}` }
+    }
+    const remembered = this.allowed.get(run.sessionId)
+    if (remembered?.has(scope)) {
+      log('allow')
+      return next()
+    }
+    const approver = this.approver
+    if (!approver) {
+      log('ask', 'no-approver')
+      return {
+        kind: 'deny',
+        reason: `${reason}. It needs approval, but no one is available to approve it here, so it was not run. Do not retry it. ${advice}`,
+      }
+    }
+    let answer: ApprovalAnswer
+    try {
+      answer = await untilAborted(approver.answer(execution.call, reason, run), run.signal)
+    } catch (error) {
+      log('ask')
+      if (run.signal.aborted) return { kind: 'deny', reason: `${reason}. The call was cancelled while waiting for approval.` }
+      return { kind: 'deny', reason: `${reason}. Asking for approval failed (${error instanceof Error ? error.message : String(error)}), so it was not run.` }
+    }
+    if (answer === 'allow-once') {
+      log('ask', 'allow-once')
+      return next()
+    }
+    if (answer === 'allow-session') {
+      log('ask', 'allow-session')
+      // Only while this preset holds: a preset change starts afresh.
+      if (this.preset(run.sessionId) === preset) {
+        let set = this.allowed.get(run.sessionId)
+        if (!set) this.allowed.set(run.sessionId, (set = new Set()))
+        set.add(scope)
+      }
+      return next()
+    }
+    if (answer !== null && typeof answer === 'object' && answer.kind === 'reject') {
+      log('ask', 'reject')
+      const said = typeof answer.message === 'string' && answer.message.trim() ? ` The user said: ${answer.message.trim()}` : ''
+      return { kind: 'deny', reason: `${reason}. The user rejected this call.${said}` }
+    }
+    log('ask')
+    return { kind: 'deny', reason: `${reason}. The approver gave no usable answer, so it was not run.` }
+  }
+
+  /** Passes an `ask` from another pre-execute listener to the surface's approver. */
+  private relay(...args: Parameters<ToolApprover>): Promise<ApprovalAnswer> {
+    const approver = this.approver
+    if (!approver) return Promise.reject(new Error('no one is available to approve it here'))
+    return approver.answer(...args)
+  }
+
+  /** Appends a decision to the calling session's log. Never breaks the call: a failure is logged. */
+  private record(execution: ToolExecution, data: PermissionDecisionEvent): void {
+    const session = this.home.sessions.get(execution.run.sessionId)
+    if (!session) {
+      this.home.logger.debug('permission: session %s is not open; decision on %s not logged', execution.run.sessionId, data.callId)
+      return
+    }
+    try {
+      session.append(DECISION_EVENT, data, { ignorable: true })
+    } catch (error) {
+      this.home.logger.warn('permission: could not log the decision on %s: %s', data.callId, error instanceof Error ? error.message : String(error))
+    }
+  }
+}
+
+/** Settles with `promise`, or rejects as soon as `signal` aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    Promise.resolve(promise).then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}

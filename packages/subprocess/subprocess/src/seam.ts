@@ -1,0 +1,82 @@
+import type { Readable } from 'node:stream'
+import { type Context, Service } from '@dsh/cordis'
+
+declare module '@dsh/cordis' {
+  interface Context {
+    subprocess: Subprocess
+  }
+}
+
+/** What to run. `argv` is never interpreted by a shell. */
+export interface ProcessSpec {
+  argv: string[]
+  /** The working directory; must exist. */
+  cwd: string
+  /** Set on top of the inherited environment, as given (not scrubbed). */
+  env?: Record<string, string>
+  /** Drop inherited variables whose names look like credentials (see `scrubEnvironment`). Default true. */
+  scrubEnv?: boolean
+  /** Written to stdin, which is then closed. Without it stdin is /dev/null. */
+  stdin?: string
+  /** Aborting it kills the whole tree; `done` then reports `cancelled`. */
+  signal?: AbortSignal
+  /** After this many milliseconds the whole tree is killed; `done` then reports `timedOut`. None by default. */
+  timeoutMs?: number
+}
+
+/** How a process ended. */
+export interface ProcessExit {
+  /** The leader's exit code; null when a signal ended it. */
+  code: number | null
+  /** The signal that ended the leader, e.g. `SIGKILL`. */
+  signal: string | null
+  /** The timeout fired and the tree was killed. */
+  timedOut: boolean
+  /** The abort signal fired or `kill()` was called, and the tree was killed. */
+  cancelled: boolean
+  /**
+   * The leader exited by itself but other processes of its group still run
+   * (background processes it started). They are killed by `kill()` or when
+   * the provider is disposed.
+   */
+  lingering: boolean
+}
+
+/** A running process: the leader of its own process group. */
+export interface ProcessHandle {
+  /** Undefined when the process could not be started (`done` then rejects). */
+  readonly pid: number | undefined
+  readonly stdout: Readable
+  readonly stderr: Readable
+  /**
+   * Resolves once the leader has exited and its output was drained (bounded
+   * by the provider's drain time). When the tree was killed (timeout, abort,
+   * `kill()`, disposal) it resolves only once no process of the tree runs.
+   * Rejects when the process could not be started.
+   */
+  readonly done: Promise<ProcessExit>
+  /** Kills the whole tree (SIGTERM, SIGKILL after the grace) and resolves when it is gone. */
+  kill(): Promise<void>
+}
+
+/**
+ * `ctx.subprocess`: starts processes in their own process group and stops
+ * them as a whole tree. A provider extends this class; disposing it kills and
+ * awaits every process it started.
+ */
+export abstract class Subprocess extends Service {
+  /** The context the provider was mounted on (`this.ctx` is the caller's inside methods). */
+  protected readonly home: Context
+
+  constructor(ctx: Context) {
+    super(ctx, 'subprocess')
+    this.home = ctx
+  }
+
+  /**
+   * Starts `spec.argv`. Throws at once for a malformed spec, a missing
+   * working directory, or after disposal; a failure to start the program
+   * itself rejects `done`.
+   */
+  abstract run(spec: ProcessSpec): ProcessHandle
+}

@@ -1,0 +1,226 @@
+import { mkdtemp, realpath, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Readable } from 'node:stream'
+import { Context } from '@dsh/cordis'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import * as subprocessPlugin from '../src/index.ts'
+import { isRunning, type LocalSubprocessConfig, type ProcessHandle, scrubEnvironment } from '../src/index.ts'
+
+let root: Context
+let dir: string
+
+beforeEach(async () => {
+  root = new Context()
+  dir = await realpath(await mkdtemp(join(tmpdir(), 'dsh-subprocess-')))
+})
+
+afterEach(async () => {
+  await root.fiber.dispose()
+  await rm(dir, { recursive: true, force: true })
+})
+
+async function boot(config: Partial<LocalSubprocessConfig> = {}) {
+  const fiber = root.plugin(subprocessPlugin, config as LocalSubprocessConfig)
+  await fiber
+  return fiber
+}
+
+function bash(script: string, extra: Partial<Parameters<Context['subprocess']['run']>[0]> = {}): ProcessHandle {
+  return root.subprocess.run({ argv: ['bash', '-c', script], cwd: dir, ...extra })
+}
+
+/** Everything a stream says, as it arrives. */
+function collect(stream: Readable): { text: () => string } {
+  let text = ''
+  stream.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')))
+  return { text: () => text }
+}
+
+
+function pids(output: string): number[] {
+  return output
+    .split('\n')
+    .filter((line) => /^\d+$/.test(line))
+    .map(Number)
+}
+
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+describe('scrubEnvironment', () => {
+  it('drops every variable whose name contains KEY, SECRET, TOKEN or PASSWORD, in any case', () => {
+    const env = {
+      PATH: '/bin',
+      HOME: '/root',
+      OPENAI_API_KEY: 'x',
+      keyring: 'x',
+      MySecretThing: 'x',
+      GITHUB_TOKEN: 'x',
+      db_password: 'x',
+      MONKEY: 'x',
+      UNSET: undefined,
+      LANG: 'C',
+    }
+    expect(scrubEnvironment(env)).toEqual({ PATH: '/bin', HOME: '/root', LANG: 'C' })
+  })
+})
+
+describe('ctx.subprocess (local)', () => {
+  it('runs a program and reports its output and exit code', async () => {
+    await boot()
+    const handle = bash('echo out; echo err >&2; exit 7')
+    const out = collect(handle.stdout)
+    const err = collect(handle.stderr)
+    expect(await handle.done).toEqual({ code: 7, signal: null, timedOut: false, cancelled: false, lingering: false })
+    expect(out.text()).toBe('out\n')
+    expect(err.text()).toBe('err\n')
+    expect(handle.pid).toBeGreaterThan(0)
+  })
+
+  it('feeds stdin when given, and /dev/null otherwise', async () => {
+    await boot()
+    const fed = root.subprocess.run({ argv: ['cat'], cwd: dir, stdin: 'hello\n' })
+    const fedOut = collect(fed.stdout)
+    await fed.done
+    expect(fedOut.text()).toBe('hello\n')
+    const empty = root.subprocess.run({ argv: ['cat'], cwd: dir })
+    const emptyOut = collect(empty.stdout)
+    expect((await empty.done).code).toBe(0)
+    expect(emptyOut.text()).toBe('')
+  })
+
+  it('runs in the given directory and starts each process in its own process group', async () => {
+    await boot()
+    const handle = bash('pwd; ps -o pgid= -p $$')
+    const out = collect(handle.stdout)
+    await handle.done
+    const [cwd, pgid] = out.text().trim().split('\n')
+    expect(cwd).toBe(dir)
+    expect(Number(pgid)).toBe(handle.pid)
+  })
+
+  it('scrubs credential-like variables from the inherited environment, keeps explicit ones, and can be told not to', async () => {
+    await boot()
+    const saved = { ...process.env }
+    Object.assign(process.env, { FOO_TOKEN: 'leak-1', my_api_key: 'leak-2', DB_PASSWORD: 'leak-3', AWS_SECRET: 'leak-4', PLAIN_SETTING: 'visible' })
+    try {
+      const scrubbed = root.subprocess.run({ argv: ['env'], cwd: dir, env: { EXTRA: 'yes' } })
+      const out = collect(scrubbed.stdout)
+      await scrubbed.done
+      expect(out.text()).not.toMatch(/leak-/)
+      expect(out.text()).toContain('PLAIN_SETTING=visible')
+      expect(out.text()).toContain('EXTRA=yes')
+
+      const raw = root.subprocess.run({ argv: ['env'], cwd: dir, scrubEnv: false })
+      const rawOut = collect(raw.stdout)
+      await raw.done
+      expect(rawOut.text()).toContain('FOO_TOKEN=leak-1')
+    } finally {
+      for (const key of ['FOO_TOKEN', 'my_api_key', 'DB_PASSWORD', 'AWS_SECRET', 'PLAIN_SETTING']) delete process.env[key]
+      Object.assign(process.env, saved)
+    }
+  })
+
+  it('kills the whole tree on timeout and resolves only when no process of it runs', async () => {
+    await boot()
+    const handle = bash('sleep 1000 & echo $!; (sleep 1000 & echo $!; wait) & wait', { timeoutMs: 300 })
+    const out = collect(handle.stdout)
+    const exit = await handle.done
+    expect(exit.timedOut).toBe(true)
+    expect(exit.cancelled).toBe(false)
+    expect(exit.signal).toBe('SIGTERM')
+    const children = pids(out.text())
+    expect(children).toHaveLength(2)
+    for (const pid of children) expect(await isRunning(pid)).toBe(false)
+  })
+
+  it('escalates to SIGKILL when the tree ignores SIGTERM', async () => {
+    await boot({ killGraceMs: 100 })
+    const handle = bash('trap "" TERM; sleep 1000 & echo $!; wait', { timeoutMs: 200 })
+    const out = collect(handle.stdout)
+    const exit = await handle.done
+    expect(exit.timedOut).toBe(true)
+    expect(exit.signal).toBe('SIGKILL')
+    const [child] = pids(out.text())
+    expect(await isRunning(child!)).toBe(false)
+  })
+
+  it('kills the tree when the signal aborts, including descendants that left for their own session', async () => {
+    await boot()
+    const abort = new AbortController()
+    const handle = bash('setsid sleep 1000 & echo $!; sleep 1000 & echo $!; wait', { signal: abort.signal })
+    const out = collect(handle.stdout)
+    await until(() => pids(out.text()).length === 2)
+    const children = pids(out.text())
+    for (const pid of children) expect(await isRunning(pid)).toBe(true)
+    abort.abort()
+    const exit = await handle.done
+    expect(exit.cancelled).toBe(true)
+    for (const pid of children) expect(await isRunning(pid)).toBe(false)
+  })
+
+  it('kill() resolves once the tree is gone', async () => {
+    await boot()
+    const handle = bash('sleep 1000 & echo $!; wait')
+    const out = collect(handle.stdout)
+    await until(() => pids(out.text()).length === 1)
+    await handle.kill()
+    expect(await isRunning(pids(out.text())[0]!)).toBe(false)
+    expect(await isRunning(handle.pid!)).toBe(false)
+    expect((await handle.done).cancelled).toBe(true)
+  })
+
+  it('an already aborted signal stops the process at once', async () => {
+    await boot()
+    const abort = new AbortController()
+    abort.abort()
+    const exit = await bash('sleep 1000', { signal: abort.signal }).done
+    expect(exit.cancelled).toBe(true)
+  })
+
+  it('reports background processes left behind, and kill() stops them', async () => {
+    await boot({ drainMs: 100 })
+    const handle = bash('sleep 1000 >/dev/null 2>&1 & echo $!')
+    const out = collect(handle.stdout)
+    const exit = await handle.done
+    expect(exit).toMatchObject({ code: 0, lingering: true, cancelled: false })
+    const [child] = pids(out.text())
+    expect(await isRunning(child!)).toBe(true)
+    await handle.kill()
+    expect(await isRunning(child!)).toBe(false)
+  })
+
+  it('disposing the plugin kills every process it started, lingering ones included, and awaits them', async () => {
+    const fiber = await boot({ drainMs: 100 })
+    const running = bash('sleep 1000 & echo $!; wait')
+    const runningOut = collect(running.stdout)
+    const left = bash('sleep 1000 >/dev/null 2>&1 & echo $!')
+    const leftOut = collect(left.stdout)
+    expect((await left.done).lingering).toBe(true)
+    await until(() => pids(runningOut.text()).length === 1)
+    const victims = [running.pid!, ...pids(runningOut.text()), ...pids(leftOut.text())]
+    for (const pid of victims) expect(await isRunning(pid)).toBe(true)
+    await fiber.dispose()
+    for (const pid of victims) expect(await isRunning(pid)).toBe(false)
+    expect((await running.done).cancelled).toBe(true)
+  })
+
+  it('refuses a missing working directory and a malformed argv at once, and rejects done when the program cannot start', async () => {
+    await boot()
+    expect(() => root.subprocess.run({ argv: ['true'], cwd: join(dir, 'missing') })).toThrow(/does not exist or is not a directory/)
+    expect(() => root.subprocess.run({ argv: [], cwd: dir })).toThrow(/argv/)
+    const handle = root.subprocess.run({ argv: [join(dir, 'no-such-program')], cwd: dir })
+    expect(handle.pid).toBeUndefined()
+    await expect(handle.done).rejects.toThrow(/could not start .*no-such-program.*ENOENT/)
+  })
+
+  it('refuses new processes after disposal', async () => {
+    const fiber = await boot()
+    const service = root.subprocess
+    await fiber.dispose()
+    expect(() => service.run({ argv: ['true'], cwd: dir })).toThrow(/disposed/)
+    expect(root.get('subprocess')).toBeUndefined()
+  })
+})

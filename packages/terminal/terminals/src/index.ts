@@ -1,0 +1,15 @@
+import type { Context } from '@dsh/cordis'
+import { LocalTerminals, type LocalTerminalsConfig } from './local.ts'
+
+export * from './seam.ts'
+export { AnsiStripper, stripAnsi } from './ansi.ts'
+export { type BufferSlice, OutputBuffer } from './buffer.ts'
+export { Config, LocalTerminals, type LocalTerminalsConfig } from './local.ts'
+export { SENSITIVE_ENV_NAME, scrubEnv } from './process.ts'
+
+export const name = 'terminals'
+
+/** Provides `ctx.terminals` with local pseudo-terminals (node-pty). */
+export function apply(ctx: Context, config: LocalTerminalsConfig) {
+  ctx.plugin(LocalTerminals, config)
+}

@@ -1,0 +1,117 @@
+import { readdir, readFile } from 'node:fs/promises'
+import { constants } from 'node:os'
+
+/** Names of variables that must not reach a terminal: anything that looks like a credential. */
+export const SENSITIVE_ENV_NAME = /KEY|SECRET|TOKEN|PASSWORD/i
+
+/**
+ * A copy of `env` without the variables whose names look like credentials,
+ * nor the size variables of the terminal dsh itself runs in (the PTY has its
+ * own size).
+ */
+export function scrubEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const clean: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || SENSITIVE_ENV_NAME.test(name)) continue
+    if (name === 'COLUMNS' || name === 'LINES') continue
+    clean[name] = value
+  }
+  return clean
+}
+
+/** The name of a signal number (`9` is `SIGKILL`); undefined for 0 or an unknown number. */
+export function signalName(signal: number | undefined): NodeJS.Signals | undefined {
+  if (!signal) return undefined
+  for (const [name, number] of Object.entries(constants.signals)) if (number === signal) return name as NodeJS.Signals
+  return undefined
+}
+
+/**
+ * The live processes of a session (Linux, from /proc): every process whose
+ * session id is `sid`, whatever its process group (an interactive shell puts
+ * each job in a group of its own). Zombies do not count: an orphan whose new
+ * parent never reaps it is dead all the same.
+ */
+export async function sessionMembers(sid: number): Promise<number[]> {
+  let entries: string[]
+  try {
+    entries = await readdir('/proc')
+  } catch {
+    return alive(sid) ? [sid] : []
+  }
+  const members: number[] = []
+  await Promise.all(
+    entries.map(async (entry) => {
+      if (!/^\d+$/.test(entry)) return
+      const stat = await processStat(Number(entry))
+      if (stat && stat.session === sid && stat.state !== 'Z' && stat.state !== 'X') members.push(Number(entry))
+    }),
+  )
+  return members
+}
+
+/** State letter, process group and session of a process, from /proc; undefined when it is gone. */
+export async function processStat(pid: number): Promise<{ state: string; pgrp: number; session: number } | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+    // The command name may hold spaces and parentheses; the fields after it are plain.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return { state: fields[0] ?? '', pgrp: Number(fields[2]), session: Number(fields[3]) }
+  } catch {
+    return undefined
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name)
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * Stops every process of the session led by `sid` and waits until none is
+ * left: SIGHUP (an interactive shell exits on it, and hands it to its jobs),
+ * SIGTERM and SIGCONT (so stopped jobs see the SIGTERM) to every member;
+ * after `graceMs`, SIGKILL to whoever is left, repeated for processes forked
+ * meanwhile. Resolves true once the session is empty, false if members
+ * survived SIGKILL for `max(graceMs, 2000)` ms (stuck in the kernel).
+ */
+export async function killSession(sid: number, graceMs: number): Promise<boolean> {
+  let members = await sessionMembers(sid)
+  if (members.length === 0) return true
+  for (const pid of members) {
+    signal(pid, 'SIGHUP')
+    signal(pid, 'SIGTERM')
+    signal(pid, 'SIGCONT')
+  }
+  const graceEnd = Date.now() + graceMs
+  for (;;) {
+    members = await sessionMembers(sid)
+    if (members.length === 0) return true
+    if (Date.now() >= graceEnd) break
+    await delay(20)
+  }
+  const killEnd = Date.now() + Math.max(graceMs, 2_000)
+  for (;;) {
+    for (const pid of members) signal(pid, 'SIGKILL')
+    await delay(20)
+    members = await sessionMembers(sid)
+    if (members.length === 0) return true
+    if (Date.now() >= killEnd) return false
+  }
+}
+
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
