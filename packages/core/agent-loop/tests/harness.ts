@@ -15,6 +15,10 @@ import type { AnySessionEvent, Session, SessionEvent, SessionEventType } from '@
 import * as writerPlugin from '@dsh/session-persistence'
 import * as jsonlPlugin from '@dsh/session-persistence-jsonl'
 import * as systemPromptPlugin from '@dsh/system-prompt'
+import * as fsSeam from '@dsh/fs'
+import * as sandboxPlugin from '@dsh/sandbox'
+import * as shellPlugin from '@dsh/shell'
+import * as subprocessPlugin from '@dsh/subprocess'
 import * as bashPlugin from '@dsh/tool-bash'
 import * as fsPlugin from '@dsh/tool-fs'
 import * as toolsPlugin from '@dsh/tools'
@@ -193,6 +197,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   await root.plugin(retryPlugin, { maxRetries: 2, initialDelayMs: 1, maxDelayMs: 50, jitterRatio: 0 } as retryPlugin.RetryConfig)
   await root.plugin(systemPromptPlugin, {} as systemPromptPlugin.SystemPromptConfig)
   await root.plugin(toolsPlugin, {} as toolsPlugin.ToolsConfig)
+  await root.plugin(fsSeam)
+  await root.plugin(subprocessPlugin, {} as never)
+  await root.plugin(sandboxPlugin, {} as never)
+  await root.plugin(shellPlugin, {} as never)
   await root.plugin(fsPlugin, {} as fsPlugin.FsToolsConfig)
   await root.plugin(bashPlugin, {} as bashPlugin.BashToolConfig)
   if (options.persistence) {

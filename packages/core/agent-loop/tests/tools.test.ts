@@ -86,7 +86,7 @@ describe('tool errors go back to the model', () => {
     const tools = wireMessages(mock.requests[1]).filter((m) => m.role === 'tool')
     expect(tools).toHaveLength(3)
     expect(tools[0].content).toMatch(/^Error: the arguments for tool "read" are not valid JSON/)
-    expect(tools[1].content).toMatch(/^Error: there is no tool named "nope"\. Available tools: bash, edit, hang, probe, read, write\./)
+    expect(tools[1].content).toMatch(/^Error: there is no tool named "nope"\. Available tools: bash, edit, glob, grep, hang, ls, probe, read, write\./)
     expect(tools[2].content).toMatch(/^Error: invalid arguments for tool "read":\n {2}- path: /)
     expect(tools[2].content).toMatch(/\n {2}- offset: /)
   })

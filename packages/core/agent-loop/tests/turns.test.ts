@@ -63,7 +63,7 @@ describe('a plain turn', () => {
     expect(textOf(ofType(agent, 'user/message')[0]?.data.message ?? { content: [] })).toBe('hi')
     expect(ofType(agent, 'system/message')[0]?.data.message.role).toBe('system')
     expect(ofType(agent, 'request/header')[0]?.data).toMatchObject({ reason: 'initial', provider: 'deepseek', model: 'deepseek-v4-flash' })
-    expect(ofType(agent, 'request/header')[0]?.data.tools.map((t) => t.name)).toEqual(['bash', 'edit', 'hang', 'probe', 'read', 'write'])
+    expect(ofType(agent, 'request/header')[0]?.data.tools.map((t) => t.name)).toEqual(['bash', 'edit', 'glob', 'grep', 'hang', 'ls', 'probe', 'read', 'write'])
     expect(ofType(agent, 'request/context')[0]?.data).toEqual({ provider: 'deepseek', model: 'deepseek-v4-flash', contextWindow: 1_000_000 })
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
 
