@@ -7,13 +7,15 @@ import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { bin, printTable, profileChildren } from './common.mjs'
+import * as bashCall from './bash-call.mjs'
 import * as dumpConfig from './dump-config.mjs'
 import * as firstRequest from './first-request.mjs'
+import * as grep from './grep.mjs'
 import * as sessionOpen from './session-open.mjs'
 import * as step from './step.mjs'
 import * as twoStep from './two-step.mjs'
 
-const BENCHMARKS = [dumpConfig, firstRequest, step, twoStep, sessionOpen]
+const BENCHMARKS = [dumpConfig, firstRequest, step, twoStep, sessionOpen, grep, bashCall]
 const NAMES = BENCHMARKS.map((b) => b.name)
 
 const usage = `usage: pnpm bench [--runs N] [--only <name>]... [--cpu-prof <dir>]

@@ -1,0 +1,67 @@
+// Harness overhead of one `bash` call: the tool through the whole pipeline
+// (validation, permission-free default policy, shell seam, process-tree
+// handling, output capture) against spawning `bash -c` directly. Measured with
+// the sandbox off and with the default workspace-write bwrap sandbox.
+import { spawn } from 'node:child_process'
+import { median, ms, row, tempDir } from './common.mjs'
+import { toolContext } from './tools.mjs'
+
+export const name = 'bash-call'
+export const title = 'bash call overhead: the bash tool against spawning bash -c directly'
+export const defaultRuns = 30
+
+const TARGET_MS = 15
+const COMMAND = 'echo hello'
+
+function direct(cwd) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    const child = spawn('bash', ['-c', COMMAND], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    child.stdout.resume()
+    child.on('error', reject)
+    child.on('close', () => resolve(performance.now() - started))
+  })
+}
+
+export async function run({ runs }) {
+  const box = await tempDir('bash-call')
+  const tools = await toolContext()
+  try {
+    const timed = async (fn) => {
+      const started = performance.now()
+      await fn()
+      return performance.now() - started
+    }
+    const spawnTimes = []
+    const unsandboxed = []
+    const sandboxed = []
+    const offPolicy = { mode: 'off', writableRoots: [], protectedPaths: [], network: true }
+    // The bash tool asks ctx.permission for the policy when one is loaded.
+    let policy = offPolicy
+    tools.ctx.provide('permission', { sandboxPolicy: () => policy })
+    await direct(box.dir)
+    await tools.call('bash', { command: COMMAND }, box.dir)
+    for (let i = 0; i < runs; i++) {
+      spawnTimes.push(await direct(box.dir))
+      policy = offPolicy
+      unsandboxed.push(await timed(() => tools.call('bash', { command: COMMAND }, box.dir)))
+      policy = { mode: 'workspace-write', writableRoots: [box.dir], protectedPaths: [], network: false }
+      sandboxed.push(await timed(() => tools.call('bash', { command: COMMAND }, box.dir)))
+    }
+    const added = median(unsandboxed) - median(spawnTimes)
+    const addedBwrap = median(sandboxed) - median(spawnTimes)
+    return {
+      rows: [
+        row('bash -c spawned directly, median', ms(median(spawnTimes))),
+        row('bash tool, sandbox off, median', ms(median(unsandboxed))),
+        row('added by the harness', ms(added), `< ${TARGET_MS} ms`, added < TARGET_MS),
+        row('bash tool in bwrap (workspace-write), median', ms(median(sandboxed))),
+        row('added by harness + sandbox', ms(addedBwrap)),
+      ],
+      note: `${runs} call(s) of \`${COMMAND}\` each way`,
+    }
+  } finally {
+    await tools.dispose()
+    await box.dispose()
+  }
+}
