@@ -2,6 +2,7 @@ import type { Context } from '@dsh/cordis'
 import { type ToolsConfig, ToolRuntime } from './runtime.ts'
 
 export * from './types.ts'
+export { untilAborted } from './abort.ts'
 export { defineTool, parametersJsonSchema } from './define.ts'
 export { capResult, failure, formatIssues, textOf } from './result.ts'
 export { Config, ToolRuntime, type ToolsConfig } from './runtime.ts'

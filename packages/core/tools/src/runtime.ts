@@ -1,5 +1,6 @@
 import { assertNever, type Context, Schema, ScopedRegistry, Service } from '@dsh/cordis'
 import type { ToolSchema } from '@dsh/llm'
+import { untilAborted } from './abort.ts'
 import { checkDefinition, errorMessage, parametersJsonSchema } from './define.ts'
 import { capResult, deepFreeze, failure, formatIssues, fromOutput, isToolResult } from './result.ts'
 import {
@@ -354,22 +355,4 @@ async function stage<T>(name: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Settles with `promise`, or rejects as soon as `signal` aborts. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason)
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
-  })
-}
 

@@ -1,5 +1,5 @@
 import { type Context, Schema, Service } from '@dsh/cordis'
-import type { ApprovalAnswer, PreToolDecision, ToolApprover, ToolExecution } from '@dsh/tools'
+import { type ApprovalAnswer, type PreToolDecision, type ToolApprover, type ToolExecution, untilAborted } from '@dsh/tools'
 import type {} from '@dsh/session'
 import { classify, writeScope } from './classify.ts'
 import { PRESETS, type ApprovalPolicy, type PermissionAnswer, type PermissionDecisionEvent, type PermissionPreset, type SandboxPolicy } from './types.ts'
@@ -216,23 +216,4 @@ export class PermissionService extends Service {
       this.home.logger.warn('permission: could not log the decision on %s: %s', data.callId, error instanceof Error ? error.message : String(error))
     }
   }
-}
-
-/** Settles with `promise`, or rejects as soon as `signal` aborts. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason)
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    Promise.resolve(promise).then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
-  })
 }
