@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import path from 'node:path'
 import type { Context } from '@dsh/cordis'
 import type { FileStat } from '@dsh/fs'
+import { scrubEnvironment } from '@dsh/subprocess'
 import { ToolError, type ToolRunContext } from '@dsh/tools'
 import { rgPath } from '@vscode/ripgrep'
 import { displayPath, fsOptions, shownArgument, spillOf, toolErrorOf } from './files.ts'
@@ -9,16 +10,10 @@ import { displayPath, fsOptions, shownArgument, spillOf, toolErrorOf } from './f
 /** Keeps at most this much of rg's stderr for messages. */
 const STDERR_KEEP = 64 * 1024
 
-/** Environment variables a spawned program must not see. */
-const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/i
-
-/** The environment without credentials or dsh's own settings. */
+/** The environment without credentials (the subprocess seam's rule) or dsh's own settings. */
 export function scrubbedEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  const clean: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || SECRET_NAME.test(name) || name.startsWith('DSH_')) continue
-    clean[name] = value
-  }
+  const clean = scrubEnvironment(env)
+  for (const name of Object.keys(clean)) if (name.startsWith('DSH_')) delete clean[name]
   return clean
 }
 

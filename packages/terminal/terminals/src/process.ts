@@ -1,21 +1,18 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { constants } from 'node:os'
+import { scrubEnvironment } from '@dsh/subprocess'
 
-/** Names of variables that must not reach a terminal: anything that looks like a credential. */
-export const SENSITIVE_ENV_NAME = /KEY|SECRET|TOKEN|PASSWORD/i
+export { SENSITIVE_ENV_NAME } from '@dsh/subprocess'
 
 /**
- * A copy of `env` without the variables whose names look like credentials,
- * nor the size variables of the terminal dsh itself runs in (the PTY has its
- * own size).
+ * A copy of `env` without the variables whose names look like credentials
+ * (the subprocess seam's rule), nor the size variables of the terminal dsh
+ * itself runs in (the PTY has its own size).
  */
 export function scrubEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const clean: Record<string, string> = {}
-  for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || SENSITIVE_ENV_NAME.test(name)) continue
-    if (name === 'COLUMNS' || name === 'LINES') continue
-    clean[name] = value
-  }
+  const clean = scrubEnvironment(env)
+  delete clean.COLUMNS
+  delete clean.LINES
   return clean
 }
 
