@@ -1,33 +1,10 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
-import { type MockLlm, type RecordedRequest, reply, startMockLlm } from '@dsh/llm-mock'
-import { runDsh, tempDir } from '@dsh/testkit'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { type RecordedRequest, reply } from '@dsh/llm-mock'
+import { describe, expect, it } from 'vitest'
+import { useMockedHeadless } from './support/mocked-headless.ts'
 
-let mock: MockLlm
-let root: string
-let home: string
-let work: string
-let cleanup: () => Promise<void>
-
-beforeAll(async () => {
-  mock = await startMockLlm()
-})
-afterAll(() => mock.close())
-beforeEach(async () => {
-  mock.reset()
-  const tmp = await tempDir()
-  cleanup = tmp.dispose
-  root = tmp.dir
-  home = path.join(root, 'home')
-  work = path.join(root, 'work')
-  await mkdir(work, { recursive: true })
-})
-afterEach(() => cleanup())
-
-const headless = (args: string[]) =>
-  runDsh(['--profile', 'headless', ...args], { home, cwd: work, env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-test' } })
+const t = useMockedHeadless()
 
 /** The text of the tool results in a request, in order. */
 function toolTexts(request: RecordedRequest | undefined): string[] {
@@ -38,44 +15,44 @@ const lastToolText = (request: RecordedRequest) => toolTexts(request).at(-1) ?? 
 
 describe('execution tools through headless', () => {
   it('greps, reads and edits a file', async () => {
-    writeFileSync(path.join(work, 'app.js'), 'const a = 1\n// TODO: rename b\nconst b = 2\n')
-    writeFileSync(path.join(work, 'notes.md'), 'nothing to do here\n')
-    mock.enqueue(
+    writeFileSync(path.join(t.work, 'app.js'), 'const a = 1\n// TODO: rename b\nconst b = 2\n')
+    writeFileSync(path.join(t.work, 'notes.md'), 'nothing to do here\n')
+    t.mock.enqueue(
       reply.toolCalls([{ name: 'grep', arguments: { pattern: 'TODO', output_mode: 'content' } }]),
       reply.toolCalls([{ name: 'read', arguments: { path: 'app.js' } }]),
       reply.toolCalls([{ name: 'edit', arguments: { path: 'app.js', old_string: 'const b = 2', new_string: 'const renamed = 2' } }]),
       reply.text('Renamed b.'),
     )
-    const result = await headless(['rename the TODO variable'])
+    const result = await t.headless(['rename the TODO variable'])
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
-    expect(toolTexts(mock.requests[1])[0]).toMatch(/app\.js[\s\S]*TODO: rename b/)
-    expect(toolTexts(mock.requests[1])[0]).not.toMatch(/notes\.md/)
-    expect(readFileSync(path.join(work, 'app.js'), 'utf8')).toBe('const a = 1\n// TODO: rename b\nconst renamed = 2\n')
+    expect(toolTexts(t.mock.requests[1])[0]).toMatch(/app\.js[\s\S]*TODO: rename b/)
+    expect(toolTexts(t.mock.requests[1])[0]).not.toMatch(/notes\.md/)
+    expect(readFileSync(path.join(t.work, 'app.js'), 'utf8')).toBe('const a = 1\n// TODO: rename b\nconst renamed = 2\n')
   })
 
   it('starts a background job and polls it to completion', async () => {
-    mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'sleep 0.3; echo background-finished > done.txt; echo all done', run_in_background: true } }]))
+    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'sleep 0.3; echo background-finished > done.txt; echo all done', run_in_background: true } }]))
     let jobId = ''
     // Poll like a model would: job_output until the job is no longer running, then answer.
-    mock.setFallback((request) => {
+    t.mock.setFallback((request) => {
       const text = lastToolText(request)
       jobId ||= /started background job (\S+):/.exec(text)?.[1] ?? ''
       if (/status: running|started background job/.test(text)) return reply.toolCalls([{ name: 'job_output', arguments: { job_id: jobId, wait_ms: 2000 } }])
       return reply.text('The job finished.')
     })
-    const result = await headless(['run it in the background'])
-    mock.setFallback()
+    const result = await t.headless(['run it in the background'])
+    t.mock.setFallback()
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('The job finished.\n')
-    const polled = mock.requests.map((r) => lastToolText(r)).join('\n')
+    const polled = t.mock.requests.map((r) => lastToolText(r)).join('\n')
     expect(polled).toMatch(/all done/)
-    expect(lastToolText(mock.requests.at(-1) as RecordedRequest)).not.toMatch(/status: running/)
-    expect(readFileSync(path.join(work, 'done.txt'), 'utf8')).toBe('background-finished\n')
+    expect(lastToolText(t.mock.requests.at(-1) as RecordedRequest)).not.toMatch(/status: running/)
+    expect(readFileSync(path.join(t.work, 'done.txt'), 'utf8')).toBe('background-finished\n')
   })
 
   it('drives an interactive program through a terminal', async () => {
-    mock.enqueue(
+    t.mock.enqueue(
       reply.toolCalls([{ name: 'terminal_create', arguments: { command: `python3 -c "name = input('name? '); print('hello', name)"` } }]),
       (request) => {
         const id = /\[terminal (\S+) started/.exec(lastToolText(request))?.[1] ?? 'missing-id'
@@ -83,38 +60,38 @@ describe('execution tools through headless', () => {
       },
       reply.text('It greeted dsh.'),
     )
-    const result = await headless(['--permission', 'danger-full-access', 'talk to the program'])
+    const result = await t.headless(['--permission', 'danger-full-access', 'talk to the program'])
     expect(result.code).toBe(0)
-    expect(toolTexts(mock.requests[1])[0]).toMatch(/name\?/)
-    expect(lastToolText(mock.requests[2] as RecordedRequest)).toMatch(/hello dsh/)
+    expect(toolTexts(t.mock.requests[1])[0]).toMatch(/name\?/)
+    expect(lastToolText(t.mock.requests[2] as RecordedRequest)).toMatch(/hello dsh/)
   })
 
   it('refuses a write outside the workspace under workspace-write (headless cannot ask)', async () => {
     // Outside the workspace and outside the temp dir (which workspace-write may also write).
-    const target = path.join('/var/tmp', `dsh-outside-${path.basename(root)}.txt`)
-    mock.enqueue(reply.toolCalls([{ name: 'write', arguments: { path: target, content: 'escaped' } }]), reply.text('I could not write there.'))
-    const result = await headless(['write outside'])
+    const target = path.join('/var/tmp', `dsh-outside-${path.basename(t.root)}.txt`)
+    t.mock.enqueue(reply.toolCalls([{ name: 'write', arguments: { path: target, content: 'escaped' } }]), reply.text('I could not write there.'))
+    const result = await t.headless(['write outside'])
     expect(result.code).toBe(0)
     expect(existsSync(target)).toBe(false)
-    expect(toolTexts(mock.requests[1])[0]).toMatch(/denied|not allowed|outside/i)
+    expect(toolTexts(t.mock.requests[1])[0]).toMatch(/denied|not allowed|outside/i)
   })
 
   it('denies an escalated command in headless with ask', async () => {
-    mock.enqueue(
+    t.mock.enqueue(
       reply.toolCalls([{ name: 'bash', arguments: { command: 'touch /tmp/dsh-escalated-marker', escalate: true, justification: 'needs the real /tmp' } }]),
       reply.text('Denied.'),
     )
-    const result = await headless(['--approval', 'ask', 'escalate'])
+    const result = await t.headless(['--approval', 'ask', 'escalate'])
     expect(result.code).toBe(0)
-    expect(toolTexts(mock.requests[1])[0]).toMatch(/denied|approv/i)
+    expect(toolTexts(t.mock.requests[1])[0]).toMatch(/denied|approv/i)
     expect(existsSync('/tmp/dsh-escalated-marker')).toBe(false)
   })
 
   it('read-only confines bash in bwrap: a write fails and nothing is created', async () => {
-    mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'echo hi > made.txt' } }]), reply.text('Could not write.'))
-    const result = await headless(['--permission', 'read-only', 'try to write'])
+    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'echo hi > made.txt' } }]), reply.text('Could not write.'))
+    const result = await t.headless(['--permission', 'read-only', 'try to write'])
     expect(result.code).toBe(0)
-    expect(existsSync(path.join(work, 'made.txt'))).toBe(false)
-    expect(toolTexts(mock.requests[1])[0]).toMatch(/Read-only file system/)
+    expect(existsSync(path.join(t.work, 'made.txt'))).toBe(false)
+    expect(toolTexts(t.mock.requests[1])[0]).toMatch(/Read-only file system/)
   })
 })

@@ -1,32 +1,12 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
-import { type MockLlm, reply, startMockLlm } from '@dsh/llm-mock'
-import { runDsh, startDsh, tempDir } from '@dsh/testkit'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { reply } from '@dsh/llm-mock'
+import { startDsh } from '@dsh/testkit'
+import { describe, expect, it } from 'vitest'
+import { useMockedHeadless } from './support/mocked-headless.ts'
 
-let mock: MockLlm
-let home: string
-let work: string
-let cleanup: () => Promise<void>
-
-beforeAll(async () => {
-  mock = await startMockLlm()
-})
-afterAll(() => mock.close())
-beforeEach(async () => {
-  mock.reset()
-  const tmp = await tempDir()
-  cleanup = tmp.dispose
-  home = path.join(tmp.dir, 'home')
-  work = path.join(tmp.dir, 'work')
-  await mkdir(work, { recursive: true })
-})
-afterEach(() => cleanup())
-
-const env = () => ({ DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-test-key' })
-const headless = (args: string[], extraEnv: Record<string, string | undefined> = {}) =>
-  runDsh(['--profile', 'headless', ...args], { home, cwd: work, env: { ...env(), ...extraEnv } })
+const t = useMockedHeadless()
 
 interface LoggedEvent {
   seq: number
@@ -35,12 +15,12 @@ interface LoggedEvent {
 }
 
 function sessionFiles(): string[] {
-  const dir = path.join(home, 'sessions')
+  const dir = path.join(t.home, 'sessions')
   return existsSync(dir) ? readdirSync(dir) : []
 }
 
 async function readLog(sessionId: string): Promise<{ header: Record<string, unknown>; events: LoggedEvent[] }> {
-  const file = path.join(home, 'sessions', `${sessionId}.jsonl`)
+  const file = path.join(t.home, 'sessions', `${sessionId}.jsonl`)
   let text: string
   if (existsSync(file)) text = readFileSync(file, 'utf8')
   else {
@@ -61,18 +41,18 @@ const types = (events: LoggedEvent[]) => events.map((e) => e.type)
 
 describe('dsh --profile headless', () => {
   it('runs a task that writes a file, prints the answer and records the session', async () => {
-    mock.enqueue(
+    t.mock.enqueue(
       reply.toolCalls([{ name: 'write', arguments: { path: 'hello.txt', content: 'hello from dsh\n' } }], { reasoning: 'I will create the file.' }),
       reply.text('Created hello.txt.'),
     )
-    const result = await headless(['create hello.txt'])
+    const result = await t.headless(['create hello.txt'])
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('Created hello.txt.\n')
-    expect(readFileSync(path.join(work, 'hello.txt'), 'utf8')).toBe('hello from dsh\n')
+    expect(readFileSync(path.join(t.work, 'hello.txt'), 'utf8')).toBe('hello from dsh\n')
 
     const { header, events } = await readLog(onlySessionId())
-    expect(header).toMatchObject({ type: 'session', cwd: work })
+    expect(header).toMatchObject({ type: 'session', cwd: t.work })
     expect(types(events)).toEqual([
       'turn/start',
       'step/start',
@@ -92,7 +72,7 @@ describe('dsh --profile headless', () => {
     expect(events.at(-1)?.data).toEqual({ turn: 1, reason: 'completed' })
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
 
-    const [first, second] = mock.requests
+    const [first, second] = t.mock.requests
     expect(first?.headers.authorization).toBe('Bearer sk-test-key')
     expect(first?.body.stream_options).toEqual({ include_usage: true })
     expect(first?.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(expect.arrayContaining(['bash', 'edit', 'read', 'write']))
@@ -105,49 +85,49 @@ describe('dsh --profile headless', () => {
   })
 
   it('runs bash and feeds its output back', async () => {
-    mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'echo $((6*7)) | tee answer.txt' } }]), reply.text('The answer is 42.'))
-    const result = await headless(['compute', '6*7'])
+    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'echo $((6*7)) | tee answer.txt' } }]), reply.text('The answer is 42.'))
+    const result = await t.headless(['compute', '6*7'])
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('The answer is 42.\n')
-    expect(readFileSync(path.join(work, 'answer.txt'), 'utf8')).toBe('42\n')
-    const tool = mock.requests[1]?.body.messages.find((m: { role: string }) => m.role === 'tool')
+    expect(readFileSync(path.join(t.work, 'answer.txt'), 'utf8')).toBe('42\n')
+    const tool = t.mock.requests[1]?.body.messages.find((m: { role: string }) => m.role === 'tool')
     expect(tool.content).toMatch(/42/)
   })
 
   it('runs two tools in one step and logs their results in the model order', async () => {
-    mock.enqueue(
+    t.mock.enqueue(
       reply.toolCalls([
         { name: 'write', arguments: { path: 'a.txt', content: 'A' } },
         { name: 'bash', arguments: { command: 'ls' } },
       ]),
       reply.text('Both done.'),
     )
-    const result = await headless(['two things'])
+    const result = await t.headless(['two things'])
     expect(result.code).toBe(0)
     const { events } = await readLog(onlySessionId())
     const calls = events.filter((e) => e.type === 'tool/call').map((e) => e.data.name)
     const results = events.filter((e) => e.type === 'tool/result').map((e) => e.data.name)
     expect(calls).toEqual(['write', 'bash'])
     expect(results).toEqual(['write', 'bash'])
-    const toolMessages = mock.requests[1]?.body.messages.filter((m: { role: string }) => m.role === 'tool')
+    const toolMessages = t.mock.requests[1]?.body.messages.filter((m: { role: string }) => m.role === 'tool')
     expect(toolMessages).toHaveLength(2)
   })
 
   it('retries a 503 and records the failed attempt', async () => {
-    mock.enqueue(reply.error(503, { retryAfter: 0 }), reply.text('Recovered.'))
-    const result = await headless(['hello'])
+    t.mock.enqueue(reply.error(503, { retryAfter: 0 }), reply.text('Recovered.'))
+    const result = await t.headless(['hello'])
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('Recovered.\n')
     const { events } = await readLog(onlySessionId())
     const attempt = events.find((e) => e.type === 'assistant/attempt')
     expect(attempt?.data.error.code).toBe('SERVER')
     expect(events.find((e) => e.type === 'llm/retry')?.data).toMatchObject({ attempt: 1, delayMs: 0 })
-    expect(mock.requests).toHaveLength(2)
+    expect(t.mock.requests).toHaveLength(2)
   })
 
   it('ends with the provider error code on stderr and exit 1', async () => {
-    mock.enqueue(reply.error(401))
-    const result = await headless(['hello'])
+    t.mock.enqueue(reply.error(401))
+    const result = await t.headless(['hello'])
     expect(result.code).toBe(1)
     expect(result.stderr).toMatch(/^dsh: AUTH: /)
     const { events } = await readLog(onlySessionId())
@@ -155,32 +135,32 @@ describe('dsh --profile headless', () => {
   })
 
   it('names the variable to set when the key is missing', async () => {
-    const result = await headless(['hello'], { DEEPSEEK_API_KEY: undefined })
+    const result = await t.headless(['hello'], { DEEPSEEK_API_KEY: undefined })
     expect(result.code).toBe(1)
     expect(result.stderr).toMatch(/^dsh: MISSING_CREDENTIAL: .*DEEPSEEK_API_KEY/)
-    expect(mock.requests).toHaveLength(0)
+    expect(t.mock.requests).toHaveLength(0)
   })
 
   it('takes the model from --model, else settings.yaml, else the agent row', async () => {
-    mock.enqueue(reply.text('a'), reply.text('b'), reply.text('c'))
-    expect((await headless(['one'])).code).toBe(0)
-    await mkdir(home, { recursive: true })
+    t.mock.enqueue(reply.text('a'), reply.text('b'), reply.text('c'))
+    expect((await t.headless(['one'])).code).toBe(0)
+    await mkdir(t.home, { recursive: true })
     const { writeFileSync } = await import('node:fs')
-    writeFileSync(path.join(home, 'settings.yaml'), 'agent:\n  model: deepseek-v4-pro\n  reasoningEffort: max\n')
-    expect((await headless(['two'])).code).toBe(0)
-    expect((await headless(['--model', 'deepseek-custom', 'three'])).code).toBe(0)
-    expect(mock.requests.map((r) => r.body.model)).toEqual(['deepseek-v4-flash', 'deepseek-v4-pro', 'deepseek-custom'])
-    expect(mock.requests[1]?.body.reasoning_effort).toBe('max')
-    writeFileSync(path.join(home, 'settings.yaml'), 'agent:\n  colour: blue\n')
-    const bad = await headless(['four'])
+    writeFileSync(path.join(t.home, 'settings.yaml'), 'agent:\n  model: deepseek-v4-pro\n  reasoningEffort: max\n')
+    expect((await t.headless(['two'])).code).toBe(0)
+    expect((await t.headless(['--model', 'deepseek-custom', 'three'])).code).toBe(0)
+    expect(t.mock.requests.map((r) => r.body.model)).toEqual(['deepseek-v4-flash', 'deepseek-v4-pro', 'deepseek-custom'])
+    expect(t.mock.requests[1]?.body.reasoning_effort).toBe('max')
+    writeFileSync(path.join(t.home, 'settings.yaml'), 'agent:\n  colour: blue\n')
+    const bad = await t.headless(['four'])
     expect(bad.code).toBe(1)
-    expect(bad.stderr).toBe(`dsh: ${path.join(home, 'settings.yaml')}: unknown setting agent.colour (known: provider, model, reasoningEffort)\n`)
+    expect(bad.stderr).toBe(`dsh: ${path.join(t.home, 'settings.yaml')}: unknown setting agent.colour (known: provider, model, reasoningEffort)\n`)
   })
 
   it('Ctrl+C cancels a streaming turn, saves the log and exits 130', async () => {
-    mock.enqueue(reply.stall(3, reply.text('This answer will never finish streaming because the server stalls')))
-    const running = startDsh(['--profile', 'headless', 'talk slowly'], { home, cwd: work, env: env() })
-    await mock.waitForRequests(1)
+    t.mock.enqueue(reply.stall(3, reply.text('This answer will never finish streaming because the server stalls')))
+    const running = startDsh(['--profile', 'headless', 'talk slowly'], { home: t.home, cwd: t.work, env: t.env() })
+    await t.mock.waitForRequests(1)
     await new Promise((resolve) => setTimeout(resolve, 100))
     const result = await running.kill('SIGINT')
     expect(result.code).toBe(130)
@@ -191,8 +171,8 @@ describe('dsh --profile headless', () => {
   })
 
   it('resumes a finished session with a follow-up task', async () => {
-    mock.enqueue(reply.text('First answer.'), reply.text('Second answer.'))
-    const first = await headless(['--json', 'first question'])
+    t.mock.enqueue(reply.text('First answer.'), reply.text('Second answer.'))
+    const first = await t.headless(['--json', 'first question'])
     expect(first.code).toBe(0)
     const lines = first.stdout.trim().split('\n').map((l) => JSON.parse(l))
     expect(lines[0]).toMatchObject({ type: 'session' })
@@ -200,10 +180,10 @@ describe('dsh --profile headless', () => {
     expect(lines.some((l) => l.type === 'delta' && l.kind === 'text')).toBe(true)
     const sessionId = lines[0].sessionId as string
 
-    const second = await headless(['--resume', sessionId, 'second question'])
+    const second = await t.headless(['--resume', sessionId, 'second question'])
     expect(second.code).toBe(0)
     expect(second.stdout).toBe('Second answer.\n')
-    const texts = mock.requests[1]?.body.messages.map((m: { content: unknown }) => m.content)
+    const texts = t.mock.requests[1]?.body.messages.map((m: { content: unknown }) => m.content)
     expect(texts).toEqual(expect.arrayContaining(['first question', 'First answer.', 'second question']))
     const { events } = await readLog(sessionId)
     expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.turn)).toEqual([1, 2])
@@ -212,25 +192,25 @@ describe('dsh --profile headless', () => {
   })
 
   it('after a crash mid-turn, resume closes the turn as interrupted and goes on', async () => {
-    mock.enqueue(
+    t.mock.enqueue(
       reply.toolCalls([{ name: 'bash', arguments: { command: 'sleep 30' } }]),
     )
-    const running = startDsh(['--profile', 'headless', '--json', 'wait a while'], { home, cwd: work, env: env() })
+    const running = startDsh(['--profile', 'headless', '--json', 'wait a while'], { home: t.home, cwd: t.work, env: t.env() })
     await running.waitFor(/"type":"tool\/call"/, { stream: 'stdout' })
     // The log is flushed at turn ends; make sure the tool call reached the disk before the crash.
     const sessionId = JSON.parse(running.stdout.split('\n')[0] as string).sessionId as string
     await running.waitFor(/"type":"tool\/call"/, { stream: 'stdout' })
     const deadline = Date.now() + 10_000
     while (Date.now() < deadline) {
-      const file = path.join(home, 'sessions', `${sessionId}.jsonl`)
+      const file = path.join(t.home, 'sessions', `${sessionId}.jsonl`)
       if (existsSync(file) && readFileSync(file, 'utf8').includes('"tool/call"')) break
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
     const killed = await running.kill('SIGKILL')
     expect(killed.signal).toBe('SIGKILL')
 
-    mock.enqueue(reply.text('Picked up where we left off.'))
-    const resumed = await headless(['--resume', sessionId, 'continue'])
+    t.mock.enqueue(reply.text('Picked up where we left off.'))
+    const resumed = await t.headless(['--resume', sessionId, 'continue'])
     expect(resumed.stderr).toMatch(/stopped mid-turn; the turn was closed as interrupted/)
     expect(resumed.code).toBe(0)
     expect(resumed.stdout).toBe('Picked up where we left off.\n')

@@ -1,40 +1,19 @@
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
-import { type MockLlm, reply, startMockLlm } from '@dsh/llm-mock'
-import { runDsh, tempDir } from '@dsh/testkit'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { reply } from '@dsh/llm-mock'
+import { describe, expect, it } from 'vitest'
+import { useMockedHeadless } from './support/mocked-headless.ts'
 
-let mock: MockLlm
-let home: string
-let work: string
-let cleanup: () => Promise<void>
-
-beforeAll(async () => {
-  mock = await startMockLlm()
-})
-afterAll(() => mock.close())
-beforeEach(async () => {
-  mock.reset()
-  const tmp = await tempDir()
-  cleanup = tmp.dispose
-  home = path.join(tmp.dir, 'home')
-  work = path.join(tmp.dir, 'work')
-  await mkdir(work, { recursive: true })
-})
-afterEach(() => cleanup())
-
-const headless = (args: string[]) =>
-  runDsh(['--profile', 'headless', ...args], { home, cwd: work, env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-test' } })
+const t = useMockedHeadless()
 
 /** Runs one completed turn and returns the session id and its (unsealed) log path. */
 async function storedSession(): Promise<{ id: string; file: string }> {
-  mock.enqueue(reply.text('First answer.'))
-  const first = await headless(['--json', 'first'])
+  t.mock.enqueue(reply.text('First answer.'))
+  const first = await t.headless(['--json', 'first'])
   expect(first.code).toBe(0)
   const id = JSON.parse(first.stdout.split('\n')[0] as string).sessionId as string
-  const sealed = path.join(home, 'sessions', `${id}.jsonl.zst`)
-  const file = path.join(home, 'sessions', `${id}.jsonl`)
+  const sealed = path.join(t.home, 'sessions', `${id}.jsonl.zst`)
+  const file = path.join(t.home, 'sessions', `${id}.jsonl`)
   if (existsSync(sealed)) {
     const { decompress } = await import('zstd-napi')
     writeFileSync(file, decompress(readFileSync(sealed)))
@@ -50,8 +29,8 @@ describe('stored sessions with bad content', () => {
     const lines = readFileSync(file, 'utf8').split('\n')
     lines[3] = '{"seq": 2, "type": "user/mess'
     writeFileSync(file, lines.join('\n'))
-    mock.enqueue(reply.text('Second answer.'))
-    const result = await headless(['--resume', id, 'second'])
+    t.mock.enqueue(reply.text('Second answer.'))
+    const result = await t.headless(['--resume', id, 'second'])
     expect(result.stderr).toContain(`dsh: warning: ${file}:4: `)
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('Second answer.\n')
@@ -60,8 +39,8 @@ describe('stored sessions with bad content', () => {
   it('a truncated tail is reported and dropped; the log stays well-formed', async () => {
     const { id, file } = await storedSession()
     appendFileSync(file, '{"seq": 99, "time": 1, "type": "turn/st')
-    mock.enqueue(reply.text('Second answer.'))
-    const result = await headless(['--resume', id, 'second'])
+    t.mock.enqueue(reply.text('Second answer.'))
+    const result = await t.headless(['--resume', id, 'second'])
     expect(result.code).toBe(0)
     expect(result.stderr).toMatch(/dsh: warning: .*\.jsonl:\d+: /)
     const { decompress } = await import('zstd-napi')
@@ -76,15 +55,15 @@ describe('stored sessions with bad content', () => {
     const { id, file } = await storedSession()
     appendFileSync(file, `${JSON.stringify({ seq: 50, time: 1, type: 'mystery/event', data: {} })}\n`)
     const before = readFileSync(file, 'utf8')
-    const result = await headless(['--resume', id, 'second'])
+    const result = await t.headless(['--resume', id, 'second'])
     expect(result.code).toBe(1)
     expect(result.stderr).toContain(`dsh: ${file}: event 50 has type "mystery/event", which no loaded plugin declares`)
     expect(readFileSync(file, 'utf8')).toBe(before)
-    expect(mock.requests).toHaveLength(1)
+    expect(t.mock.requests).toHaveLength(1)
   })
 
   it('an unknown session id is a clear error', async () => {
-    const result = await headless(['--resume', 'session-nope', 'hello'])
+    const result = await t.headless(['--resume', 'session-nope', 'hello'])
     expect(result.code).toBe(1)
     expect(result.stderr).toMatch(/^dsh: no session session-nope under /)
   })
