@@ -42,7 +42,7 @@ const configs: UserConfig[] = dirs
     platform: 'node',
     target: 'node20',
     dts: false,
-    clean: true,
+    clean: false,
     report: false,
     logLevel: 'warn',
     deps: { alwaysBundle: inline[dir] ?? [] },
