@@ -1,5 +1,7 @@
 import { type Context, Schema, ScopedRegistry, Service } from '@dsh/cordis'
 
+export { projectFolders, type ProjectFolders } from './project.ts'
+
 declare module '@dsh/cordis' {
   interface Context {
     systemPrompt: SystemPrompt
@@ -20,6 +22,8 @@ export interface PromptSection {
   /** Lower renders first: identity -100, persona 0, tool guidance 100-199, instructions 200+. */
   order: number
   text: string | ((target: PromptTarget) => string | undefined)
+  /** Render the text as it is, without filling `{{name}}`: for text users wrote (AGENTS.md, skills). */
+  literal?: boolean
 }
 
 type Variable = (target: PromptTarget) => string | undefined
@@ -68,7 +72,7 @@ export class SystemPrompt extends Service {
     for (const section of ordered) {
       const raw = typeof section.text === 'function' ? section.text(target) : section.text
       if (!raw?.trim()) continue
-      parts.push(fill(raw, values, section.name).trim())
+      parts.push((section.literal ? raw : fill(raw, values, section.name)).trim())
     }
     return parts.join('\n\n')
   }

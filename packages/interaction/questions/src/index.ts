@@ -1,0 +1,98 @@
+import { type Context, Schema } from '@dsh/cordis'
+import { defineTool, ToolError } from '@dsh/tools'
+import { z } from 'zod'
+import { NoAskerError, type Question, type QuestionAnswer, Questions } from './service.ts'
+
+export * from './service.ts'
+
+export interface QuestionsConfig {
+  answerTimeoutMs: number
+}
+
+export const Config: Schema<QuestionsConfig> = Schema.object({
+  answerTimeoutMs: Schema.natural()
+    .min(1)
+    .default(86_400_000)
+    .description('How long an ask_user_question call waits for the user, in milliseconds (default one day).'),
+})
+
+export const name = 'questions'
+export const inject = ['tools']
+
+const option = z.object({
+  label: z.string().trim().min(1).max(80).describe('A short choice, 1 to 5 words.'),
+  description: z.string().trim().min(1).optional().describe('What choosing it means, in one sentence.'),
+})
+
+const question = z
+  .object({
+    question: z.string().trim().min(1).describe('The complete question, ending with a question mark.'),
+    header: z.string().trim().min(1).max(30).optional().describe('A very short label for the question, e.g. "Database".'),
+    options: z.array(option).min(2).max(4).describe('2 to 4 distinct choices. Put a recommended one first and add "(Recommended)" to its label.'),
+    multiSelect: z.boolean().optional().describe('Let the user pick more than one option. Default false.'),
+  })
+  .superRefine((value, issues) => {
+    const labels = value.options.map((o) => o.label)
+    labels.forEach((label, i) => {
+      if (labels.indexOf(label) !== i) issues.addIssue({ code: 'custom', path: ['options', i, 'label'], message: `the label "${label}" is used twice` })
+    })
+  })
+
+const parameters = z.object({
+  questions: z
+    .array(question)
+    .min(1)
+    .max(4)
+    .superRefine((list, issues) => {
+      const texts = list.map((q) => q.question)
+      texts.forEach((text, i) => {
+        if (texts.indexOf(text) !== i) issues.addIssue({ code: 'custom', path: [i, 'question'], message: 'the same question is asked twice' })
+      })
+    })
+    .describe('1 to 4 questions.'),
+})
+
+/** Provides `ctx.questions` and registers `ask_user_question`. */
+export function apply(ctx: Context, config: QuestionsConfig) {
+  ctx.plugin(Questions)
+
+  ctx.tools.register(
+    ctx,
+    defineTool({
+      name: 'ask_user_question',
+      description:
+        'Ask the user 1 to 4 multiple-choice questions when you need a decision or a fact only they have, instead of guessing. ' +
+        'Each question has 2 to 4 options; the user may also answer in their own words. Do not ask what you can find out yourself.',
+      parameters,
+      readOnly: true,
+      timeoutMs: config.answerTimeoutMs,
+      access: (args) => ({ kind: 'read', summary: `ask the user: ${args.questions.map((q) => q.question).join(' / ')}` }),
+      async execute(args, run) {
+        const questions: Question[] = args.questions
+        const service = ctx.get('questions')
+        if (!service) throw new ToolError('NO_USER', new NoAskerError().message)
+        let answers: QuestionAnswer[]
+        try {
+          answers = await service.ask({ sessionId: run.sessionId, callId: run.callId, questions }, run.signal)
+        } catch (error) {
+          if (error instanceof NoAskerError) throw new ToolError('NO_USER', error.message)
+          if (run.signal.aborted) throw error
+          throw new ToolError('QUESTION_FAILED', `asking the user failed: ${error instanceof Error ? error.message : String(error)}`)
+        }
+        return { content: renderAnswers(questions, answers), meta: { answers: answers.map((a) => ({ ...a })) } }
+      },
+    }),
+  )
+}
+
+function renderAnswers(questions: readonly Question[], answers: readonly QuestionAnswer[]): string {
+  const lines = ['The user answered:']
+  questions.forEach((q, i) => {
+    const answer = answers.find((a) => a.question === q.question) ?? answers[i]
+    lines.push(`${i + 1}. ${q.question}`)
+    if (answer?.selected.length) lines.push(`   Selected: ${answer.selected.join(', ')}`)
+    if (answer?.text?.trim()) lines.push(`   Wrote: ${JSON.stringify(answer.text.trim())}`)
+    if (!answer?.selected.length && !answer?.text?.trim()) lines.push('   (no answer)')
+  })
+  return lines.join('\n')
+}
