@@ -1,4 +1,5 @@
 export * from './types.ts'
 export { BlockAssembler } from './assembler.ts'
+export { completeText, LlmCallError, type CompletedText } from './complete.ts'
 export { LlmRuntime, failure } from './runtime.ts'
 export { name, apply } from './plugin.ts'

@@ -28,12 +28,17 @@ export interface DshOptions {
   input?: string
 }
 
-/** A child environment without the developer's own dsh settings. */
+/**
+ * A child environment without the developer's own dsh settings. Session
+ * titles are off unless a test turns them on (`DSH_SESSION_TITLES: 'on'`):
+ * their side call would take replies scripted for the agent.
+ */
 function childEnv(options: DshOptions): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, DSH_HOME: options.home }
   for (const key of Object.keys(env)) if (key.startsWith('DSH_') && key !== 'DSH_HOME') delete env[key]
   delete env.DEEPSEEK_API_KEY
   delete env.DEEPSEEK_BASE_URL
+  env.DSH_SESSION_TITLES = 'off'
   Object.assign(env, options.env)
   return env
 }

@@ -1,0 +1,50 @@
+import { writeFile } from 'node:fs/promises'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import path from 'node:path'
+import { type RecordedRequest, reply } from '@dsh/llm-mock'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { useMockedHeadless } from './support/mocked-headless.ts'
+
+const t = useMockedHeadless()
+
+let server: Server
+let url = ''
+beforeAll(async () => {
+  server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title>Local page</title></head><body><h2>Deploy code</h2><p>It is <b>4711</b>.</p></body></html>')
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/notes`
+})
+afterAll(() => new Promise((resolve) => server.close(resolve)))
+
+const lastTool = (req: RecordedRequest | undefined) =>
+  String(((req?.body as { messages: { role: string; content: string }[] }).messages ?? []).filter((m) => m.role === 'tool').at(-1)?.content)
+
+function script(target: string) {
+  t.mock.enqueue(reply.toolCalls([{ name: 'web_fetch', arguments: { url: target } }]), reply.text('Noted.'))
+}
+
+describe('web_fetch through the headless app', () => {
+  it('needs the network permission: under workspace-write with the network off, headless denies it', async () => {
+    script('https://example.com/')
+    const result = await t.headless(['fetch the page'])
+    expect(result.code).toBe(0)
+    expect(t.mock.requests[0]?.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toContain('web_fetch')
+    expect(lastTool(t.mock.requests[1])).toMatch(/^Error: .*web_fetch.*needs network access \(fetch https:\/\/example\.com\/\)/)
+  })
+
+  it('refuses a loopback address by default and fetches it as Markdown when the config allows private addresses', async () => {
+    const full = { DSH_PERMISSION_MODE: 'danger-full-access' }
+    script(url)
+    expect((await t.headless(['fetch the page'], full)).code).toBe(0)
+    expect(lastTool(t.mock.requests[1])).toMatch(/^Error: http:\/\/127\.0\.0\.1:\d+ is not a public address: loopback\./)
+
+    const patch = path.join(t.root, 'allow-private.yml')
+    await writeFile(patch, '- id: web-fetch\n  config:\n    allowPrivate: true\n')
+    script(url)
+    expect((await t.headless(['--patch', patch, 'fetch the page'], full)).code).toBe(0)
+    expect(lastTool(t.mock.requests[3])).toBe(`Fetched ${url} (HTTP 200, text/html, 109 bytes)\n\n# Local page\n\n## Deploy code\n\nIt is **4711**.`)
+  })
+})
