@@ -169,7 +169,7 @@ export class LoopAgent implements Agent {
       this.reconcileSystem(config)
       for (const message of pending) this.session.append('user/message', { message })
       pending = []
-      const tools = this.ctx.get('tools')?.schemas() ?? []
+      const tools = this.ctx.get('tools')?.schemas(this.id) ?? []
       this.logHeader(config, tools)
       const reply = await this.request(info, config, tools)
       if (reply.kind !== 'message') {

@@ -25,10 +25,25 @@ export function checkDefinition(definition: ToolDefinition<ParameterSchema>): vo
   if (!isObjectSchema(definition.parameters)) {
     throw new Error(`${label}: parameters must be a zod object schema (z.object({...}))`)
   }
+  if (definition.inputSchema !== undefined) checkInputSchema(label, definition.inputSchema)
   if (typeof definition.execute !== 'function') throw new Error(`${label}: execute is not a function`)
   const { timeoutMs } = definition
   if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
     throw new Error(`${label}: timeoutMs must be a positive number of milliseconds`)
+  }
+}
+
+function checkInputSchema(label: string, schema: unknown): void {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+    throw new Error(`${label}: inputSchema must be a JSON Schema object`)
+  }
+  if ((schema as { type?: unknown }).type !== 'object') {
+    throw new Error(`${label}: inputSchema must describe an object (type: "object"), got type ${JSON.stringify((schema as { type?: unknown }).type)}`)
+  }
+  try {
+    JSON.stringify(schema)
+  } catch (error) {
+    throw new Error(`${label}: inputSchema is not plain JSON: ${errorMessage(error)}`)
   }
 }
 
@@ -38,12 +53,13 @@ function isObjectSchema(value: unknown): value is ParameterSchema {
 }
 
 /**
- * The JSON Schema the model is shown for a parameter schema: what the model
- * may send (the input side, so fields with defaults are optional), without
- * the `$schema` marker. Throws, naming the tool, for a type JSON Schema
- * cannot express.
+ * The JSON Schema the model is shown for a tool: its `inputSchema` as is,
+ * else its parameter schema on the input side (fields with defaults are
+ * optional), without the `$schema` marker. Throws, naming the tool, for a
+ * type JSON Schema cannot express.
  */
 export function parametersJsonSchema(definition: ToolDefinition<ParameterSchema>): Record<string, JsonValue> {
+  if (definition.inputSchema !== undefined) return JSON.parse(JSON.stringify(definition.inputSchema)) as Record<string, JsonValue>
   let schema: Record<string, unknown>
   try {
     schema = z.toJSONSchema(definition.parameters, { io: 'input' }) as Record<string, unknown>

@@ -83,6 +83,7 @@ export class ToolRuntime extends Service {
   private readonly settings: ToolsConfig
   private readonly registry = new ScopedRegistry<RegisteredTool>('tool')
   private approver: { answer: ToolApprover } | undefined
+  private readonly restrictions = new Map<string, Set<{ allow: (toolName: string) => boolean }>>()
 
   constructor(ctx: Context, config: ToolsConfig) {
     super(ctx, 'tools')
@@ -123,9 +124,45 @@ export class ToolRuntime extends Service {
     return this.sorted().map((entry) => entry.definition)
   }
 
-  /** What the model is told about every tool, sorted by name. */
-  schemas(): ToolSchema[] {
-    return this.sorted().map((entry) => entry.schema)
+  /** What the model is told about every tool, sorted by name; with a session id, only the tools that session may use. */
+  schemas(sessionId?: string): ToolSchema[] {
+    return this.sorted()
+      .filter((entry) => this.allows(sessionId, entry.definition.name))
+      .map((entry) => entry.schema)
+  }
+
+  /**
+   * Limits the tools one session is shown and may call to those `allow`
+   * accepts (a subagent's subset), until the registering plugin is disposed or
+   * the disposer is called. Several restrictions on one session all apply; a
+   * call to a tool outside them is refused as `TOOL_NOT_AVAILABLE`.
+   */
+  restrict(ctx: Context, sessionId: string, allow: (toolName: string) => boolean): () => void {
+    const slot = { allow }
+    const dispose = ctx.effect(() => {
+      let slots = this.restrictions.get(sessionId)
+      if (!slots) this.restrictions.set(sessionId, (slots = new Set()))
+      slots.add(slot)
+      return () => {
+        slots.delete(slot)
+        if (slots.size === 0 && this.restrictions.get(sessionId) === slots) this.restrictions.delete(sessionId)
+      }
+    }, `tool restriction of ${sessionId}`)
+    return () => void dispose()
+  }
+
+  /** Whether the session's restrictions (if any) let it use the tool; a throwing filter counts as no. */
+  allows(sessionId: string | undefined, toolName: string): boolean {
+    const slots = sessionId === undefined ? undefined : this.restrictions.get(sessionId)
+    if (!slots) return true
+    for (const slot of slots) {
+      try {
+        if (slot.allow(toolName) !== true) return false
+      } catch {
+        return false
+      }
+    }
+    return true
   }
 
   /** True only when the tool says exactly `true` for these (parsed, valid) arguments. */
@@ -168,9 +205,10 @@ export class ToolRuntime extends Service {
   private async pipeline(call: ToolCall, run: ToolRunOptions): Promise<ToolResult> {
     if (run.signal.aborted) return cancelled()
     const entry = this.registry.get(call.name)
-    if (!entry) {
-      const known = this.sorted().map((tool) => tool.definition.name)
+    if (!entry || !this.allows(run.sessionId, call.name)) {
+      const known = this.schemas(run.sessionId).map((tool) => tool.name)
       const available = known.length ? `Available tools: ${known.join(', ')}.` : 'No tools are available.'
+      if (entry) return failure('TOOL_NOT_AVAILABLE', `tool "${call.name}" is not available in this session. ${available}`)
       return failure('UNKNOWN_TOOL', `there is no tool named "${call.name}". ${available}`)
     }
     const { definition } = entry

@@ -42,6 +42,7 @@ export interface ToolOutput {
 /** The failure codes the pipeline itself produces. Tools may add their own through `ToolError` or `ToolOutput.code`. */
 export type ToolErrorCode =
   | 'UNKNOWN_TOOL'
+  | 'TOOL_NOT_AVAILABLE'
   | 'INVALID_JSON'
   | 'INVALID_ARGUMENTS'
   | 'DENIED'
@@ -75,6 +76,13 @@ export interface ToolDefinition<S extends ParameterSchema = ParameterSchema> {
   readonly name: string
   readonly description: string
   readonly parameters: S
+  /**
+   * The JSON Schema the model is shown, sent as is instead of the one derived
+   * from `parameters`, for tools whose schema comes from elsewhere (MCP
+   * servers). Its root must be `type: "object"`. `parameters` still validates
+   * the arguments, so pair it with a schema at least as loose.
+   */
+  readonly inputSchema?: Record<string, JsonValue>
   /** Per-call budget in milliseconds; the runtime's `defaultTimeoutMs` applies when absent. Never sent to the model. */
   readonly timeoutMs?: number
   /** The tool only observes; it changes nothing. */

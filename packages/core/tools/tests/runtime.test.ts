@@ -153,6 +153,53 @@ describe('registry', () => {
     ])
   })
 
+  it('sends a raw inputSchema as is, while parameters still validate', async () => {
+    const tools = await boot()
+    const inputSchema = { type: 'object', properties: { n: { type: 'number', format: 'x-custom' } }, required: ['n'], $defs: { unused: { type: 'string' } } }
+    const raw = defineTool({
+      name: 'raw',
+      description: 'A tool with a JSON Schema from elsewhere.',
+      parameters: z.looseObject({}),
+      inputSchema,
+      execute: (args) => ({ content: JSON.stringify(args) }),
+    })
+    await mount(raw)
+    expect(tools.schemas()).toEqual([{ name: 'raw', description: 'A tool with a JSON Schema from elsewhere.', parameters: inputSchema }])
+    expect(text(await tools.execute(call('raw', { n: 1, extra: true }), options()))).toBe('{"n":1,"extra":true}')
+    expect((await tools.execute(call('raw', '[1]'), options())).error?.code).toBe('INVALID_ARGUMENTS')
+  })
+
+  it('rejects an inputSchema that does not describe an object, naming the tool', () => {
+    const base = { description: 'x', parameters: z.looseObject({}), execute: () => ({ content: '' }) }
+    expect(() => defineTool({ ...base, name: 'str', inputSchema: { type: 'string' } })).toThrow(/tool "str": inputSchema must describe an object/)
+    expect(() => defineTool({ ...base, name: 'arr', inputSchema: [] as never })).toThrow(/tool "arr": inputSchema must be a JSON Schema object/)
+  })
+
+  it('restricts what one session is shown and may call, until the restriction is disposed', async () => {
+    const tools = await boot()
+    const other = defineTool({ name: 'alpha', description: 'First by name.', parameters: z.object({}), execute: () => ({ content: 'a' }) })
+    await mount(echo, other)
+    let off = () => {}
+    const fiber = root.plugin({ name: 'restrictor', inject: ['tools'], apply: (ctx: Ctx) => void (off = ctx.tools.restrict(ctx, 'child', (name) => name === 'alpha')) })
+    await fiber
+    expect(tools.schemas('child').map((schema) => schema.name)).toEqual(['alpha'])
+    expect(tools.schemas('session-1').map((schema) => schema.name)).toEqual(['alpha', 'echo'])
+    expect(tools.schemas().map((schema) => schema.name)).toEqual(['alpha', 'echo'])
+    const refused = await tools.execute(call('echo', { text: 'hi' }), options({ sessionId: 'child' }))
+    expect(refused.error?.code).toBe('TOOL_NOT_AVAILABLE')
+    expect(text(refused)).toBe('Error: tool "echo" is not available in this session. Available tools: alpha.')
+    expect(text(await tools.execute(call('alpha', {}), options({ sessionId: 'child' })))).toBe('a')
+
+    const second = tools.restrict(root, 'child', () => false)
+    expect(tools.schemas('child')).toEqual([])
+    second()
+    off()
+    expect(tools.schemas('child').map((schema) => schema.name)).toEqual(['alpha', 'echo'])
+    tools.restrict(fiber.ctx, 'child', (name) => name === 'echo')
+    await fiber.dispose()
+    expect(tools.schemas('child').map((schema) => schema.name)).toEqual(['alpha', 'echo'])
+  })
+
   it('is provided as ctx.tools by the plugin module, with its config', async () => {
     await root.plugin(toolsPlugin, { maxResultChars: 10 } as ToolsConfig)
     const fiber = await new Promise<Ctx>((resolve) => root.inject(['tools'], (ctx) => resolve(ctx)))

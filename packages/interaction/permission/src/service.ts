@@ -148,6 +148,13 @@ export class PermissionService extends Service {
     const log = (decision: PermissionDecisionEvent['decision'], answer?: PermissionAnswer) =>
       this.record(execution, { callId: execution.call.callId, tool: execution.tool.name, preset, decision, reason, ...(answer ? { answer } : {}) })
 
+    if (this.isSubagent(run.sessionId)) {
+      log('deny')
+      return {
+        kind: 'deny',
+        reason: `${reason}. This session is a subagent, and subagents cannot ask for approval, so the call was not run. Do not retry it; say in your final answer what you needed and why.`,
+      }
+    }
     if (this.settings.approval === 'never') {
       log('deny')
       return { kind: 'deny', reason: `${reason}. The approval policy is "never", so calls outside the preset are not run. ${advice}` }
@@ -198,9 +205,15 @@ export class PermissionService extends Service {
 
   /** Passes an `ask` from another pre-execute listener to the surface's approver. */
   private relay(...args: Parameters<ToolApprover>): Promise<ApprovalAnswer> {
+    if (this.isSubagent(args[2].sessionId)) return Promise.reject(new Error('subagents cannot ask for approval'))
     const approver = this.approver
     if (!approver) return Promise.reject(new Error('no one is available to approve it here'))
     return approver.answer(...args)
+  }
+
+  /** A session with a parent (a subagent's) never reaches the approver: nobody is watching it. */
+  private isSubagent(sessionId: string): boolean {
+    return this.home.sessions.get(sessionId)?.meta.parentSession !== undefined
   }
 
   /** Appends a decision to the calling session's log. Never breaks the call: a failure is logged. */

@@ -26,7 +26,8 @@ export type PermissionAnswer = 'allow-once' | 'allow-session' | 'reject' | 'no-a
  * The data of a `permission/decision` session event: one per call outside
  * the preset (calls the preset allows are not logged).
  *
- * - `deny`: the approval policy is `never`, so the call was refused unasked.
+ * - `deny`: the approval policy is `never`, or the session is a subagent, so
+ *   the call was refused unasked.
  * - `ask`: the approver was asked; `answer` says what came back (absent when
  *   the ask failed or the call was cancelled while waiting).
  * - `allow`: the user allowed this kind of action for the session earlier.

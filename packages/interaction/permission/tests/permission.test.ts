@@ -426,6 +426,46 @@ describe('no approver (headless)', () => {
   })
 })
 
+/** Another pre-execute listener (a hook) that asks about every `peek` call. */
+async function hookAskingForPeek() {
+  await root.plugin({
+    name: 'test-hook',
+    apply(ctx: Ctx) {
+      ctx.on('tools/pre-execute', async (execution, next) => (execution.tool.name === 'peek' ? { kind: 'ask', reason: 'the hook wants a look' } : next()))
+    },
+  })
+}
+
+describe('subagents (sessions with a parent)', () => {
+  it('are denied what needs approval without asking, even with an approver present', async () => {
+    await boot()
+    const { asked } = await surface('allow-once')
+    const child = root.sessions.create({ cwd: ws, parentSession: session.id })
+    const target = path.join(outside, unique('child'))
+    const result = await invoke('write_file', { path: target }, { sessionId: child.id })
+    expect(result.error?.code).toBe('DENIED')
+    expect(text(result)).toContain(`tool "write_file" would write ${target}`)
+    expect(text(result)).toContain('subagents cannot ask for approval')
+    expect(asked).toEqual([])
+    expect(existsSync(target)).toBe(false)
+    expect(decisions(child)).toMatchObject([{ decision: 'deny', tool: 'write_file' }])
+    expect(decisions()).toEqual([])
+  })
+
+  it('still run calls inside the preset, and asks relayed from other listeners are refused too', async () => {
+    await boot()
+    const { asked } = await surface('allow-once')
+    await hookAskingForPeek()
+    const child = root.sessions.create({ cwd: ws, parentSession: session.id })
+    const name = unique('child-inside')
+    expect((await invoke('write_file', { path: name }, { sessionId: child.id })).isError).toBe(false)
+    expect(existsSync(path.join(ws, name))).toBe(true)
+    const relayed = await invoke('peek', {}, { sessionId: child.id })
+    expect(text(relayed)).toContain('subagents cannot ask for approval')
+    expect(asked).toEqual([])
+  })
+})
+
 describe('the decision log', () => {
   it('logs only calls outside the preset, in call order, as ignorable events', async () => {
     await boot()
@@ -563,12 +603,7 @@ describe('the tools approval slot', () => {
   it('asks from other pre-execute listeners reach the same approver', async () => {
     await boot()
     const { asked } = await surface('allow-once')
-    await root.plugin({
-      name: 'test-hook',
-      apply(ctx: Ctx) {
-        ctx.on('tools/pre-execute', async (execution, next) => (execution.tool.name === 'peek' ? { kind: 'ask', reason: 'the hook wants a look' } : next()))
-      },
-    })
+    await hookAskingForPeek()
     const result = await invoke('peek', {})
     expect(result.isError).toBe(false)
     expect(asked).toEqual([{ tool: 'peek', reason: 'the hook wants a look' }])
