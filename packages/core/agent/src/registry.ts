@@ -135,6 +135,7 @@ export class AgentRegistry extends Service {
       cwd: opened.meta.cwd,
       createdAt: opened.meta.createdAt,
       ...(opened.meta.parentSession ? { parentSession: opened.meta.parentSession } : {}),
+      ...(opened.meta.forkedFrom ? { forkedFrom: opened.meta.forkedFrom } : {}),
       ...(opened.meta.title ? { title: opened.meta.title } : {}),
       seed: events,
       seedStored: true,

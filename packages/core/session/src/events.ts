@@ -95,6 +95,8 @@ export interface SessionMeta {
   createdAt: number
   cwd: string
   parentSession?: SessionId
+  /** The session this one was forked from (a fork is not a subagent: it has no parent). */
+  forkedFrom?: SessionId
   /** Number of events inherited from the parent (fork) or a previous run (resume). */
   seedLength?: number
   title?: string

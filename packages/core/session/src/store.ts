@@ -49,6 +49,7 @@ export interface CreateSessionOptions {
   id?: SessionId
   cwd: string
   parentSession?: SessionId
+  forkedFrom?: SessionId
   title?: string
   /** Earlier events: a resumed log (already stored) or a fork's inherited prefix (not yet stored). */
   seed?: readonly SessionEvent[]
@@ -98,6 +99,7 @@ export class SessionStore extends Service {
       cwd: options.cwd,
     }
     if (options.parentSession) meta.parentSession = options.parentSession
+    if (options.forkedFrom) meta.forkedFrom = options.forkedFrom
     if (options.title) meta.title = options.title
     if (options.seed?.length) meta.seedLength = options.seed.length
     if (this.live.has(meta.id)) throw new Error(`session ${meta.id} is already open`)
@@ -150,6 +152,6 @@ export class SessionStore extends Service {
     } else if (source.turnState().open) {
       throw new Error(`session ${source.id} is in the middle of a turn; fork at a finished turn`)
     }
-    return this.create({ cwd: options.cwd ?? source.meta.cwd, parentSession: source.id, seed: events.slice(0, end) })
+    return this.create({ cwd: options.cwd ?? source.meta.cwd, forkedFrom: source.id, seed: events.slice(0, end) })
   }
 }

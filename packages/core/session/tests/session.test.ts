@@ -85,10 +85,11 @@ describe('SessionStore', () => {
     return s
   }
 
-  it('forks at a turn boundary, linking the child to its parent', () => {
+  it('forks at a turn boundary, linking the fork to its origin (not as a subagent child)', () => {
     const parent = finishedTurn(2)
     const child = store.fork(parent, { throughTurn: 1 })
-    expect(child.meta.parentSession).toBe(parent.id)
+    expect(child.meta.forkedFrom).toBe(parent.id)
+    expect(child.meta.parentSession).toBeUndefined()
     expect(child.seedLength).toBe(3)
     expect(child.events.at(-1)?.type).toBe('session/end-seed')
     expect(child.deriveMessages()).toHaveLength(1)

@@ -111,6 +111,7 @@ function parseHeader(file: string, line: string | undefined, id: string): Sessio
   }
   const meta: SessionMeta = { id: id as SessionId, createdAt: value.createdAt, cwd: value.cwd }
   if (typeof value.parentSession === 'string') meta.parentSession = value.parentSession as SessionId
+  if (typeof value.forkedFrom === 'string') meta.forkedFrom = value.forkedFrom as SessionId
   if (typeof value.seedLength === 'number') meta.seedLength = value.seedLength
   if (typeof value.title === 'string') meta.title = value.title
   return meta
@@ -273,8 +274,8 @@ export class JsonlSessionPersistence extends SessionPersistence {
     checkSessionId(id)
     return this.exclusive(id, async () => {
       const located = await this.locate(id)
-      const meta = parseHeader(located.file, await readFirstLine(located.file, located.sealed), id)
       const info = await stat(located.file)
+      const meta = parseHeader(located.file, await readFirstLine(located.file, located.sealed, undefined, info.size), id)
       return { ...meta, file: located.file, updatedAt: info.mtimeMs, bytes: info.size, sealed: located.sealed }
     })
   }

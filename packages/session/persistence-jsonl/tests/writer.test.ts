@@ -101,7 +101,7 @@ describe('session-persistence writer with the JSONL provider', () => {
     child.append('turn/start', { turn: 2 })
     await h.store.flush(child)
     const lines = await readLines(fileOf(child.id))
-    expect(lines[0]).toMatchObject({ type: 'session', id: child.id, parentSession: parent.id, seedLength: 3 })
+    expect(lines[0]).toMatchObject({ type: 'session', id: child.id, forkedFrom: parent.id, seedLength: 3 })
     expect(await storedEvents(fileOf(child.id))).toEqual(['0:turn/start', '1:user/message', '2:turn/end', '3:session/end-seed', '4:turn/start'])
     expect(lines.slice(1, 4)).toEqual(JSON.parse(JSON.stringify(parent.events.slice(0, 3))))
     expect(await storedEvents(fileOf(parent.id))).toHaveLength(6)
