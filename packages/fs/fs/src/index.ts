@@ -12,6 +12,7 @@ export {
   type FsDecision,
   type FsErrorCode,
   type FsOperation,
+  type FsWriteContentRequest,
   type ReadFileOptions,
   type ReadStreamOptions,
   type ResolvedPath,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { constants, type Stats } from 'node:fs'
 import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises'
 import path from 'node:path'
-import type { Readable } from 'node:stream'
+import { Readable } from 'node:stream'
 import type { Context } from '@dsh/cordis'
 import { errno, resolveLocal } from './resolve.ts'
 import {
@@ -89,6 +89,14 @@ export class LocalFileSystem extends FileSystem {
 
   async readFile(given: string, options: ReadFileOptions): Promise<Buffer> {
     const target = await this.prepare('read', 'readFile', given, options)
+    const supplied = await this.suppliedContent('readFile', target, options)
+    if (supplied) {
+      const limit = options.maxBytes
+      if (limit !== undefined && supplied.length > limit) {
+        throw new FileSystemError('TOO_LARGE', target.absolute, `${target.absolute} is ${supplied.length} bytes, more than the ${limit} allowed`)
+      }
+      return supplied
+    }
     const handle = await this.openFile(target, options)
     try {
       const info = await handle.stat()
@@ -110,6 +118,11 @@ export class LocalFileSystem extends FileSystem {
 
   async readStream(given: string, options: ReadStreamOptions): Promise<Readable> {
     const target = await this.prepare('read', 'readStream', given, options)
+    const supplied = await this.suppliedContent('readStream', target, options)
+    if (supplied) {
+      const range = supplied.subarray(options.start ?? 0, options.end === undefined ? undefined : options.end + 1)
+      return Readable.from(range.length > 0 ? [range] : [])
+    }
     const handle = await this.openFile(target, options)
     const stream = handle.createReadStream({ start: options.start, end: options.end, autoClose: true })
     const signal = options.signal
@@ -124,6 +137,10 @@ export class LocalFileSystem extends FileSystem {
   async writeFile(given: string, data: string | Uint8Array, options: WriteFileOptions): Promise<WriteResult> {
     const target = await this.prepare('write', 'writeFile', given, options)
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
+    return this.storeContent(target, bytes, options, () => this.writeLocal(target, bytes, options))
+  }
+
+  private async writeLocal(target: ResolvedPath, bytes: Uint8Array, options: WriteFileOptions): Promise<WriteResult> {
     let existing: Stats | undefined
     try {
       existing = await stat(target.real)

@@ -18,6 +18,20 @@ declare module '@dsh/cordis' {
      * (`writeFile`, `mkdir`). Same contract as `fs/read`.
      */
     'fs/write'(request: FsAccessRequest, next: () => Promise<FsDecision>): FsDecision | Promise<FsDecision>
+    /**
+     * @mode waterfall, fired by the provider after `fs/read` allowed
+     * `readFile` or `readStream`. A listener may answer with the file's whole
+     * content from elsewhere (an editor's unsaved buffer) instead of calling
+     * `next()`; the innermost answer, undefined, reads the provider's storage.
+     */
+    'fs/read-content'(request: FsAccessRequest, next: () => Promise<Uint8Array | undefined>): Promise<Uint8Array | undefined>
+    /**
+     * @mode waterfall, fired by the provider after `fs/write` allowed
+     * `writeFile`. A listener may store the data elsewhere (an editor's
+     * buffer) and answer with its own result instead of calling `next()`,
+     * which writes to the provider's storage.
+     */
+    'fs/write-content'(request: FsWriteContentRequest, next: () => Promise<WriteResult>): Promise<WriteResult>
   }
 }
 
@@ -73,6 +87,11 @@ export interface FsAccessRequest {
   readonly path: ResolvedPath
   readonly operation: FsOperation
   readonly sessionId?: string
+}
+
+/** What a `fs/write-content` listener is handed: the access and the bytes to store. */
+export interface FsWriteContentRequest extends FsAccessRequest {
+  readonly data: Uint8Array
 }
 
 /** A policy answer. */
@@ -202,5 +221,51 @@ export abstract class FileSystem extends Service {
       decision?.kind === 'deny' ? String(decision.reason ?? 'no reason given') : (failure ?? `the ${event} policy gave no usable answer`)
     const where = path.real === path.absolute ? path.absolute : `${path.absolute} (which leads to ${path.real})`
     throw new FileSystemError('DENIED', path.absolute, `${kind} access to ${where} was denied: ${reason}`, reason)
+  }
+
+  /**
+   * The content a `fs/read-content` listener supplies in place of the
+   * stored one, if any. Providers call this after `authorize` in `readFile`
+   * and `readStream`. A listener failure becomes an `IO` error naming the path.
+   */
+  protected async suppliedContent(operation: FsOperation, path: ResolvedPath, options: FsCallOptions): Promise<Buffer | undefined> {
+    const request: FsAccessRequest = Object.freeze({ path: Object.freeze({ ...path }), operation, sessionId: options.sessionId })
+    let supplied: Uint8Array | undefined
+    try {
+      supplied = await this.home.waterfall('fs/read-content', request, async () => undefined)
+    } catch (error) {
+      throw this.contentFailure('read', path, error, options)
+    }
+    if (supplied === undefined) return undefined
+    if (!(supplied instanceof Uint8Array)) throw new FileSystemError('IO', path.absolute, `could not read ${path.absolute}: a fs/read-content listener answered with something other than bytes`)
+    return Buffer.isBuffer(supplied) ? supplied : Buffer.from(supplied.buffer, supplied.byteOffset, supplied.byteLength)
+  }
+
+  /**
+   * Runs `write` (the provider's own store) unless a `fs/write-content`
+   * listener stores the data elsewhere. Providers call this after `authorize`
+   * in `writeFile`. A listener failure becomes an `IO` error naming the path.
+   */
+  protected async storeContent(path: ResolvedPath, data: Uint8Array, options: FsCallOptions, write: () => Promise<WriteResult>): Promise<WriteResult> {
+    const request: FsWriteContentRequest = Object.freeze({ path: Object.freeze({ ...path }), operation: 'writeFile', sessionId: options.sessionId, data })
+    let ownFailure = false
+    try {
+      return await this.home.waterfall('fs/write-content', request, () =>
+        write().catch((error: unknown) => {
+          ownFailure = true
+          throw error
+        }),
+      )
+    } catch (error) {
+      if (ownFailure) throw error
+      throw this.contentFailure('write', path, error, options)
+    }
+  }
+
+  private contentFailure(kind: 'read' | 'write', path: ResolvedPath, error: unknown, options: FsCallOptions): unknown {
+    if (options.signal?.aborted) return options.signal.reason
+    if (error instanceof FileSystemError) return error
+    const message = error instanceof Error ? error.message : String(error)
+    return new FileSystemError('IO', path.absolute, `could not ${kind} ${path.absolute}: ${message}`, undefined, { cause: error })
   }
 }

@@ -193,6 +193,68 @@ describe('policy', () => {
   })
 })
 
+describe('content hooks', () => {
+  /** Serves and stores the files of session `sess-1` in memory, like an editor with unsaved buffers. */
+  function editorBuffers(buffers: Map<string, string>) {
+    return root.plugin((ctx: Context) => {
+      ctx.on('fs/read-content', async (request, next) => {
+        const text = request.sessionId === 'sess-1' ? buffers.get(request.path.absolute) : undefined
+        return text === undefined ? next() : Buffer.from(text)
+      })
+      ctx.on('fs/write-content', async (request, next) => {
+        if (request.sessionId !== 'sess-1') return next()
+        buffers.set(request.path.absolute, Buffer.from(request.data).toString('utf8'))
+        return { path: request.path, created: false, bytes: request.data.length, mtimeMs: 0 }
+      })
+    })
+  }
+
+  it('lets a listener supply and store file content for a session, leaving the disk alone', async () => {
+    const file = path.join(workspace, 'notes.txt')
+    await writeFile(file, 'on disk\n')
+    const buffers = new Map([[file, 'unsaved buffer\n']])
+    const hooks = await editorBuffers(buffers)
+    expect((await fs.readFile('notes.txt', at())).toString()).toBe('unsaved buffer\n')
+    const chunks: Buffer[] = []
+    for await (const chunk of await fs.readStream('notes.txt', { ...at(), start: 2, end: 6 })) chunks.push(chunk as Buffer)
+    expect(Buffer.concat(chunks).toString()).toBe('saved')
+    expect((await failureOf(fs.readFile('notes.txt', { ...at(), maxBytes: 4 }))).code).toBe('TOO_LARGE')
+
+    const written = await fs.writeFile('notes.txt', 'edited\n', at())
+    expect(written.bytes).toBe(7)
+    expect(buffers.get(file)).toBe('edited\n')
+    expect(await readFile(file, 'utf8')).toBe('on disk\n')
+    // Another session goes to the disk.
+    expect((await fs.readFile('notes.txt', { cwd: workspace, sessionId: 'sess-2' })).toString()).toBe('on disk\n')
+
+    await hooks.dispose()
+    expect((await fs.readFile('notes.txt', at())).toString()).toBe('on disk\n')
+    await fs.writeFile('notes.txt', 'to disk\n', at())
+    expect(await readFile(file, 'utf8')).toBe('to disk\n')
+  })
+
+  it('asks the content hooks only after the policy allowed the access, and names the path when a hook fails', async () => {
+    const asked: string[] = []
+    await root.plugin((ctx: Context) => {
+      ctx.on('fs/read', () => ({ kind: 'deny', reason: 'no' }))
+      ctx.on('fs/read-content', async () => {
+        asked.push('read')
+        return undefined
+      })
+      ctx.on('fs/write-content', async () => {
+        throw new Error('the editor went away')
+      })
+    })
+    await writeFile(path.join(workspace, 'f.txt'), 'x')
+    expect((await failureOf(fs.readFile('f.txt', at()))).code).toBe('DENIED')
+    expect(asked).toEqual([])
+    const failed = await failureOf(fs.writeFile('f.txt', 'y', at()))
+    expect(failed.code).toBe('IO')
+    expect(failed.message).toBe(`could not write ${path.join(workspace, 'f.txt')}: the editor went away`)
+    expect(await readFile(path.join(workspace, 'f.txt'), 'utf8')).toBe('x')
+  })
+})
+
 describe('local provider', () => {
   it('writes atomically: a new inode renamed into place, no temp file left, permissions kept', async () => {
     const target = path.join(workspace, 'data.txt')

@@ -83,7 +83,7 @@ export class ChunkMapper {
       case 'length':
         return { type: 'finish', reason: 'max-tokens' }
       case 'content_filter':
-        return { type: 'finish', reason: 'error', failure: failure('INVALID_REQUEST', `${this.label} stopped the reply: its content filter flagged it`) }
+        return { type: 'finish', reason: 'error', failure: failure('CONTENT_FILTER', `${this.label} stopped the reply: its content filter flagged it`) }
       case 'insufficient_system_resource':
         return { type: 'finish', reason: 'error', failure: failure('SERVER', `${this.label} ran out of capacity mid-reply (finish_reason insufficient_system_resource)`) }
     }

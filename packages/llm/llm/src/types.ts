@@ -47,6 +47,8 @@ export type LlmErrorCode =
   | 'RATE_LIMIT'
   | 'CONTEXT_WINDOW_EXCEEDED'
   | 'INVALID_REQUEST'
+  /** The provider's content filter stopped the reply (a refusal). */
+  | 'CONTENT_FILTER'
   | 'SERVER'
   | 'TIMEOUT'
   | 'TRANSPORT'

@@ -1,0 +1,26 @@
+import type { ToolKind } from '@agentclientprotocol/sdk'
+import { Schema } from '@dsh/cordis'
+import { TOOL_KINDS } from './tool-view.ts'
+
+export interface AcpServerConfig {
+  /** The largest prompt (text and image data) one `session/prompt` may carry, in bytes. */
+  maxPromptBytes: number
+  /** The longest input line (one JSON-RPC message) read, in bytes; a longer one is answered with an error and skipped. */
+  maxMessageBytes: number
+  /** ACP tool kinds by tool name, on top of the built-in ones (read, edit, execute, search, fetch, think, ...). */
+  toolKinds: Record<string, ToolKind>
+}
+
+export const Config: Schema<AcpServerConfig> = Schema.object({
+  maxPromptBytes: Schema.natural()
+    .min(1)
+    .default(2 * 1024 * 1024)
+    .description('The largest prompt (text plus image data) one session/prompt may carry, in bytes; a larger one is refused with -32602.'),
+  maxMessageBytes: Schema.natural()
+    .min(1024)
+    .default(32 * 1024 * 1024)
+    .description('The longest input line (one JSON-RPC message) the server reads, in bytes; a longer one is skipped and answered with -32600.'),
+  toolKinds: Schema.dict(Schema.union(TOOL_KINDS))
+    .default({})
+    .description('ACP tool kinds (read, edit, delete, move, search, execute, think, fetch, switch_mode, other) by tool name, added to the built-in mapping.'),
+})

@@ -1,0 +1,103 @@
+/** The method an oversized line is replaced by; the server answers it with an error. */
+export const OVERSIZED_METHOD = '_dsh/oversized'
+
+const NEWLINE = 0x0a
+/** How much of an oversized line is kept to find its request id. */
+const HEAD_BYTES = 4096
+
+/**
+ * Passes newline-delimited input through, except a line longer than `limit`
+ * bytes: it is dropped as it streams (never held whole) and replaced by a
+ * small `_dsh/oversized` request carrying the dropped line's id when it
+ * appears near the start, so the sender gets an error for that request and
+ * the connection stays up. (The ACP library closes the connection on an
+ * oversized line.)
+ */
+export function oversizedLineGuard(limit: number): TransformStream<Uint8Array, Uint8Array> {
+  let parts: Uint8Array[] = []
+  let size = 0
+  let dropping = false
+  let head = ''
+  const encoder = new TextEncoder()
+
+  const take = (piece: Uint8Array) => {
+    if (!dropping && size + piece.length > limit) {
+      dropping = true
+      head = new TextDecoder().decode(join([...parts, piece], HEAD_BYTES))
+      parts = []
+    } else if (!dropping && piece.length > 0) parts.push(piece)
+    size += piece.length
+  }
+
+  const finishLine = (controller: TransformStreamDefaultController<Uint8Array>) => {
+    if (dropping) {
+      const request = { jsonrpc: '2.0', id: requestId(head) ?? null, method: OVERSIZED_METHOD, params: { bytes: size, limit } }
+      controller.enqueue(encoder.encode(`${JSON.stringify(request)}\n`))
+    } else if (size > 0) {
+      controller.enqueue(join([...parts, NEWLINE_BYTES], size + 1))
+    }
+    parts = []
+    size = 0
+    dropping = false
+    head = ''
+  }
+
+  return new TransformStream({
+    transform(chunk, controller) {
+      let start = 0
+      for (;;) {
+        const newline = chunk.indexOf(NEWLINE, start)
+        take(chunk.subarray(start, newline === -1 ? chunk.length : newline))
+        if (newline === -1) return
+        finishLine(controller)
+        start = newline + 1
+      }
+    },
+    flush(controller) {
+      finishLine(controller)
+    },
+  })
+}
+
+const NEWLINE_BYTES = new Uint8Array([NEWLINE])
+
+/** The first `max` bytes of the parts, joined. */
+function join(parts: Uint8Array[], max: number): Uint8Array {
+  const total = Math.min(max, parts.reduce((sum, part) => sum + part.length, 0))
+  const out = new Uint8Array(total)
+  let offset = 0
+  for (const part of parts) {
+    if (offset >= total) break
+    const slice = part.subarray(0, total - offset)
+    out.set(slice, offset)
+    offset += slice.length
+  }
+  return out
+}
+
+/** The `id` member of the top-level object that `text` (a JSON prefix) starts, if it appears whole. */
+export function requestId(text: string): string | number | undefined {
+  let depth = 0
+  let i = 0
+  const skipString = (from: number): number => {
+    let j = from + 1
+    while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1
+    return j + 1
+  }
+  while (i < text.length) {
+    const c = text[i] as string
+    if (c === '"') {
+      const close = skipString(i)
+      if (depth === 1 && text.slice(i, close) === '"id"') {
+        const value = /^\s*:\s*(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*")\s*[,}]/.exec(text.slice(close))
+        if (value) return JSON.parse(value[1] as string) as string | number
+      }
+      i = close
+      continue
+    }
+    if (c === '{' || c === '[') depth++
+    else if (c === '}' || c === ']') depth--
+    i++
+  }
+  return undefined
+}

@@ -1,0 +1,95 @@
+import { fileURLToPath } from 'node:url'
+import { type ContentBlock as AcpContent, RequestError } from '@agentclientprotocol/sdk'
+import type { ContentBlock, Message } from '@dsh/llm'
+import { newMessageId } from '@dsh/session'
+
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp']
+
+export interface PromptLimits {
+  /** Whether image blocks are accepted (the model takes images). */
+  images: boolean
+  /** The model named in the refusal of an image. */
+  model: string
+  maxBytes: number
+}
+
+/** Where a resource lives, as a path when it is a file URI. */
+function location(uri: string): string {
+  if (!uri.startsWith('file://')) return uri
+  try {
+    return fileURLToPath(uri)
+  } catch {
+    return uri
+  }
+}
+
+function refuse(message: string): RequestError {
+  return RequestError.invalidParams(undefined, message)
+}
+
+/**
+ * The user message for an ACP prompt. Text stays as written; a resource link
+ * becomes a Markdown link the model can follow with its tools; an embedded
+ * text resource is inlined in a `<context>` element naming where it came from;
+ * images (and image blobs) become image blocks when the model takes them.
+ * Audio, other binary resources and an empty prompt are refused with -32602.
+ */
+export function promptMessage(blocks: readonly AcpContent[], limits: PromptLimits): Message {
+  const content: ContentBlock[] = []
+  let text = ''
+  let bytes = 0
+  const flush = () => {
+    if (text.trim()) content.push({ type: 'text', text })
+    text = ''
+  }
+  const image = (mimeType: string, data: string, what: string) => {
+    if (!limits.images) throw refuse(`${what} cannot be used: the model ${limits.model} does not take images`)
+    if (!IMAGE_TYPES.includes(mimeType)) throw refuse(`${what} has type ${mimeType}; images must be ${IMAGE_TYPES.join(', ')}`)
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data) || data.length % 4 !== 0) throw refuse(`${what} is not valid base64`)
+    flush()
+    content.push({ type: 'image', mediaType: mimeType, data })
+  }
+  for (const [index, block] of blocks.entries()) {
+    const what = `prompt[${index}] (${block.type})`
+    switch (block.type) {
+      case 'text':
+        text += block.text
+        bytes += Buffer.byteLength(block.text)
+        break
+      case 'resource_link': {
+        const link = `[${block.title ?? block.name}](${location(block.uri)})`
+        text += text && !/\s$/.test(text) ? ` ${link}` : link
+        bytes += Buffer.byteLength(link)
+        break
+      }
+      case 'resource': {
+        const resource = block.resource
+        if ('text' in resource) {
+          const inlined = `\n<context source="${location(resource.uri).replace(/"/g, '&quot;')}">\n${resource.text}\n</context>\n`
+          text += inlined
+          bytes += Buffer.byteLength(inlined)
+        } else if (resource.mimeType?.startsWith('image/')) {
+          bytes += resource.blob.length
+          image(resource.mimeType, resource.blob, what)
+        } else {
+          throw refuse(`${what}: the binary resource ${resource.uri} (${resource.mimeType ?? 'no type'}) cannot be used; embed text or an image`)
+        }
+        break
+      }
+      case 'image':
+        bytes += block.data.length
+        image(block.mimeType, block.data, what)
+        break
+      case 'audio':
+        throw refuse(`${what}: audio prompts are not supported`)
+      default:
+        throw refuse(`${what}: unknown content type`)
+    }
+    if (bytes > limits.maxBytes) {
+      throw refuse(`the prompt is larger than ${limits.maxBytes} bytes, the most this server accepts (acp-server config maxPromptBytes)`)
+    }
+  }
+  flush()
+  if (content.length === 0) throw refuse('the prompt is empty: send some text, a resource or an image')
+  return { id: newMessageId(), role: 'user', source: { kind: 'user' }, content }
+}

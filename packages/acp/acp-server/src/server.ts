@@ -1,0 +1,371 @@
+import { statSync } from 'node:fs'
+import path from 'node:path'
+import * as acp from '@agentclientprotocol/sdk'
+import type { Agent } from '@dsh/agent'
+import { assertNever, type Context } from '@dsh/cordis'
+import type { ApprovalAnswer } from '@dsh/tools'
+import { PRESETS, type PermissionPreset } from '@dsh/permission'
+import type { SessionEvent, SessionId } from '@dsh/session'
+import { routeFilesThroughClient } from './client-fs.ts'
+import type { AcpServerConfig } from './config.ts'
+import { OVERSIZED_METHOD } from './guard.ts'
+import { mcpConfig, McpLinks, mcpOf, type McpServerConfig } from './mcp.ts'
+import { promptMessage } from './prompt.ts'
+import { DEFAULT_TOOL_KINDS, ToolViews } from './tool-view.ts'
+import { SessionUpdates } from './updates.ts'
+
+/** One session the client drives. */
+interface AcpSession {
+  agent: Agent
+  updates: SessionUpdates
+  prompting: boolean
+  cancelled: boolean
+  /** Lifts the session's tool restriction. */
+  unrestrict: () => void
+}
+
+const PERMISSION_OPTIONS: acp.PermissionOption[] = [
+  { optionId: 'allow-once', name: 'Allow once', kind: 'allow_once' },
+  { optionId: 'allow-session', name: 'Allow for this session', kind: 'allow_always' },
+  { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
+]
+
+const MODE_NAMES: Record<PermissionPreset, string> = {
+  'read-only': 'Read only',
+  'workspace-write': 'Workspace write',
+  'danger-full-access': 'Full access',
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/**
+ * The Agent Client Protocol agent of dsh over one connection: every session
+ * it creates or loads is a dsh agent, every session event becomes a
+ * `session/update`, tool approvals become `session/request_permission`, the
+ * permission presets are the session modes, and when the client offers its
+ * file methods the file tools read and write through it.
+ */
+export class AcpServer {
+  private readonly sessions = new Map<string, AcpSession>()
+  private readonly links: McpLinks
+  private readonly kinds: Record<string, acp.ToolKind>
+  private readonly connection: acp.AgentConnection
+  private capabilities: acp.ClientCapabilities = {}
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly config: AcpServerConfig,
+    stream: acp.Stream,
+    private readonly version: string,
+  ) {
+    this.links = new McpLinks(ctx)
+    this.kinds = { ...DEFAULT_TOOL_KINDS, ...config.toolKinds }
+    const app = acp
+      .agent({ name: 'dsh' })
+      .onRequest(acp.methods.agent.initialize, ({ params }) => this.initialize(params))
+      .onRequest(acp.methods.agent.authenticate, () => ({}))
+      .onRequest(acp.methods.agent.session.new, ({ params }) => explained(() => this.newSession(params)))
+      .onRequest(acp.methods.agent.session.load, ({ params }) => explained(() => this.loadSession(params)))
+      .onRequest(acp.methods.agent.session.prompt, ({ params, signal }) => explained(() => this.prompt(params, signal)))
+      .onRequest(acp.methods.agent.session.setMode, ({ params }) => explained(async () => this.setMode(params)))
+      .onRequest(acp.methods.agent.session.close, ({ params }) => explained(() => this.closeSession(params)))
+      .onNotification(acp.methods.agent.session.cancel, ({ params }) => this.cancel(params.sessionId))
+      .onRequest<{ bytes?: number; limit?: number }, never>(OVERSIZED_METHOD, (value) => (value ?? {}) as { bytes?: number; limit?: number }, ({ params }) => {
+        throw acp.RequestError.invalidRequest(params, `the message is ${params.bytes} bytes, more than the ${params.limit} bytes this server reads in one line (acp-server config maxMessageBytes)`)
+      })
+    this.connection = app.connect(stream)
+    this.listen()
+  }
+
+  /** Resolves when the client has gone (stdin closed) or the connection was closed. */
+  get closed(): Promise<void> {
+    return this.connection.closed
+  }
+
+  close(): void {
+    this.connection.close()
+  }
+
+  /** Cancels and saves every session of this connection and disconnects their MCP servers. */
+  async shutdown(): Promise<void> {
+    const states = [...this.sessions.values()]
+    for (const state of states) state.cancelled = true
+    await Promise.all(states.map((state) => this.drop(state)))
+  }
+
+  private listen(): void {
+    const { ctx } = this
+    ctx.on('session/event', (session, event) => {
+      const state = this.sessions.get(session.id)
+      if (state && state.agent.session.id === session.id) this.send(state, state.updates.live(event))
+    })
+    ctx.on('agent/delta', (agent, delta) => {
+      const state = this.sessions.get(agent.id)
+      if (state) this.send(state, state.updates.delta(delta))
+    })
+    ctx.on('tools/execute', (execution, next) => {
+      const state = this.sessions.get(execution.run.sessionId)
+      if (state) this.send(state, state.updates.started(execution.call.callId))
+      return next()
+    })
+    ctx.on('session/closed', async (session) => {
+      const state = this.sessions.get(session.id)
+      if (!state || state.agent.session.id !== session.id) return
+      this.sessions.delete(session.id)
+      state.unrestrict()
+      await this.links.detach(session.id)
+    })
+    ctx.permission.setApprover(ctx, (call, reason, run) => this.approve(call, reason, run.sessionId, run.signal))
+    routeFilesThroughClient(ctx, {
+      canRead: (id) => id !== undefined && this.sessions.has(id) && this.capabilities.fs?.readTextFile === true,
+      canWrite: (id) => id !== undefined && this.sessions.has(id) && this.capabilities.fs?.writeTextFile === true,
+      read: async (sessionId, file) => (await this.connection.client.request(acp.methods.client.fs.readTextFile, { sessionId, path: file })).content,
+      write: async (sessionId, file, content) => {
+        await this.connection.client.request(acp.methods.client.fs.writeTextFile, { sessionId, path: file, content })
+      },
+    })
+  }
+
+  private send(state: AcpSession, updates: acp.SessionUpdate[]): void {
+    for (const update of updates) {
+      this.connection.client.notify(acp.methods.client.session.update, { sessionId: state.agent.id, update }).catch((error: unknown) => {
+        this.ctx.logger.debug('acp: a session/update was not delivered: %s', message(error))
+      })
+    }
+  }
+
+  private initialize(params: acp.InitializeRequest): acp.InitializeResponse {
+    this.capabilities = params.clientCapabilities ?? {}
+    return {
+      // Version 1 is the only one; a client asking for another gets 1 and decides whether to go on.
+      protocolVersion: acp.PROTOCOL_VERSION,
+      agentInfo: { name: 'dsh', title: 'dsh', version: this.version },
+      agentCapabilities: {
+        loadSession: true,
+        promptCapabilities: { image: this.modelTakesImages(), audio: false, embeddedContext: true },
+        mcpCapabilities: { http: mcpOf(this.ctx) !== undefined, sse: false },
+        sessionCapabilities: { close: {} },
+      },
+      authMethods: [],
+    }
+  }
+
+  private modelTakesImages(agent?: Agent): boolean {
+    try {
+      const { provider, model } = agent?.options ?? this.ctx.agents.defaults()
+      return this.ctx.get('llm')?.modelInfo(provider, model)?.images === true
+    } catch {
+      return false
+    }
+  }
+
+  private modes(sessionId: string): acp.SessionModeState {
+    const asks = this.ctx.permission.approvalPolicy() === 'ask' ? 'asks before' : 'refuses'
+    const describe: Record<PermissionPreset, string> = {
+      'read-only': `Reads anywhere; ${asks} any write or escalated command. Commands run in a read-only sandbox.`,
+      'workspace-write': `Reads anywhere and writes inside the workspace; ${asks} anything else. Commands run sandboxed.`,
+      'danger-full-access': 'Does everything without asking; commands run unconfined.',
+    }
+    return {
+      currentModeId: this.ctx.permission.preset(sessionId),
+      availableModes: PRESETS.map((id) => ({ id, name: MODE_NAMES[id], description: describe[id] })),
+    }
+  }
+
+  private require(sessionId: string): AcpSession {
+    const state = this.sessions.get(sessionId)
+    if (!state) throw new acp.RequestError(-32002, `unknown session: ${sessionId} (create it with session/new or open it with session/load)`, { sessionId })
+    return state
+  }
+
+  private adopt(agent: Agent, updates = new SessionUpdates(new ToolViews(agent.session.meta.cwd, this.kinds))): AcpSession {
+    const id = agent.id
+    // Tools of MCP servers a client supplied are for the sessions that supplied them.
+    const unrestrict = this.ctx.get('tools')?.restrict(this.ctx, id, (name) => this.links.visible(id, name)) ?? (() => {})
+    const state: AcpSession = { agent, updates, prompting: false, cancelled: false, unrestrict }
+    this.sessions.set(id, state)
+    return state
+  }
+
+  /** Closes a session: cancels its turn, saves it, and lets go of its MCP servers. */
+  private async drop(state: AcpSession): Promise<void> {
+    this.sessions.delete(state.agent.id)
+    await this.ctx.agents.dispose(state.agent)
+    state.unrestrict()
+    await this.links.detach(state.agent.id)
+  }
+
+  private mcpServers(servers: readonly acp.McpServer[], cwd: string): Array<[string, McpServerConfig]> {
+    return servers.map((server) => [server.name, mcpConfig(server, cwd)])
+  }
+
+  private async connectMcp(state: AcpSession, servers: Array<[string, McpServerConfig]>): Promise<void> {
+    try {
+      await this.links.attach(state.agent.id, servers)
+    } catch (error) {
+      await this.drop(state)
+      throw error
+    }
+  }
+
+  private async newSession(params: acp.NewSessionRequest): Promise<acp.NewSessionResponse> {
+    const cwd = folder(params.cwd)
+    if (params.additionalDirectories?.length) throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
+    const servers = this.mcpServers(params.mcpServers, cwd)
+    const agent = await this.ctx.agents.create({ cwd })
+    await this.connectMcp(this.adopt(agent), servers)
+    return { sessionId: agent.id, modes: this.modes(agent.id) }
+  }
+
+  private async loadSession(params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
+    const id = params.sessionId
+    if (!path.isAbsolute(params.cwd)) throw invalid(`cwd must be an absolute path, got ${JSON.stringify(params.cwd)}`)
+    if (params.additionalDirectories?.length) throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
+    let agent: Agent
+    const open = this.sessions.get(id)
+    if (open) {
+      if (open.prompting) throw invalid(`session ${id} is running a prompt; load it again once the prompt has ended`)
+      agent = open.agent
+    } else {
+      try {
+        const resumed = await this.ctx.agents.resume(id as SessionId)
+        for (const problem of resumed.problems) this.ctx.logger.warn('acp: %s', problem)
+        agent = resumed.agent
+      } catch (error) {
+        if (error instanceof Error && error.name === 'SessionNotFoundError') throw new acp.RequestError(-32002, `unknown session: ${id}`, { sessionId: id })
+        throw acp.RequestError.internalError({ sessionId: id }, `cannot load session ${id}: ${message(error)}`)
+      }
+    }
+    const cwd = agent.session.meta.cwd
+    if (path.resolve(params.cwd) !== cwd) this.ctx.logger.info('acp: session %s keeps its own folder %s (the client asked for %s)', id, cwd, params.cwd)
+    const servers = this.mcpServers(params.mcpServers, cwd)
+    const updates = new SessionUpdates(new ToolViews(cwd, this.kinds))
+    const state = open ?? this.adopt(agent, updates)
+    state.updates = updates
+    for (const event of agent.session.events) this.send(state, updates.replay(event as SessionEvent))
+    await this.connectMcp(state, servers)
+    return { modes: this.modes(id) }
+  }
+
+  private async prompt(params: acp.PromptRequest, signal: AbortSignal): Promise<acp.PromptResponse> {
+    const state = this.require(params.sessionId)
+    if (state.prompting) {
+      throw invalid(`session ${params.sessionId} is already running a prompt; wait for its answer or send session/cancel`, { sessionId: params.sessionId })
+    }
+    const { agent } = state
+    const prompt = promptMessage(params.prompt, { images: this.modelTakesImages(agent), model: agent.options.model, maxBytes: this.config.maxPromptBytes })
+    state.prompting = true
+    state.cancelled = false
+    const from = agent.session.nextSeq
+    const abort = () => this.cancel(agent.id)
+    signal.addEventListener('abort', abort, { once: true })
+    try {
+      agent.followup(prompt)
+      await agent.whenIdle()
+    } finally {
+      signal.removeEventListener('abort', abort)
+      state.prompting = false
+    }
+    const end = agent.session.events.filter((e) => e.seq >= from && e.type === 'turn/end').at(-1) as SessionEvent<'turn/end'> | undefined
+    return { stopReason: stopReason(end, state.cancelled) }
+  }
+
+  private cancel(sessionId: string): void {
+    const state = this.sessions.get(sessionId)
+    if (!state) {
+      this.ctx.logger.debug('acp: session/cancel for unknown session %s', sessionId)
+      return
+    }
+    if (state.prompting) state.cancelled = true
+    state.agent.cancel('user')
+  }
+
+  private setMode(params: acp.SetSessionModeRequest): acp.SetSessionModeResponse {
+    this.require(params.sessionId)
+    const preset = params.modeId as PermissionPreset
+    if (!PRESETS.includes(preset)) throw invalid(`unknown mode "${params.modeId}"; the modes are ${PRESETS.join(', ')}`, { modeId: params.modeId })
+    this.ctx.permission.setPreset(params.sessionId, preset)
+    return {}
+  }
+
+  private async closeSession(params: acp.CloseSessionRequest): Promise<acp.CloseSessionResponse> {
+    const state = this.require(params.sessionId)
+    state.cancelled = true
+    await this.drop(state)
+    return {}
+  }
+
+  private async approve(call: { callId: string; name: string; arguments: string }, reason: string, sessionId: string, signal: AbortSignal): Promise<ApprovalAnswer> {
+    const state = this.sessions.get(sessionId)
+    if (!state) throw new Error(`session ${sessionId} is not driven by the ACP client, so no one can approve its calls`)
+    const view = state.updates.view(call.name, call.arguments)
+    const response = await this.connection.client.request(
+      acp.methods.client.session.requestPermission,
+      {
+        sessionId,
+        toolCall: {
+          toolCallId: call.callId,
+          title: view.title,
+          kind: view.kind,
+          status: 'pending',
+          rawInput: view.rawInput,
+          ...(view.locations.length ? { locations: view.locations } : {}),
+          content: [...view.content, { type: 'content', content: { type: 'text', text: reason } }],
+        },
+        options: PERMISSION_OPTIONS,
+      },
+      { cancellationSignal: signal, stopWaitingOnCancel: true },
+    )
+    const outcome = response.outcome
+    if (outcome.outcome === 'cancelled') return { kind: 'reject', message: 'the permission request was cancelled' }
+    if (outcome.optionId === 'allow-once') return 'allow-once'
+    if (outcome.optionId === 'allow-session') return 'allow-session'
+    return { kind: 'reject' }
+  }
+}
+
+/** Runs a handler; an unexpected failure reaches the client as -32603 with its message, not a bare "Internal error". */
+async function explained<T>(handler: () => Promise<T>): Promise<T> {
+  try {
+    return await handler()
+  } catch (error) {
+    if (error instanceof acp.RequestError) throw error
+    throw acp.RequestError.internalError(undefined, message(error))
+  }
+}
+
+function invalid(text: string, data?: unknown): acp.RequestError {
+  return acp.RequestError.invalidParams(data, text)
+}
+
+/** An absolute path to an existing folder, or -32602 naming it. */
+function folder(cwd: string): string {
+  if (!path.isAbsolute(cwd)) throw invalid(`cwd must be an absolute path, got ${JSON.stringify(cwd)}`, { cwd })
+  const resolved = path.resolve(cwd)
+  let isFolder = false
+  try {
+    isFolder = statSync(resolved).isDirectory()
+  } catch {}
+  if (!isFolder) throw invalid(`cwd must be an existing folder: ${resolved}`, { cwd })
+  return resolved
+}
+
+/** The ACP stop reason of a prompt's turn. A failed turn rejects the prompt with the failure. */
+function stopReason(end: SessionEvent<'turn/end'> | undefined, cancelled: boolean): acp.StopReason {
+  if (cancelled || !end) return 'cancelled'
+  const { reason, error } = end.data
+  switch (reason) {
+    case 'completed':
+      return 'end_turn'
+    case 'aborted':
+    case 'interrupted':
+      return 'cancelled'
+    case 'max-tokens':
+      return 'max_tokens'
+    case 'error':
+      if (error?.code === 'CONTENT_FILTER') return 'refusal'
+      throw new acp.RequestError(-32603, `the turn failed: ${error?.code ?? 'UNKNOWN'}: ${error?.message ?? 'no details'}`, error ? { ...error } : undefined)
+    default:
+      return assertNever(reason, 'turn end reason')
+  }
+}

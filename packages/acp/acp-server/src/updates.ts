@@ -1,0 +1,129 @@
+import type { ContentBlock as AcpContent, PlanEntry, SessionUpdate } from '@agentclientprotocol/sdk'
+import type { AgentDelta } from '@dsh/agent'
+import type { ContentBlock, Message } from '@dsh/llm'
+import type { AnySessionEvent, SessionEvent } from '@dsh/session'
+import type { ToolViews } from './tool-view.ts'
+
+/**
+ * Turns one session's events into ACP `session/update`s. `live` is for a
+ * running prompt: text and reasoning come from the stream (`agent/delta`), so
+ * committed replies only announce their tool calls. `replay` is for
+ * `session/load`: the whole history, user messages and replies included, each
+ * tool call as `tool_call` plus one `tool_call_update` with its final status.
+ * Live calls go `pending` (announced), `in_progress` (`started`: allowed and
+ * running), then `completed` or `failed`.
+ */
+export class SessionUpdates {
+  /** Tool calls the client has been told about, by call id. */
+  private readonly announced = new Map<string, { name: string; arguments: string }>()
+
+  constructor(private readonly views: ToolViews) {}
+
+  delta(delta: AgentDelta): SessionUpdate[] {
+    if (delta.delta.length === 0) return []
+    if (delta.kind === 'text') return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: delta.delta } }]
+    if (delta.kind === 'reasoning') return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: delta.delta } }]
+    return []
+  }
+
+  live(event: SessionEvent): SessionUpdate[] {
+    return this.map(event, false)
+  }
+
+  replay(event: SessionEvent): SessionUpdate[] {
+    return this.map(event, true)
+  }
+
+  /** The tool call view for a permission request; the client already knows the call by its id. */
+  view(name: string, rawArguments: string) {
+    return this.views.view(name, rawArguments)
+  }
+
+  private map(event: SessionEvent, replay: boolean): SessionUpdate[] {
+    const typed = event as AnySessionEvent
+    switch (typed.type) {
+      case 'user/message':
+        return replay && typed.data.message.source.kind === 'user' ? chunks('user_message_chunk', typed.data.message) : []
+      case 'assistant/message': {
+        const out: SessionUpdate[] = []
+        for (const block of typed.data.message.content) {
+          if (block.type === 'tool-call') out.push(...this.announce(block.id, block.name, block.arguments))
+          else if (replay && block.type === 'reasoning' && block.text) out.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.text } })
+          else if (replay && block.type === 'text' && block.text) out.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: block.text } })
+        }
+        return out
+      }
+      case 'tool/call': {
+        const { callId, name } = typed.data
+        return this.announced.has(callId) ? [] : this.announce(callId, name, typed.data.arguments)
+      }
+      case 'tool/result': {
+        const { callId, name } = typed.data
+        const out = this.announced.has(callId) ? [] : this.announce(callId, name, '')
+        const result = typed.data.message.content.find((b) => b.type === 'tool-result')
+        const failed = typed.data.error !== undefined || (result?.type === 'tool-result' && result.isError === true)
+        const blocks = result?.type === 'tool-result' ? result.content : []
+        const content = this.views.resultContent(name, blocks, failed)
+        out.push({ sessionUpdate: 'tool_call_update', toolCallId: callId, status: failed ? 'failed' : 'completed', ...(content ? { content } : {}) })
+        return out
+      }
+      default:
+        return this.plugin(event)
+    }
+  }
+
+  /** Events of plugins this package does not depend on, read by their documented shapes. */
+  private plugin(event: SessionEvent): SessionUpdate[] {
+    const type = event.type as string
+    if (type === 'todo/write') {
+      const todos = (event.data as { todos?: unknown }).todos
+      if (!Array.isArray(todos)) return []
+      const entries: PlanEntry[] = todos
+        .filter((t): t is { content: string; status: PlanEntry['status'] } => typeof t?.content === 'string' && ['pending', 'in_progress', 'completed'].includes(t?.status))
+        .map((t) => ({ content: t.content, status: t.status, priority: 'medium' }))
+      return [{ sessionUpdate: 'plan', entries }]
+    }
+    if (type === 'session/title') {
+      const title = (event.data as { title?: unknown }).title
+      return typeof title === 'string' ? [{ sessionUpdate: 'session_info_update', title }] : []
+    }
+    return []
+  }
+
+  /** A call's body started: it was allowed (after a permission request, if one was needed). */
+  started(callId: string): SessionUpdate[] {
+    return [{ sessionUpdate: 'tool_call_update', toolCallId: callId, status: 'in_progress' }]
+  }
+
+  private announce(callId: string, name: string, rawArguments: string): SessionUpdate[] {
+    this.announced.set(callId, { name, arguments: rawArguments })
+    const view = this.views.view(name, rawArguments)
+    return [
+      {
+        sessionUpdate: 'tool_call',
+        toolCallId: callId,
+        title: view.title,
+        kind: view.kind,
+        status: 'pending',
+        ...(view.locations.length ? { locations: view.locations } : {}),
+        ...(view.content.length ? { content: view.content } : {}),
+        rawInput: view.rawInput,
+      },
+    ]
+  }
+}
+
+function chunks(kind: 'user_message_chunk' | 'agent_message_chunk', message: Message): SessionUpdate[] {
+  const out: SessionUpdate[] = []
+  for (const block of message.content) {
+    const content = acpContent(block)
+    if (content) out.push({ sessionUpdate: kind, content })
+  }
+  return out
+}
+
+function acpContent(block: ContentBlock): AcpContent | undefined {
+  if (block.type === 'text') return block.text ? { type: 'text', text: block.text } : undefined
+  if (block.type === 'image') return { type: 'image', mimeType: block.mediaType, data: block.data }
+  return undefined
+}

@@ -1,0 +1,174 @@
+import type { SessionUpdate } from '@agentclientprotocol/sdk'
+import type { ToolCallId } from '@dsh/llm'
+import type { SessionEvent } from '@dsh/session'
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_TOOL_KINDS, fence, oversizedLineGuard, promptMessage, requestId, SessionUpdates, ToolViews } from '../src/index.ts'
+
+const limits = { images: false, model: 'text-model', maxBytes: 1000 }
+
+describe('prompts', () => {
+  it('joins text, links resources and inlines embedded context', () => {
+    const message = promptMessage(
+      [
+        { type: 'text', text: 'Look at' },
+        { type: 'resource_link', name: 'main.ts', uri: 'file:///work/src/main.ts' },
+        { type: 'text', text: ' and this:' },
+        { type: 'resource', resource: { uri: 'file:///work/notes.md', text: 'remember the milk' } },
+      ],
+      limits,
+    )
+    expect(message).toMatchObject({ role: 'user', source: { kind: 'user' } })
+    expect(message.content).toEqual([
+      { type: 'text', text: 'Look at [main.ts](/work/src/main.ts) and this:\n<context source="/work/notes.md">\nremember the milk\n</context>\n' },
+    ])
+  })
+
+  it('takes images only when the model does, and refuses audio, binary resources, empty and oversized prompts naming the block', () => {
+    const png = { type: 'image' as const, mimeType: 'image/png', data: 'iVBORw0KGgo=' }
+    expect(promptMessage([{ type: 'text', text: 'see' }, png], { ...limits, images: true }).content).toEqual([
+      { type: 'text', text: 'see' },
+      { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+    ])
+    expect(() => promptMessage([png], limits)).toThrow('prompt[0] (image) cannot be used: the model text-model does not take images')
+    expect(() => promptMessage([{ ...png, mimeType: 'image/bmp' }], { ...limits, images: true })).toThrow('has type image/bmp')
+    expect(() => promptMessage([{ ...png, data: 'not base64!' }], { ...limits, images: true })).toThrow('is not valid base64')
+    expect(() => promptMessage([{ type: 'audio', mimeType: 'audio/wav', data: 'AAAA' }], limits)).toThrow('prompt[0] (audio): audio prompts are not supported')
+    expect(() => promptMessage([{ type: 'resource', resource: { uri: 'file:///a.zip', blob: 'AAAA', mimeType: 'application/zip' } }], limits)).toThrow(
+      'the binary resource file:///a.zip (application/zip) cannot be used',
+    )
+    expect(() => promptMessage([{ type: 'text', text: '  \n' }], limits)).toThrow('the prompt is empty')
+    expect(() => promptMessage([{ type: 'text', text: 'x'.repeat(1001) }], limits)).toThrow('larger than 1000 bytes')
+    let thrown: unknown
+    try {
+      promptMessage([], limits)
+    } catch (error) {
+      thrown = error
+    }
+    expect(thrown).toMatchObject({ code: -32602, message: 'Invalid params: the prompt is empty: send some text, a resource or an image' })
+  })
+})
+
+describe('tool calls', () => {
+  const views = new ToolViews('/work', { ...DEFAULT_TOOL_KINDS, deploy: 'execute' })
+
+  it('names, sorts and locates the calls of the shipped tools', () => {
+    expect(views.view('read', JSON.stringify({ path: 'src/a.ts', offset: 10, limit: 5 }))).toMatchObject({
+      title: 'Read src/a.ts (from line 10, 5 lines)',
+      kind: 'read',
+      locations: [{ path: '/work/src/a.ts' }],
+    })
+    expect(views.view('edit', JSON.stringify({ path: '/etc/hosts', old_string: 'a', new_string: 'b' }))).toEqual({
+      title: 'Edit /etc/hosts',
+      kind: 'edit',
+      locations: [{ path: '/etc/hosts' }],
+      content: [{ type: 'diff', path: '/etc/hosts', oldText: 'a', newText: 'b' }],
+      rawInput: { path: '/etc/hosts', old_string: 'a', new_string: 'b' },
+    })
+    expect(views.view('write', JSON.stringify({ path: 'n.md', content: 'hi' })).content).toEqual([{ type: 'diff', path: '/work/n.md', oldText: null, newText: 'hi' }])
+    expect(views.view('bash', JSON.stringify({ command: 'npm test\n  -- --watch' }))).toMatchObject({ title: '`npm test -- --watch`', kind: 'execute' })
+    expect(views.view('grep', JSON.stringify({ pattern: 'TODO', path: 'src' }))).toMatchObject({ title: 'Search "TODO" in src', kind: 'search' })
+    expect(views.view('glob', JSON.stringify({ pattern: '**/*.ts' }))).toMatchObject({ title: 'Find **/*.ts', kind: 'search', locations: [] })
+    expect(views.view('mcp__github__create_issue', '{}')).toMatchObject({ title: 'create_issue (github)', kind: 'other' })
+    expect(views.view('deploy', JSON.stringify({ description: 'ship it' }))).toMatchObject({ title: 'deploy: ship it', kind: 'execute' })
+    expect(views.view('read', 'not json')).toMatchObject({ title: 'read', rawInput: 'not json', locations: [] })
+  })
+
+  it('shows command output fenced, keeps the diff of a successful edit, and reports failures as text', () => {
+    expect(views.resultContent('bash', [{ type: 'text', text: 'ok\n' }], false)).toEqual([{ type: 'content', content: { type: 'text', text: '```console\nok\n```' } }])
+    expect(views.resultContent('edit', [{ type: 'text', text: 'Edited' }], false)).toBeUndefined()
+    expect(views.resultContent('edit', [{ type: 'text', text: 'Error: not found' }], true)).toEqual([{ type: 'content', content: { type: 'text', text: 'Error: not found' } }])
+    expect(fence('a ``` b', '')).toBe('````\na ``` b\n````')
+  })
+})
+
+describe('session updates', () => {
+  let seq = 0
+  const event = (type: string, data: unknown): SessionEvent => ({ seq: seq++, time: 0, type, data }) as unknown as SessionEvent
+  const callId = 'call_1' as ToolCallId
+  const history = [
+    event('user/message', { message: { id: 'm1', role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: 'fix it' }] } }),
+    event('user/message', { message: { id: 'm0', role: 'user', source: { kind: 'plugin', plugin: 'x' }, content: [{ type: 'text', text: 'injected' }] } }),
+    event('assistant/message', {
+      turn: 1,
+      step: 1,
+      finish: 'tool-calls',
+      message: {
+        id: 'm2',
+        role: 'assistant',
+        source: { kind: 'model', provider: 'p', model: 'm' },
+        content: [
+          { type: 'reasoning', text: 'hmm' },
+          { type: 'text', text: 'Looking.' },
+          { type: 'tool-call', id: callId, name: 'read', arguments: '{"path":"a.txt"}' },
+        ],
+      },
+    }),
+    event('tool/call', { turn: 1, step: 1, callId, name: 'read', arguments: '{"path":"a.txt"}' }),
+    event('tool/result', {
+      turn: 1,
+      step: 1,
+      callId,
+      name: 'read',
+      error: { code: 'FS_NOT_FOUND', message: 'nope' },
+      message: { id: 'm3', role: 'user', source: { kind: 'tool', name: 'read' }, content: [{ type: 'tool-result', toolCallId: callId, isError: true, content: [{ type: 'text', text: 'a.txt does not exist.' }] }] },
+    }),
+    event('todo/write', { todos: [{ content: 'Find a.txt', status: 'in_progress' }, { content: 'bogus' }] }),
+    event('session/title', { title: 'Fixing it', source: 'model' }),
+  ]
+
+  it('replays a history: user and agent messages, each tool call with its final status, the plan and the title', () => {
+    const updates = new SessionUpdates(new ToolViews('/work', DEFAULT_TOOL_KINDS))
+    expect(history.flatMap((e) => updates.replay(e))).toEqual<SessionUpdate[]>([
+      { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'fix it' } },
+      { sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: 'hmm' } },
+      { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Looking.' } },
+      { sessionUpdate: 'tool_call', toolCallId: callId, title: 'Read a.txt', kind: 'read', status: 'pending', locations: [{ path: '/work/a.txt' }], rawInput: { path: 'a.txt' } },
+      { sessionUpdate: 'tool_call_update', toolCallId: callId, status: 'failed', content: [{ type: 'content', content: { type: 'text', text: 'a.txt does not exist.' } }] },
+      { sessionUpdate: 'plan', entries: [{ content: 'Find a.txt', status: 'in_progress', priority: 'medium' }] },
+      { sessionUpdate: 'session_info_update', title: 'Fixing it' },
+    ])
+  })
+
+  it('live, leaves text to the stream and announces calls once', () => {
+    const updates = new SessionUpdates(new ToolViews('/work', DEFAULT_TOOL_KINDS))
+    const live = history.slice(0, 4).flatMap((e) => updates.live(e))
+    expect(live.map((u) => u.sessionUpdate)).toEqual(['tool_call'])
+    expect(updates.delta({ turn: 1, step: 1, kind: 'text', index: 1, delta: 'Lo' })).toEqual([{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Lo' } }])
+    expect(updates.delta({ turn: 1, step: 1, kind: 'tool-arguments', index: 2, delta: '{' })).toEqual([])
+    expect(updates.started(callId)).toEqual([{ sessionUpdate: 'tool_call_update', toolCallId: callId, status: 'in_progress' }])
+  })
+})
+
+describe('the input guard', () => {
+  async function through(limit: number, chunks: string[]): Promise<string> {
+    const encoder = new TextEncoder()
+    const source = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of chunks) controller.enqueue(encoder.encode(chunk))
+        controller.close()
+      },
+    })
+    let out = ''
+    const decoder = new TextDecoder()
+    for await (const piece of source.pipeThrough(oversizedLineGuard(limit)) as unknown as AsyncIterable<Uint8Array>) out += decoder.decode(piece)
+    return out
+  }
+
+  it('passes lines through whole, however they arrive, and replaces a long one by an error request with its id', async () => {
+    const big = `{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"text":"${'x'.repeat(300)}"}}`
+    const out = await through(100, ['{"a":1}\n{"b"', ':2}\n', big.slice(0, 150), `${big.slice(150)}\n`, '{"c":3}'])
+    expect(out.split('\n')).toEqual([
+      '{"a":1}',
+      '{"b":2}',
+      JSON.stringify({ jsonrpc: '2.0', id: 7, method: '_dsh/oversized', params: { bytes: big.length, limit: 100 } }),
+      '{"c":3}',
+      '',
+    ])
+  })
+
+  it('finds the id of the top-level object only', () => {
+    expect(requestId('{"jsonrpc":"2.0","params":{"id":5},"id":"a\\"b","method"')).toBe('a"b')
+    expect(requestId('{"params":{"id":5}')).toBeUndefined()
+    expect(requestId('{"id":12,')).toBe(12)
+  })
+})
