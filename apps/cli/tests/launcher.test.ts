@@ -105,7 +105,7 @@ describe('--dump-config', () => {
     const result = await dsh(['web', '--dump-default-config'])
     expect(result.code).toBe(0)
     expect(result.stdout).toMatch(/^# == @dsh\/bundle-base\n- id: hmr\n {2}name: "@dsh\/hmr"\n/)
-    expect(result.stdout).toMatch(/# == @dsh\/bundle-web-app\n- id: web-startup\n {2}name: "@dsh\/bundle-web-app\/startup"\n$/)
+    expect(result.stdout).toMatch(/# == @dsh\/bundle-web-app\n- id: web-startup\n {2}name: "@dsh\/bundle-web-app\/startup"\n- id: web-server\n/)
     expect(result.stdout).not.toContain('broken')
   })
 })

@@ -1,6 +1,6 @@
 import type { Context } from '@dsh/cordis'
 import type { ToolDefinition } from '@dsh/tools'
-import { Config, type FsToolsConfig } from './config.ts'
+import { Config, FS_TOOL_NAMES, type FsToolName, type FsToolsConfig } from './config.ts'
 import { editTool } from './edit.ts'
 import { globTool } from './glob.ts'
 import { grepTool } from './grep.ts'
@@ -8,11 +8,11 @@ import { lsTool } from './ls.ts'
 import { readTool } from './read.ts'
 import { writeTool } from './write.ts'
 
-export { Config, type FsToolsConfig }
+export { Config, FS_TOOL_NAMES, type FsToolName, type FsToolsConfig }
 export { editDiff, type Replacement } from './diff.ts'
 export { readRecords, type ReadRecord } from './files.ts'
 export { imageType, type ImageMediaType } from './image.ts'
-export { scrubbedEnv } from './ripgrep.ts'
+export { nullSeparated, runRipgrep, scrubbedEnv, type RgOutcome } from './ripgrep.ts'
 
 export const name = 'tool-fs'
 export const inject = ['tools', 'fs']
@@ -26,7 +26,8 @@ export function createFsTools(ctx: Context, config: FsToolsConfig): ToolDefiniti
   return [readTool(ctx, config), writeTool(ctx, config), editTool(ctx, config), globTool(ctx, config), grepTool(ctx, config), lsTool(ctx, config)]
 }
 
-/** Registers `read`, `write`, `edit`, `glob`, `grep` and `ls` on `ctx.tools`. */
+/** Registers the file tools named in `config.tools` (default all six) on `ctx.tools`. */
 export function apply(ctx: Context, config: FsToolsConfig) {
-  for (const tool of createFsTools(ctx, config)) ctx.tools.register(ctx, tool)
+  const wanted = new Set<string>(config.tools ?? FS_TOOL_NAMES)
+  for (const tool of createFsTools(ctx, config)) if (wanted.has(tool.name)) ctx.tools.register(ctx, tool)
 }

@@ -1,0 +1,21 @@
+import { spawn } from 'node:child_process'
+import { scrubbedEnv } from '@dsh/tool-fs'
+
+/** Whether this process runs in an SSH session, where a local browser would open on the wrong machine. */
+export function inSshSession(env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(env.SSH_CONNECTION?.trim() || env.SSH_TTY?.trim())
+}
+
+/** Opens `url` in the default browser, detached; a failure is reported on stderr and otherwise ignored. */
+export function openInBrowser(url: string): void {
+  const [command, args] =
+    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '""', url]] : ['xdg-open', [url]]
+  const complain = (why: string) => process.stderr.write(`dsh web: could not open a browser (${command}: ${why}); open ${url} yourself\n`)
+  try {
+    const child = spawn(command, args as string[], { detached: true, stdio: 'ignore', env: scrubbedEnv() })
+    child.on('error', (error) => complain(error.message))
+    child.unref()
+  } catch (error) {
+    complain(error instanceof Error ? error.message : String(error))
+  }
+}

@@ -1,0 +1,157 @@
+import { readFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { type Context, Schema } from '@dsh/cordis'
+import { REASONING_EFFORTS } from '@dsh/llm'
+import { PRESETS } from '@dsh/permission'
+import { z } from 'zod'
+import { parseWith } from './http.ts'
+import { existingFolder, listDirs, listFiles, rankFiles } from './gateway/files.ts'
+import { SocketHub } from './gateway/hub.ts'
+import { applyInteraction } from './gateway/interaction.ts'
+import { optional } from './gateway/services.ts'
+import { applySessionRoutes } from './gateway/session-routes.ts'
+import { SessionAccess } from './gateway/sessions.ts'
+import { SettingsStore } from './gateway/settings.ts'
+import type {} from './server.ts'
+
+export const name = 'web-api'
+export const inject = ['webServer', 'agents', 'sessions']
+
+export interface WebApiConfig {
+  launchCwd?: string
+  home?: string
+  settingsFile?: string
+  apiKeyName: string
+  baseUrlName: string
+  testTimeoutMs: number
+  filesCacheMs: number
+  filesMaxOutputBytes: number
+  filesTimeoutMs: number
+  maxFrameBytes: number
+}
+
+export const Config: Schema<WebApiConfig> = Schema.object({
+  launchCwd: Schema.string().description('The default workspace of new sessions. Default: the folder dsh was started in.'),
+  home: Schema.string().description('The dsh home shown to the app. Default: $DSH_HOME, else ~/.dsh.'),
+  settingsFile: Schema.string().description('The settings document (agent: and web: sections). Default: settings.yaml in the home.'),
+  apiKeyName: Schema.string().default('DEEPSEEK_API_KEY').description('The credential the settings page stores the API key under.'),
+  baseUrlName: Schema.string().default('DEEPSEEK_BASE_URL').description('The credential the settings page stores the base URL under.'),
+  testTimeoutMs: Schema.natural().min(1).default(30_000).description('How long the connection test waits for the provider.'),
+  filesCacheMs: Schema.natural().default(5_000).description('How long a workspace file listing (for @ mentions) is reused.'),
+  filesMaxOutputBytes: Schema.natural()
+    .min(1024)
+    .default(16 * 1024 * 1024)
+    .description('Largest file listing read from ripgrep; past it the listing is cut.'),
+  filesTimeoutMs: Schema.natural().min(1).default(10_000).description('How long listing a workspace may take.'),
+  maxFrameBytes: Schema.natural().min(1024).default(64 * 1024).description('Largest WebSocket frame a client may send.'),
+})
+
+function installedVersion(): string {
+  for (const file of ['../../../../apps/cli/package.json', '../package.json']) {
+    try {
+      return (JSON.parse(readFileSync(fileURLToPath(new URL(file, import.meta.url)), 'utf8')) as { version: string }).version
+    } catch {
+      // try the next
+    }
+  }
+  return 'unknown'
+}
+
+const FilesQuery = z.object({ cwd: z.string().optional(), query: z.string().max(1000).default(''), limit: z.coerce.number().int().min(1).max(1000).default(50) })
+const DirsQuery = z.object({ path: z.string().optional(), hidden: z.enum(['0', '1', 'true', 'false']).optional() })
+
+/**
+ * The dsh web API on `ctx.webServer`: HTTP routes for sessions, approvals,
+ * questions, files, settings, and the `/api/ws` socket that streams events.
+ */
+export function apply(ctx: Context, config: WebApiConfig) {
+  const launchCwd = path.resolve(config.launchCwd ?? process.cwd())
+  const home = config.home ?? (process.env.DSH_HOME?.trim() || path.join(os.homedir(), '.dsh'))
+  const settings = new SettingsStore(ctx, {
+    settingsFile: config.settingsFile ?? path.join(home, 'settings.yaml'),
+    apiKeyName: config.apiKeyName,
+    baseUrlName: config.baseUrlName,
+    testTimeoutMs: config.testTimeoutMs,
+  })
+  const webPreset = () => {
+    try {
+      return settings.web().permissionPreset
+    } catch (error) {
+      ctx.logger('web-api').warn(error)
+      return undefined
+    }
+  }
+  const sessions = new SessionAccess(ctx, webPreset)
+  const hub = new SocketHub(ctx, sessions, config.maxFrameBytes)
+  const server = ctx.webServer
+
+  ctx.effect(() => () => hub.close(), 'web sockets')
+  server.upgrade(ctx, '/api/ws', (req, socket, head) => hub.accept(req, socket, head))
+
+  ctx.on('session/event', (session, event) => {
+    hub.onEvent(session.id, event)
+    if (event.type === 'turn/start' || event.type === 'turn/end' || (event.type as string) === 'session/title') hub.broadcast({ type: 'sessions-changed' })
+  })
+  ctx.on('agent/delta', (agent, delta) => hub.toSubscribers(agent.id, { type: 'delta', sessionId: agent.id, delta }))
+  ctx.on('agent/status', (agent, status) => hub.broadcast({ type: 'status', sessionId: agent.id, status }))
+
+  applyInteraction(ctx, hub)
+  applySessionRoutes(ctx, hub, sessions, launchCwd)
+
+  const version = installedVersion()
+  server.route(ctx, 'GET', '/api/info', () => {
+    const { provider, model } = ctx.agents.defaults()
+    return {
+      version,
+      launchCwd,
+      home,
+      defaultModel: model,
+      provider,
+      models: ctx.get('llm')?.models(provider).map((m) => m.id) ?? [],
+      presets: [...PRESETS],
+      reasoningEfforts: [...REASONING_EFFORTS],
+      auth: server.token !== undefined,
+    }
+  })
+
+  const listings = new Map<string, { at: number; listing: Promise<{ files: string[]; truncated: boolean }> }>()
+  server.route(ctx, 'GET', '/api/files', async (request) => {
+    const q = parseWith(FilesQuery, Object.fromEntries(request.query), 'query')
+    const cwd = q.cwd ? await existingFolder(q.cwd, 'cwd') : launchCwd
+    let cached = listings.get(cwd)
+    if (!cached || Date.now() - cached.at > config.filesCacheMs) {
+      cached = { at: Date.now(), listing: listFiles(cwd, { maxOutputBytes: config.filesMaxOutputBytes, timeoutMs: config.filesTimeoutMs }) }
+      listings.set(cwd, cached)
+      cached.listing.catch(() => listings.delete(cwd))
+    }
+    const { files, truncated } = await cached.listing
+    return { files: rankFiles(files, q.query, q.limit), truncated }
+  })
+
+  server.route(ctx, 'GET', '/api/dirs', async (request) => {
+    const q = parseWith(DirsQuery, Object.fromEntries(request.query), 'query')
+    const dir = q.path ? await existingFolder(q.path, 'path') : launchCwd
+    return listDirs(dir, q.hidden === '1' || q.hidden === 'true')
+  })
+
+  server.route(ctx, 'GET', '/api/workspaces', async () => {
+    const catalog = optional(ctx, 'sessionCatalog')
+    const persistence = ctx.get('sessionPersistence')
+    const cwds = catalog
+      ? (await catalog.list({ limit: 500 })).sessions.map((s) => s.cwd)
+      : persistence
+        ? (await persistence.list()).map((s) => s.cwd)
+        : []
+    const live = ctx.sessions
+      .list()
+      .sort((a, b) => (b.events.at(-1)?.time ?? b.meta.createdAt) - (a.events.at(-1)?.time ?? a.meta.createdAt))
+      .map((s) => s.meta.cwd)
+    return { workspaces: [...new Set([...live, ...cwds, launchCwd])] }
+  })
+
+  server.route(ctx, 'GET', '/api/settings', () => settings.read())
+  server.route(ctx, 'PUT', '/api/settings', async (request) => settings.write(await request.body()))
+  server.route(ctx, 'POST', '/api/settings/test', () => settings.test())
+}

@@ -1,0 +1,156 @@
+import type { IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { Context } from '@dsh/cordis'
+import type { SessionEvent } from '@dsh/session'
+import { type WebSocket, WebSocketServer } from 'ws'
+import { z } from 'zod'
+import { HttpError } from '../http.ts'
+import type { SessionAccess } from './sessions.ts'
+
+/** A frame the server sends (see API.md). */
+export type ServerFrame = { type: string; sessionId?: string } & Record<string, unknown>
+
+interface Subscription {
+  /** The highest seq sent to this client for the session; -1 before any. */
+  lastSeq: number
+  /** False while the replay is being read; live events wait for it. */
+  ready: boolean
+}
+
+interface Client {
+  socket: WebSocket
+  subscriptions: Map<string, Subscription>
+}
+
+const ClientFrame = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('subscribe'), sessionId: z.string().min(1), afterSeq: z.number().int().min(-1).optional() }),
+  z.object({ type: z.literal('unsubscribe'), sessionId: z.string().min(1) }),
+  z.object({ type: z.literal('ping') }),
+])
+
+/**
+ * The WebSocket side of the API: subscriptions per client and session, the
+ * replay-then-live handoff, and fan-out of events, deltas, status and
+ * approval frames.
+ */
+export class SocketHub {
+  private readonly wss: WebSocketServer
+  private readonly clients = new Set<Client>()
+  /** Pending approvals and questions of a session, re-sent when a client subscribes to it. */
+  pendingFrames: (sessionId: string) => ServerFrame[] = () => []
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly sessions: SessionAccess,
+    maxFrameBytes: number,
+  ) {
+    // A bigger frame closes the socket with 1009 (message too big).
+    this.wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: maxFrameBytes })
+  }
+
+  accept(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const client: Client = { socket: ws, subscriptions: new Map() }
+      this.clients.add(client)
+      ws.on('message', (data, isBinary) => void this.receive(client, data as Buffer, isBinary))
+      ws.on('close', () => this.clients.delete(client))
+      ws.on('error', () => ws.terminate())
+    })
+  }
+
+  close(): void {
+    for (const client of this.clients) client.socket.terminate()
+    this.clients.clear()
+    this.wss.close()
+  }
+
+  private send(client: Client, frame: ServerFrame): void {
+    if (client.socket.readyState === client.socket.OPEN) client.socket.send(JSON.stringify(frame))
+  }
+
+  broadcast(frame: ServerFrame): void {
+    for (const client of this.clients) this.send(client, frame)
+  }
+
+  /** Sends to the clients subscribed to `sessionId` (or, with `related`, to any session it says yes to). */
+  toSubscribers(sessionId: string, frame: ServerFrame, related?: (subscribed: string) => boolean): void {
+    for (const client of this.clients) {
+      for (const [id, sub] of client.subscriptions) {
+        if (sub.ready && (id === sessionId || related?.(id))) {
+          this.send(client, frame)
+          break
+        }
+      }
+    }
+  }
+
+  /** A durable event was appended: forward it to subscribers, filling any gap from the live log. */
+  onEvent(sessionId: string, event: SessionEvent): void {
+    for (const client of this.clients) {
+      const sub = client.subscriptions.get(sessionId)
+      if (!sub?.ready || event.seq <= sub.lastSeq) continue
+      if (event.seq > sub.lastSeq + 1) {
+        const log = this.ctx.sessions.get(sessionId)?.events ?? []
+        for (const missed of log) if (missed.seq > sub.lastSeq && missed.seq < event.seq) this.send(client, { type: 'event', sessionId, event: missed })
+      }
+      this.send(client, { type: 'event', sessionId, event })
+      sub.lastSeq = event.seq
+    }
+  }
+
+  private async receive(client: Client, data: Buffer, isBinary: boolean): Promise<void> {
+    const fail = (code: string, message: string, sessionId?: string) =>
+      this.send(client, { type: 'error', ...(sessionId ? { sessionId } : {}), error: { code, message } })
+    if (isBinary) return fail('bad-request', 'frames must be JSON text, not binary')
+    let raw: unknown
+    try {
+      raw = JSON.parse(data.toString('utf8'))
+    } catch (error) {
+      return fail('bad-json', `the frame is not valid JSON: ${error instanceof Error ? error.message : String(error)}`)
+    }
+    const parsed = ClientFrame.safeParse(raw)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      return fail('bad-request', `bad frame: ${issue?.path.join('.') || 'type'}: ${issue?.message ?? 'invalid'} (types: subscribe, unsubscribe, ping)`)
+    }
+    const frame = parsed.data
+    if (frame.type === 'ping') return this.send(client, { type: 'pong' })
+    if (frame.type === 'unsubscribe') {
+      client.subscriptions.delete(frame.sessionId)
+      return
+    }
+    await this.subscribe(client, frame.sessionId, frame.afterSeq ?? -1).catch((error: unknown) => {
+      if (error instanceof HttpError) fail(error.code, error.message, frame.sessionId)
+      else fail('internal', `subscribing to ${frame.sessionId} failed: ${error instanceof Error ? error.message : String(error)}`, frame.sessionId)
+    })
+  }
+
+  /**
+   * Replays the events after `afterSeq`, then goes live. The log is read (a
+   * stored one asynchronously), and the replay and the switch to live
+   * delivery happen in one synchronous step, so an event appended meanwhile
+   * is either in the replay or delivered live, never both, never neither.
+   */
+  private async subscribe(client: Client, sessionId: string, afterSeq: number): Promise<void> {
+    const sub: Subscription = { lastSeq: afterSeq, ready: false }
+    client.subscriptions.set(sessionId, sub)
+    let view: Awaited<ReturnType<SessionAccess['view']>>
+    try {
+      view = await this.sessions.view(sessionId)
+    } catch (error) {
+      if (client.subscriptions.get(sessionId) === sub) client.subscriptions.delete(sessionId)
+      throw error
+    }
+    if (client.subscriptions.get(sessionId) !== sub) return // unsubscribed or subscribed again meanwhile
+    const events = this.ctx.sessions.get(sessionId)?.events ?? view.events
+    for (const event of events) {
+      if (event.seq <= sub.lastSeq) continue
+      this.send(client, { type: 'event', sessionId, event })
+      sub.lastSeq = event.seq
+    }
+    sub.ready = true
+    const running = this.sessions.live(sessionId)?.status === 'running'
+    this.send(client, { type: 'subscribed', sessionId, lastSeq: events.at(-1)?.seq ?? -1, running })
+    for (const frame of this.pendingFrames(sessionId)) this.send(client, frame)
+  }
+}

@@ -1,0 +1,93 @@
+import type { Context } from '@dsh/cordis'
+import type { ApprovalAnswer } from '@dsh/tools'
+import { z } from 'zod'
+import { HttpError, parseWith } from '../http.ts'
+import type { SocketHub } from './hub.ts'
+import { PendingRequests } from './pending.ts'
+import { type Asker, optional, type QuestionAnswer } from './services.ts'
+
+const ApprovalBody = z.object({
+  decision: z.enum(['allow-once', 'allow-session', 'reject']),
+  message: z.string().max(10_000).optional(),
+})
+
+const QuestionBody = z.object({
+  answers: z
+    .array(z.object({ question: z.string(), selected: z.array(z.string()), text: z.string().max(100_000).optional() }))
+    .min(1),
+})
+
+/** Whether `sessionId` is `subscribed` or one of its descendants (a subagent's approval shows in its parent's view). */
+function within(ctx: Context, sessionId: string, subscribed: string): boolean {
+  let id: string | undefined = sessionId
+  for (let depth = 0; id && depth < 32; depth++) {
+    if (id === subscribed) return true
+    id = ctx.sessions.get(id)?.meta.parentSession
+  }
+  return false
+}
+
+/**
+ * Tool approvals and user questions for the browser: the web surface's
+ * approver (`ctx.permission.setApprover`) and asker (`ctx.questions.setAsker`),
+ * the frames they send, and the routes that answer them.
+ */
+export function applyInteraction(ctx: Context, hub: SocketHub): void {
+  const announce = (frame: { sessionId: string; type: string }) => hub.toSubscribers(frame.sessionId, frame, (subscribed) => within(ctx, frame.sessionId, subscribed))
+  const approvals = new PendingRequests<ApprovalAnswer>('approval', announce)
+  const questions = new PendingRequests<QuestionAnswer[]>('question', announce)
+  hub.pendingFrames = (subscribed) => {
+    const matches = (sessionId: string) => within(ctx, sessionId, subscribed)
+    return [...approvals.frames(matches), ...questions.frames(matches)]
+  }
+  ctx.effect(
+    () => () => {
+      approvals.rejectAll('the web API stopped')
+      questions.rejectAll('the web API stopped')
+    },
+    'pending web requests',
+  )
+
+  // Child plugins, so the approver and asker come back when those services restart.
+  ctx.plugin({
+    name: 'web-api-approver',
+    inject: ['permission'],
+    apply(inner: Context) {
+      inner.permission.setApprover(inner, (call, reason, run) =>
+        approvals.ask(
+          run.sessionId,
+          { toolCall: { callId: call.callId, name: call.name, arguments: call.arguments }, reason, preset: inner.permission.preset(run.sessionId) },
+          run.signal,
+        ),
+      )
+    },
+  })
+  ctx.plugin({
+    name: 'web-api-asker',
+    inject: ['questions'],
+    apply(inner: Context) {
+      const asker: Asker = (request, signal) => questions.ask(request.sessionId, { callId: request.callId, questions: request.questions }, signal)
+      optional(inner, 'questions')?.setAsker(inner, asker)
+    },
+  })
+
+  const server = ctx.webServer
+  server.route(ctx, 'POST', '/api/approvals/:requestId', async (request) => {
+    const body = parseWith(ApprovalBody, await request.body(), 'approval answer')
+    const answer: ApprovalAnswer =
+      body.decision === 'reject' ? { kind: 'reject', ...(body.message?.trim() ? { message: body.message } : {}) } : body.decision
+    if (!approvals.answer(request.params.requestId as string, answer)) throw notPending('approval', request.params.requestId as string)
+    return {}
+  })
+  server.route(ctx, 'POST', '/api/questions/:requestId', async (request) => {
+    const id = request.params.requestId as string
+    const body = parseWith(QuestionBody, await request.body(), 'question answers')
+    if (!questions.get(id)) throw notPending('question', id)
+    questions.answer(id, body.answers.map((a) => ({ question: a.question, selected: a.selected, ...(a.text !== undefined ? { text: a.text } : {}) })))
+    return {}
+  })
+}
+
+function notPending(kind: string, id: string): HttpError {
+  return new HttpError(404, 'not-found', `${kind} ${JSON.stringify(id)} is not pending: it was answered already (maybe in another tab) or its call was cancelled`)
+}

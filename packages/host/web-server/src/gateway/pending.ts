@@ -1,0 +1,75 @@
+import { randomUUID } from 'node:crypto'
+import type { ServerFrame } from './hub.ts'
+
+interface Entry<A> {
+  frame: ServerFrame & { requestId: string; sessionId: string }
+  resolve(answer: A): void
+  reject(error: unknown): void
+}
+
+/**
+ * Requests waiting for the user (approvals or questions): each is announced
+ * with a frame, answered once (the first answer wins), and withdrawn when
+ * its call is cancelled.
+ */
+export class PendingRequests<A> {
+  private readonly entries = new Map<string, Entry<A>>()
+
+  constructor(
+    private readonly kind: 'approval' | 'question',
+    private readonly announce: (frame: ServerFrame & { sessionId: string }) => void,
+  ) {}
+
+  ask(sessionId: string, fields: Record<string, unknown>, signal: AbortSignal): Promise<A> {
+    signal.throwIfAborted()
+    const requestId = `${this.kind}-${randomUUID()}`
+    return new Promise<A>((resolve, reject) => {
+      const onAbort = () => {
+        if (this.settle(requestId)) reject(signal.reason)
+      }
+      const frame = { type: this.kind, requestId, sessionId, ...fields }
+      this.entries.set(requestId, {
+        frame,
+        resolve: (answer) => {
+          signal.removeEventListener('abort', onAbort)
+          resolve(answer)
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort)
+          reject(error)
+        },
+      })
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.announce(frame)
+    })
+  }
+
+  /** Removes a request and announces that it is resolved; false when it was not pending. */
+  private settle(requestId: string): Entry<A> | undefined {
+    const entry = this.entries.get(requestId)
+    if (!entry) return undefined
+    this.entries.delete(requestId)
+    this.announce({ type: `${this.kind}-resolved`, requestId, sessionId: entry.frame.sessionId })
+    return entry
+  }
+
+  /** Answers a pending request; false when it is not pending (answered elsewhere, or cancelled). */
+  answer(requestId: string, answer: A): boolean {
+    const entry = this.settle(requestId)
+    entry?.resolve(answer)
+    return entry !== undefined
+  }
+
+  get(requestId: string): ServerFrame | undefined {
+    return this.entries.get(requestId)?.frame
+  }
+
+  frames(matches: (sessionId: string) => boolean): ServerFrame[] {
+    return [...this.entries.values()].filter((e) => matches(e.frame.sessionId)).map((e) => e.frame)
+  }
+
+  /** Fails every pending request (the API is going away). */
+  rejectAll(reason: string): void {
+    for (const requestId of [...this.entries.keys()]) this.settle(requestId)?.reject(new Error(reason))
+  }
+}

@@ -1,0 +1,216 @@
+import type { Agent } from '@dsh/agent'
+import type { Context } from '@dsh/cordis'
+import type { PermissionPreset } from '@dsh/permission'
+import { Session, type SessionEvent, type SessionId, type SessionMeta } from '@dsh/session'
+import { SessionNotFoundError } from '@dsh/session-persistence'
+import { HttpError } from '../http.ts'
+import { type CatalogEntry, optional } from './services.ts'
+
+/** A session as the list shows it. */
+export type SessionSummary = CatalogEntry & { running: boolean }
+
+/** A session read for display: live, or opened from its stored log without resuming it. */
+export interface SessionView {
+  meta: SessionMeta
+  events: readonly SessionEvent[]
+  agent?: Agent
+}
+
+export function unknownSession(id: string): HttpError {
+  return new HttpError(404, 'unknown-session', `no session ${JSON.stringify(id)}: it is neither open nor stored`)
+}
+
+/** The title from the log: the last `session/title` event, else the one in the header. */
+export function titleOf(meta: SessionMeta, events: readonly SessionEvent[]): string | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i] as SessionEvent
+    if ((event.type as string) === 'session/title') {
+      const title = (event.data as { title?: unknown }).title
+      if (typeof title === 'string') return title
+    }
+  }
+  return meta.title
+}
+
+function lastHeader(events: readonly SessionEvent[]): SessionEvent<'request/header'>['data'] | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i] as SessionEvent
+    if (event.type === 'request/header') return event.data as SessionEvent<'request/header'>['data']
+  }
+  return undefined
+}
+
+/**
+ * Finds sessions for the API: live agents first, then stored logs (read
+ * without resuming), and resumes a stored session when it must run, once
+ * even when several requests ask at the same time.
+ */
+export class SessionAccess {
+  private readonly resuming = new Map<string, Promise<Agent>>()
+
+  constructor(
+    private readonly ctx: Context,
+    /** The preset new and resumed web sessions get, if the web settings name one. */
+    private readonly defaultPreset: () => PermissionPreset | undefined,
+  ) {}
+
+  live(id: string): Agent | undefined {
+    return this.ctx.agents.get(id)
+  }
+
+  /** The live agent of `id`, resuming the stored session if needed. */
+  async agent(id: string): Promise<Agent> {
+    const live = this.live(id)
+    if (live) return live
+    let pending = this.resuming.get(id)
+    if (!pending) {
+      pending = this.resume(id).finally(() => this.resuming.delete(id))
+      this.resuming.set(id, pending)
+    }
+    return pending
+  }
+
+  private async resume(id: string): Promise<Agent> {
+    if (this.ctx.sessions.get(id)) {
+      throw new HttpError(409, 'busy', `session ${id} is open in this process without an agent (another surface holds it); try again later`)
+    }
+    try {
+      const { agent, problems } = await this.ctx.agents.resume(id as SessionId)
+      for (const problem of problems) this.ctx.logger('web-api').warn(problem)
+      this.applyDefaultPreset(agent.id)
+      return agent
+    } catch (error) {
+      if (error instanceof SessionNotFoundError) throw unknownSession(id)
+      throw error
+    }
+  }
+
+  applyDefaultPreset(id: string): void {
+    const preset = this.defaultPreset()
+    const permission = this.ctx.get('permission')
+    if (preset && permission) permission.setPreset(id, preset)
+  }
+
+  /** The live session, else the stored log read as it is. */
+  async view(id: string): Promise<SessionView> {
+    const agent = this.live(id)
+    const session = agent?.session ?? this.ctx.sessions.get(id)
+    if (session) return { meta: session.meta, events: session.events, ...(agent ? { agent } : {}) }
+    const stored = await this.readStored(id)
+    // It may have been resumed while the log was read: the live copy is newer.
+    const now = this.ctx.sessions.get(id)
+    if (now) return { meta: now.meta, events: now.events, ...(this.live(id) ? { agent: this.live(id) } : {}) }
+    return stored
+  }
+
+  async readStored(id: string): Promise<SessionView> {
+    const persistence = this.ctx.get('sessionPersistence')
+    if (!persistence) throw unknownSession(id)
+    try {
+      const opened = await persistence.open(id as SessionId)
+      return { meta: opened.meta, events: opened.events }
+    } catch (error) {
+      if (error instanceof SessionNotFoundError) throw unknownSession(id)
+      throw error
+    }
+  }
+
+  /** A detached copy of a stored or live session, for forking without resuming it. */
+  async snapshot(id: string): Promise<Session> {
+    const live = this.ctx.sessions.get(id)
+    if (live) return live
+    const view = await this.view(id)
+    return new Session(view.meta, view.events, () => {})
+  }
+
+  describe(view: SessionView): Record<string, unknown> {
+    const { meta, events, agent } = view
+    const header = lastHeader(events)
+    const model = agent?.options.model ?? header?.model
+    const reasoningEffort = agent ? agent.options.reasoningEffort : header?.reasoningEffort
+    const title = titleOf(meta, events)
+    return {
+      sessionId: meta.id,
+      ...(title ? { title } : {}),
+      cwd: meta.cwd,
+      createdAt: meta.createdAt,
+      ...(meta.parentSession ? { parentSession: meta.parentSession } : {}),
+      running: agent?.status === 'running',
+      ...(model ? { model } : {}),
+      ...(reasoningEffort ? { reasoningEffort } : {}),
+      permissionPreset: this.ctx.get('permission')?.preset(meta.id) ?? this.defaultPreset() ?? 'workspace-write',
+    }
+  }
+
+  /** Live top-level sessions as list entries (they may not be stored or indexed yet). */
+  liveSummaries(cwd?: string): SessionSummary[] {
+    const out: SessionSummary[] = []
+    for (const session of this.ctx.sessions.list()) {
+      if (session.meta.parentSession || (cwd && session.meta.cwd !== cwd)) continue
+      const title = titleOf(session.meta, session.events)
+      out.push({
+        sessionId: session.id,
+        ...(title ? { title } : {}),
+        cwd: session.meta.cwd,
+        createdAt: session.meta.createdAt,
+        updatedAt: session.events.at(-1)?.time ?? session.meta.createdAt,
+        running: this.live(session.id)?.status === 'running',
+      })
+    }
+    return out
+  }
+
+  summary(entry: CatalogEntry): SessionSummary {
+    return {
+      sessionId: entry.sessionId,
+      ...(entry.title ? { title: entry.title } : {}),
+      cwd: entry.cwd,
+      createdAt: entry.createdAt,
+      updatedAt: entry.updatedAt,
+      ...(entry.parentSession ? { parentSession: entry.parentSession } : {}),
+      running: this.live(entry.sessionId)?.status === 'running',
+    }
+  }
+
+  /** One page of stored sessions, newest first: from the catalog, else from the storage's own listing. */
+  async list(q: { cwd?: string; query?: string; limit: number; cursor?: string }): Promise<{ sessions: SessionSummary[]; nextCursor?: string }> {
+    const catalog = optional(this.ctx, 'sessionCatalog')
+    let page: { sessions: CatalogEntry[]; nextCursor?: string }
+    if (catalog) {
+      page = await catalog.list({ ...q, includeChildren: false })
+    } else {
+      page = await this.listStored(q)
+    }
+    let sessions = page.sessions.map((entry) => this.summary(entry))
+    if (!q.cursor && !q.query) {
+      const live = new Map(this.liveSummaries(q.cwd).map((s) => [s.sessionId, s]))
+      sessions = sessions.map((s) => {
+        const fresh = live.get(s.sessionId)
+        live.delete(s.sessionId)
+        return fresh ? { ...s, ...fresh, ...(s.parentSession ? { parentSession: s.parentSession } : {}) } : s
+      })
+      sessions = [...live.values(), ...sessions].sort((a, b) => b.updatedAt - a.updatedAt)
+    }
+    return { sessions, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
+  }
+
+  private async listStored(q: { cwd?: string; query?: string; limit: number; cursor?: string }): Promise<{ sessions: CatalogEntry[]; nextCursor?: string }> {
+    const persistence = this.ctx.get('sessionPersistence')
+    if (!persistence) return { sessions: [] }
+    const needle = q.query?.toLowerCase()
+    const all = (await persistence.list()).filter(
+      (s) => !s.parentSession && (!q.cwd || s.cwd === q.cwd) && (!needle || `${s.title ?? ''} ${s.id}`.toLowerCase().includes(needle)),
+    )
+    const start = q.cursor ? Number(q.cursor) : 0
+    if (!Number.isInteger(start) || start < 0) throw new HttpError(400, 'bad-request', `cursor ${JSON.stringify(q.cursor)} is not a cursor this server returned`)
+    const slice = all.slice(start, start + q.limit).map((s) => ({
+      sessionId: s.id,
+      ...(s.title ? { title: s.title } : {}),
+      cwd: s.cwd,
+      createdAt: s.createdAt,
+      updatedAt: s.updatedAt,
+    }))
+    const next = start + q.limit
+    return { sessions: slice, ...(next < all.length ? { nextCursor: String(next) } : {}) }
+  }
+}

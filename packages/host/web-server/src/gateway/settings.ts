@@ -1,0 +1,177 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { chmod, mkdir, rename, rm, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { readAgentSettings } from '@dsh/agent'
+import type { Context } from '@dsh/cordis'
+import { type LlmFailure, REASONING_EFFORTS } from '@dsh/llm'
+import { isPlainObject, parseYaml, stringifyYaml } from '@dsh/loader/compose'
+import { type PermissionPreset, PRESETS } from '@dsh/permission'
+import { textMessage } from '@dsh/session'
+import { z } from 'zod'
+import { HttpError, parseWith } from '../http.ts'
+
+export const THEMES = ['light', 'dark', 'system'] as const
+export type Theme = (typeof THEMES)[number]
+
+/** The `web:` section of settings.yaml: what the browser app keeps. */
+export interface WebSettings {
+  permissionPreset?: PermissionPreset
+  theme?: Theme
+}
+
+export interface SettingsOptions {
+  settingsFile: string
+  apiKeyName: string
+  baseUrlName: string
+  testTimeoutMs: number
+}
+
+const SettingsBody = z
+  .object({
+    apiKey: z
+      .string()
+      .trim()
+      .min(1, 'must not be empty')
+      .max(1000)
+      .refine((key) => !/\s/.test(key), 'must not contain spaces or line breaks'),
+    baseUrl: z
+      .string()
+      .trim()
+      .refine((url) => /^https?:\/\/[^\s]+$/i.test(url) && URL.canParse(url), 'must be an http:// or https:// URL'),
+    model: z.string().trim().min(1, 'must not be empty').max(200),
+    reasoningEffort: z.enum(REASONING_EFFORTS as [string, ...string[]]),
+    permissionPreset: z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]]),
+    theme: z.enum(THEMES),
+  })
+  .partial()
+  .strict()
+
+function fileError(file: string, error: unknown): HttpError {
+  return new HttpError(500, 'internal', `cannot use the settings file ${file}: ${error instanceof Error ? error.message : String(error)}`)
+}
+
+/**
+ * Reads and writes the user's settings: the `agent:` section of
+ * settings.yaml (model, effort; `ctx.agents` reads it for new agents), its
+ * `web:` section (default permission preset, theme), and the provider key
+ * and base URL through `ctx.credentials` (0600).
+ */
+export class SettingsStore {
+  constructor(
+    private readonly ctx: Context,
+    private readonly options: SettingsOptions,
+  ) {}
+
+  private readDoc(): Record<string, unknown> {
+    const file = this.options.settingsFile
+    if (!existsSync(file)) return {}
+    let doc: unknown
+    try {
+      doc = parseYaml(readFileSync(file, 'utf8'), file)
+    } catch (error) {
+      throw fileError(file, error)
+    }
+    if (doc === null || doc === undefined) return {}
+    if (!isPlainObject(doc)) throw fileError(file, new Error('the document must be a mapping'))
+    return doc
+  }
+
+  /** The `web:` section, ignoring values this version does not know. */
+  web(): WebSettings {
+    const section = this.readDoc().web
+    if (!isPlainObject(section)) return {}
+    const out: WebSettings = {}
+    if (PRESETS.includes(section.permissionPreset as PermissionPreset)) out.permissionPreset = section.permissionPreset as PermissionPreset
+    if (THEMES.includes(section.theme as Theme)) out.theme = section.theme as Theme
+    return out
+  }
+
+  private credentials() {
+    return this.ctx.get('credentials')
+  }
+
+  async read(): Promise<Record<string, unknown>> {
+    let defaults: ReturnType<Context['agents']['defaults']>
+    try {
+      defaults = this.ctx.agents.defaults()
+    } catch (error) {
+      throw fileError(this.options.settingsFile, error)
+    }
+    const web = this.web()
+    const credentials = this.credentials()
+    const key = credentials?.lookup(this.options.apiKeyName)
+    const baseUrl = credentials?.get(this.options.baseUrlName)
+    return {
+      provider: defaults.provider,
+      ...(baseUrl ? { baseUrl } : {}),
+      hasKey: key !== undefined,
+      ...(key ? { keySource: key.source } : {}),
+      model: defaults.model,
+      ...(defaults.reasoningEffort ? { reasoningEffort: defaults.reasoningEffort } : {}),
+      permissionPreset: web.permissionPreset ?? this.ctx.get('permission')?.preset('') ?? 'workspace-write',
+      theme: web.theme ?? 'system',
+    }
+  }
+
+  async write(body: unknown): Promise<Record<string, unknown>> {
+    const input = parseWith(SettingsBody, body ?? {}, 'settings')
+    if (input.apiKey !== undefined || input.baseUrl !== undefined) {
+      const credentials = this.credentials()
+      if (!credentials) throw new HttpError(503, 'unavailable', 'the credentials plugin is not loaded, so the key and base URL cannot be stored')
+      if (input.apiKey !== undefined) await credentials.set(this.options.apiKeyName, input.apiKey)
+      if (input.baseUrl !== undefined) await credentials.set(this.options.baseUrlName, input.baseUrl)
+    }
+    const agentFields = { model: input.model, reasoningEffort: input.reasoningEffort }
+    const webFields = { permissionPreset: input.permissionPreset, theme: input.theme }
+    const defined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
+    if (Object.keys(defined(agentFields)).length || Object.keys(defined(webFields)).length) {
+      const doc = this.readDoc()
+      const section = (name: string) => (isPlainObject(doc[name]) ? (doc[name] as Record<string, unknown>) : {})
+      if (Object.keys(defined(agentFields)).length) doc.agent = { ...section('agent'), ...defined(agentFields) }
+      if (Object.keys(defined(webFields)).length) doc.web = { ...section('web'), ...defined(webFields) }
+      await this.writeDoc(doc)
+    }
+    return this.read()
+  }
+
+  private async writeDoc(doc: Record<string, unknown>): Promise<void> {
+    const file = this.options.settingsFile
+    const temp = `${file}.${process.pid}.${Date.now()}.tmp`
+    try {
+      await mkdir(path.dirname(file), { recursive: true, mode: 0o700 })
+      await writeFile(temp, stringifyYaml(doc), { mode: 0o600 })
+      await chmod(temp, 0o600)
+      readAgentSettings(temp)
+      await rename(temp, file)
+    } catch (error) {
+      await rm(temp, { force: true })
+      throw fileError(file, error)
+    }
+  }
+
+  /** One tiny model call with the current settings; the provider's failure code when it fails. */
+  async test(): Promise<Record<string, unknown>> {
+    const llm = this.ctx.get('llm')
+    if (!llm) throw new HttpError(503, 'unavailable', 'no model runtime is loaded (the llm plugin)')
+    const { provider, model } = this.ctx.agents.defaults()
+    const failed = (failure: Pick<LlmFailure, 'code' | 'message' | 'status'>) => ({
+      ok: false,
+      error: { code: failure.code, message: failure.message, ...(failure.status !== undefined ? { status: failure.status } : {}) },
+    })
+    const stream = llm.stream({
+      provider,
+      model,
+      messages: [textMessage('user', 'Reply with the single word: ok', { kind: 'user' })],
+      maxTokens: 16,
+      reasoningEffort: 'off',
+      signal: AbortSignal.timeout(this.options.testTimeoutMs),
+    })
+    for await (const chunk of stream) {
+      if (chunk.type !== 'finish') continue
+      if (chunk.reason === 'aborted') return failed({ code: 'TIMEOUT', message: `the provider did not answer within ${this.options.testTimeoutMs} ms` })
+      if (chunk.reason === 'error') return failed(chunk.failure ?? { code: 'INTERNAL', message: 'the test call failed without a reason' })
+      return { ok: true, model }
+    }
+    return failed({ code: 'PROTOCOL', message: 'the model stream ended without a finish' })
+  }
+}
