@@ -1,6 +1,10 @@
 import { Schema } from '@dsh/cordis'
 
+export const FS_TOOL_NAMES = ['read', 'write', 'edit', 'glob', 'grep', 'ls'] as const
+export type FsToolName = (typeof FS_TOOL_NAMES)[number]
+
 export interface FsToolsConfig {
+  tools: FsToolName[]
   readLimit: number
   maxLineLength: number
   maxReadBytes: number
@@ -23,6 +27,9 @@ export interface FsToolsConfig {
 }
 
 export const Config: Schema<FsToolsConfig> = Schema.object({
+  tools: Schema.array(Schema.union(FS_TOOL_NAMES))
+    .default([...FS_TOOL_NAMES])
+    .description('Which of the file tools to register.'),
   readLimit: Schema.natural().min(1).default(2000).description('Lines `read` shows by default, and the most a call may ask for.'),
   maxLineLength: Schema.natural().min(1).default(2000).description('Characters of one line `read` shows before cutting it.'),
   maxReadBytes: Schema.natural().min(1).default(51_200).description('Bytes of numbered lines one `read` returns at most.'),

@@ -55,6 +55,11 @@ describe('plugin', () => {
     await fiber.dispose()
     expect(root.tools.list()).toEqual([])
   })
+
+  it('registers only the tools named in `tools`', async () => {
+    await boot({ tools: ['read', 'write', 'edit'] })
+    expect(root.tools.list().map((tool) => tool.name)).toEqual(['edit', 'read', 'write'])
+  })
 })
 
 describe('read', () => {

@@ -1,0 +1,174 @@
+import path from 'node:path'
+import { z } from 'zod'
+
+const sessionId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$/, 'must be a session id (letters, digits and . _ : @ + = -)')
+  .refine((id) => !id.includes('..'), 'must be a session id, without ".."')
+const absolutePath = z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path')
+const presets = z.enum(['read-only', 'workspace-write', 'danger-full-access'])
+const empty = z.object({})
+
+// ---- shared shapes ----
+
+/** One block of a prompt: text, or an image as base64. */
+export const PromptBlock = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text'), text: z.string() }),
+  z.object({
+    type: z.literal('image'),
+    mediaType: z.enum(['image/png', 'image/jpeg', 'image/gif', 'image/webp']),
+    data: z.base64('must be base64'),
+  }),
+])
+
+/** A prompt: plain text or a non-empty list of blocks. */
+export const PromptContent = z.union([z.string(), z.array(PromptBlock).min(1, 'must hold at least one block')], {
+  error: 'must be a string or a list of content blocks ({type: "text", text} or {type: "image", mediaType, data})',
+})
+
+/** A session log event as it travels (see `@dsh/session`); consumers must tolerate types they do not know. */
+export const WireEvent = z.object({
+  seq: z.number(),
+  time: z.number(),
+  type: z.string(),
+  data: z.unknown(),
+  ignorable: z.literal(true).optional(),
+  replaces: z.array(z.number()).optional(),
+})
+
+export const Usage = z.object({
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  cacheReadTokens: z.number(),
+  reasoningTokens: z.number(),
+})
+
+export const ModelSummary = z.object({
+  provider: z.string(),
+  id: z.string(),
+  contextWindow: z.number().optional(),
+  maxOutputTokens: z.number().optional(),
+  images: z.boolean().optional(),
+})
+
+export const SessionSummary = z.object({
+  sessionId: z.string(),
+  title: z.string().nullable(),
+  cwd: z.string(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  /** The session that started this one (a subagent's parent). */
+  parentSession: z.string().optional(),
+  /** The session this one was forked from. */
+  forkedFrom: z.string().optional(),
+})
+
+export const StopReason = z.enum(['completed', 'cancelled', 'error', 'max-tokens'])
+
+// ---- client → server methods ----
+
+export const InitializeParams = z.object({
+  protocolVersion: z.number(),
+  clientInfo: z.object({ name: z.string(), version: z.string().optional() }).optional(),
+  capabilities: z.object({ approvals: z.boolean().optional(), questions: z.boolean().optional() }).optional(),
+})
+export const InitializeResult = z.object({
+  protocolVersion: z.number(),
+  serverInfo: z.object({ name: z.string(), version: z.string() }),
+  models: z.array(ModelSummary),
+  defaultModel: z.string(),
+  /** What the server will actually ask the client for (declared by the client and supported by this profile). */
+  capabilities: z.object({ approvals: z.boolean(), questions: z.boolean() }),
+})
+
+export const SessionNewParams = z.object({ cwd: absolutePath, model: z.string().min(1).optional(), permissionPreset: presets.optional() })
+export const SessionIdResult = z.object({ sessionId: z.string() })
+export const SessionResumeParams = z.object({ sessionId })
+export const SessionResumeResult = SessionIdResult.extend({ problems: z.array(z.string()).optional() })
+export const SessionForkParams = z.object({ sessionId, turn: z.number().int().min(1).optional() })
+export const SessionListParams = z.object({
+  cwd: absolutePath.optional(),
+  query: z.string().optional(),
+  limit: z.number().int().min(1).optional(),
+  cursor: z.string().optional(),
+  /** Also list sessions that have a parent (subagent sessions). Default false. */
+  includeChildren: z.boolean().optional(),
+})
+export const SessionListResult = z.object({ sessions: z.array(SessionSummary), nextCursor: z.string().optional() })
+export const SessionPromptParams = z.object({ sessionId, content: PromptContent })
+export const PromptResult = z.object({
+  stopReason: StopReason,
+  text: z.string(),
+  usage: Usage,
+  turn: z.number().optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+})
+export const SessionRefParams = z.object({ sessionId })
+export const SessionEventsParams = z.object({ sessionId, afterSeq: z.number().int().min(-1).optional() })
+export const SessionEventsResult = z.object({ events: z.array(WireEvent) })
+
+/** Every method a client may call: its params and its result. */
+export const ClientMethods = {
+  initialize: { params: InitializeParams, result: InitializeResult },
+  'session/new': { params: SessionNewParams, result: SessionIdResult },
+  'session/resume': { params: SessionResumeParams, result: SessionResumeResult },
+  'session/fork': { params: SessionForkParams, result: SessionIdResult },
+  'session/list': { params: SessionListParams, result: SessionListResult },
+  'session/prompt': { params: SessionPromptParams, result: PromptResult },
+  'session/cancel': { params: SessionRefParams, result: empty },
+  'session/events': { params: SessionEventsParams, result: SessionEventsResult },
+  'session/close': { params: SessionRefParams, result: empty },
+  shutdown: { params: empty, result: empty },
+} as const
+
+// ---- server → client notifications ----
+
+export const SessionEventNotification = z.object({ sessionId: z.string(), event: WireEvent })
+export const SessionDeltaNotification = z.object({
+  sessionId: z.string(),
+  turn: z.number(),
+  step: z.number(),
+  index: z.number(),
+  kind: z.enum(['text', 'reasoning', 'tool-arguments']),
+  delta: z.string(),
+})
+export const SessionStatusNotification = z.object({ sessionId: z.string(), status: z.enum(['running', 'idle']) })
+
+export const ServerNotifications = {
+  'session/event': SessionEventNotification,
+  'session/delta': SessionDeltaNotification,
+  'session/status': SessionStatusNotification,
+} as const
+
+// ---- server → client requests ----
+
+export const ApprovalRequestParams = z.object({
+  sessionId: z.string(),
+  toolCall: z.object({ callId: z.string(), name: z.string(), arguments: z.string() }),
+  /** The session's permission preset, or null when the profile has no permission service. */
+  preset: z.string().nullable(),
+  reason: z.string(),
+})
+export const ApprovalResult = z.object({
+  decision: z.enum(['allow-once', 'allow-session', 'reject']),
+  message: z.string().optional(),
+})
+
+export const Question = z.object({
+  question: z.string(),
+  header: z.string().optional(),
+  options: z.array(z.object({ label: z.string(), description: z.string().optional() })),
+  multiSelect: z.boolean().optional(),
+})
+export const QuestionAnswer = z.object({ question: z.string(), selected: z.array(z.string()), text: z.string().optional() })
+export const QuestionAskParams = z.object({ sessionId: z.string(), callId: z.string(), questions: z.array(Question) })
+export const QuestionAskResult = z.object({ answers: z.array(QuestionAnswer) })
+
+export const ServerRequests = {
+  'approval/request': { params: ApprovalRequestParams, result: ApprovalResult },
+  'question/ask': { params: QuestionAskParams, result: QuestionAskResult },
+} as const
+
+/** Either side: the request with this id is no longer wanted. */
+export const CancelRequestParams = z.object({ id: z.union([z.string(), z.number()]) })
+export const CANCEL_REQUEST = '$/cancelRequest'

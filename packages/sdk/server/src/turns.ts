@@ -1,0 +1,66 @@
+import type { Message } from '@dsh/llm'
+import type { PromptContent as Content, PromptResult, StopReason, Usage } from '@dsh/sdk-protocol'
+import { newMessageId, type SessionEvent, type TurnEndReason } from '@dsh/session'
+
+export const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, reasoningTokens: 0 }
+
+/** The prompt as the content blocks of one user message. */
+export function userMessage(content: Content): Message {
+  const blocks = typeof content === 'string' ? [{ type: 'text' as const, text: content }] : content
+  return { id: newMessageId(), role: 'user', content: blocks, source: { kind: 'user' } }
+}
+
+/** UTF-8 bytes of the text plus the base64 characters of the images. */
+export function promptBytes(content: Content): number {
+  if (typeof content === 'string') return Buffer.byteLength(content)
+  return content.reduce((sum, block) => sum + (block.type === 'text' ? Buffer.byteLength(block.text) : block.data.length), 0)
+}
+
+/** The prompt's text when it is text only, else undefined. */
+export function promptText(content: Content): string | undefined {
+  if (typeof content === 'string') return content
+  if (content.some((block) => block.type !== 'text')) return undefined
+  return content.map((block) => (block.type === 'text' ? block.text : '')).join('')
+}
+
+function replyText(event: SessionEvent<'assistant/message'>): string {
+  return event.data.message.content
+    .map((b) => (b.type === 'text' ? b.text : ''))
+    .join('')
+    .trim()
+}
+
+const STOP_REASONS: Record<TurnEndReason, StopReason> = {
+  completed: 'completed',
+  'max-tokens': 'max-tokens',
+  error: 'error',
+  aborted: 'cancelled',
+  interrupted: 'cancelled',
+}
+
+/**
+ * What a prompt's turn came to, from the events it logged: how it ended,
+ * the last non-empty reply text, and the tokens of every model call.
+ */
+export function turnResult(events: readonly SessionEvent[]): PromptResult {
+  let end: SessionEvent<'turn/end'> | undefined
+  let text = ''
+  const usage = { ...NO_USAGE }
+  for (const event of events) {
+    if (event.type === 'turn/end') end = event as SessionEvent<'turn/end'>
+    if (event.type !== 'assistant/message' && event.type !== 'assistant/attempt') continue
+    const data = (event as SessionEvent<'assistant/message' | 'assistant/attempt'>).data
+    if (data.usage) {
+      usage.inputTokens += data.usage.inputTokens
+      usage.outputTokens += data.usage.outputTokens
+      usage.cacheReadTokens += data.usage.cacheReadTokens ?? 0
+      usage.reasoningTokens += data.usage.reasoningTokens ?? 0
+    }
+    if (event.type === 'assistant/message') text = replyText(event as SessionEvent<'assistant/message'>) || text
+  }
+  // No turn/end: the message never started a turn (the agent was stopped first).
+  const result: PromptResult = { stopReason: end ? STOP_REASONS[end.data.reason] : 'cancelled', text, usage }
+  if (end) result.turn = end.data.turn
+  if (end?.data.error) result.error = { code: end.data.error.code, message: end.data.error.message }
+  return result
+}
