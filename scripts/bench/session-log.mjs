@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 
 /** A small seeded generator (mulberry32), so the log is the same on every run. */
-function random(seed) {
+export function random(seed) {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0

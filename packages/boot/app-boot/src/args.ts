@@ -3,6 +3,7 @@ export type LaunchRequest =
   | { kind: 'help' }
   | { kind: 'version' }
   | { kind: 'plugin'; profile: string; pnpmArgs: string[] }
+  | { kind: 'sessions'; args: string[] }
   | {
       kind: 'boot'
       profile: string
@@ -28,10 +29,11 @@ export function checkProfileName(name: string): string {
  * Parses the launcher's own flags. The first token it does not recognise,
  * and everything after it, are app arguments handed to the tree untouched.
  * `dsh <name>` is shorthand for `dsh --profile <name>`; `plugin` as the first
- * token is the profile package manager.
+ * token is the profile package manager, `sessions` the stored sessions.
  */
 export function parseLauncherArgs(argv: readonly string[]): LaunchRequest {
   if (argv[0] === 'plugin') return parsePluginArgs(argv.slice(1))
+  if (argv[0] === 'sessions') return { kind: 'sessions', args: argv.slice(1) }
   let profile: string | undefined
   const patches: string[] = []
   const dumps: string[] = []
@@ -100,6 +102,7 @@ function parsePluginArgs(argv: readonly string[]): LaunchRequest {
 
 export const LAUNCHER_HELP = `Usage: dsh [--profile] <name> [options] [app-args...]
        dsh plugin --profile <name> <pnpm-args...>
+       dsh sessions <list|search|show|export|reindex> [args...]
 
 Boots a profile: an ordered stack of plugin bundles with your own YAML patch
 layers on top. Arguments after the launcher's own options go to the app.
@@ -121,4 +124,5 @@ Examples:
   dsh --profile headless --dump-config      show the composed tree
   dsh mine --patch ./debug.yml              a custom profile plus an overlay
   dsh plugin --profile mine add ./my-plugin install a plugin into a profile
+  dsh sessions search flaky test            find past sessions by their words
 `

@@ -2,8 +2,10 @@ import { ConfigError, type Layer, renderComposed } from '@dsh/loader/compose'
 import { LAUNCHER_HELP, type LaunchRequest, parseLauncherArgs, UsageError } from './args.ts'
 import { resolveHome } from './home.ts'
 import { compose, readFixedLayers, readUserLayers, userPatchFiles } from './layers.ts'
+import type { PreloadedModules } from './modules.ts'
 import { runPluginCommand } from './plugin-command.ts'
 import { openProfile } from './profile.ts'
+import { runSessionsCommand } from './sessions-command.ts'
 import { ExitRequest, installSignalHandlers } from './shutdown.ts'
 
 export interface LaunchOptions {
@@ -15,6 +17,8 @@ export interface LaunchOptions {
   env?: NodeJS.ProcessEnv
   writeOut?: (text: string) => void
   writeErr?: (text: string) => void
+  /** In-box modules already evaluated (the startup snapshot); rows and commands naming them use these. */
+  preloaded?: PreloadedModules
 }
 
 const LOG_LEVELS = new Set(['error', 'warn', 'info', 'debug'])
@@ -45,6 +49,7 @@ export async function launch(options: LaunchOptions): Promise<number> {
   }
   const home = resolveHome(env)
   if (request.kind === 'plugin') return runPluginCommand({ home, profile: request.profile, pnpmArgs: request.pnpmArgs, cwd, writeErr })
+  if (request.kind === 'sessions') return runSessionsCommand({ args: request.args, home, cwd, installDir: options.installDir, preloaded: options.preloaded, writeOut, writeErr })
 
   const exit = new ExitRequest()
   const removeSignals = request.dump ? () => {} : installSignalHandlers(exit, writeErr)
@@ -85,6 +90,7 @@ export async function launch(options: LaunchOptions): Promise<number> {
       logLevel: level as 'warn',
       settleTimeoutMs: settle,
       writeErr,
+      preloaded: options.preloaded,
     })
   } catch (error) {
     if (error instanceof ConfigError) {

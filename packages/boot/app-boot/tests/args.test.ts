@@ -14,6 +14,8 @@ describe('parseLauncherArgs', () => {
     [['-h'], { kind: 'help' }],
     [['--version'], { kind: 'version' }],
     [['plugin', '--profile', 'mine', 'add', './x'], { kind: 'plugin', profile: 'mine', pnpmArgs: ['add', './x'] }],
+    [['sessions', 'search', 'flaky', '--limit', '3'], { kind: 'sessions', args: ['search', 'flaky', '--limit', '3'] }],
+    [['sessions'], { kind: 'sessions', args: [] }],
   ])('parses %j', (argv, expected) => {
     expect(parseLauncherArgs(argv)).toEqual(expected)
   })

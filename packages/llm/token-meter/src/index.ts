@@ -16,6 +16,13 @@ export interface UsageTotals {
   requests: number
 }
 
+/** The usage an event reports: replies and failed attempts carry it, other events do not. */
+export function eventUsage(event: SessionEvent): TokenUsage | undefined {
+  if (event.type === 'assistant/message') return (event as SessionEvent<'assistant/message'>).data.usage
+  if (event.type === 'assistant/attempt') return (event as SessionEvent<'assistant/attempt'>).data.usage
+  return undefined
+}
+
 function add(totals: UsageTotals, usage: TokenUsage | undefined): void {
   if (!usage) return
   totals.inputTokens += usage.inputTokens
@@ -38,9 +45,7 @@ export class TokenMeter extends Service {
   totals(session: Session, fromSeq = 0): UsageTotals {
     const totals: UsageTotals = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, reasoningTokens: 0, requests: 0 }
     for (const event of session.events) {
-      if (event.seq < fromSeq) continue
-      if (event.type === 'assistant/message') add(totals, (event as SessionEvent<'assistant/message'>).data.usage)
-      else if (event.type === 'assistant/attempt') add(totals, (event as SessionEvent<'assistant/attempt'>).data.usage)
+      if (event.seq >= fromSeq) add(totals, eventUsage(event))
     }
     return totals
   }

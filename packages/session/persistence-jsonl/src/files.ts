@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { createReadStream } from 'node:fs'
-import { type FileHandle, open, rename, rm } from 'node:fs/promises'
+import { type FileHandle, open, readFile, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { pipeline } from 'node:stream'
 
@@ -113,12 +113,22 @@ async function readFully(handle: FileHandle, buffer: Buffer, position: number): 
   }
 }
 
+/** Sealed files up to this size are decompressed whole to find their first line: far cheaper than a decompression stream. */
+const WHOLE_DECOMPRESS_BYTES = 256 * 1024
+
 /**
  * The first line of a plain or zstd-compressed file, without its newline;
  * `undefined` when the file holds no newline within `limit` bytes. Only as
- * much of the file is read (and decompressed) as it takes to find it.
+ * much of the file is read (and decompressed) as it takes to find it, except
+ * that a small compressed file (`size` known and at most 256 KiB) is
+ * decompressed whole.
  */
-export async function readFirstLine(file: string, compressed: boolean, limit = 1024 * 1024): Promise<string | undefined> {
+export async function readFirstLine(file: string, compressed: boolean, limit = 1024 * 1024, size?: number): Promise<string | undefined> {
+  if (compressed && size !== undefined && size <= WHOLE_DECOMPRESS_BYTES) {
+    const data = (await zstd()).decompress(await readFile(file))
+    const index = data.indexOf(NEWLINE)
+    return index >= 0 && index <= limit ? data.toString('utf8', 0, index) : undefined
+  }
   const source = createReadStream(file, { highWaterMark: 16 * 1024 })
   const stream = compressed ? pipeline(source, new (await zstd()).DecompressStream(), () => {}) : source
   const chunks: Buffer[] = []

@@ -1,6 +1,7 @@
 export {
   type LogProblem,
   type OpenedLog,
+  SessionInUseError,
   SessionLogError,
   SessionLogVersionError,
   SessionNotFoundError,

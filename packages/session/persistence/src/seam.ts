@@ -57,6 +57,14 @@ export class SessionLogError extends Error {
   }
 }
 
+/** The session is open in this process, so its log cannot be removed (its writer would bring it back). */
+export class SessionInUseError extends Error {
+  override name = 'SessionInUseError'
+  constructor(readonly sessionId: string) {
+    super(`session ${sessionId} is open in this process; close it before removing its log`)
+  }
+}
+
 /** The log was written in a format newer than this dsh reads. */
 export class SessionLogVersionError extends SessionLogError {
   override name = 'SessionLogVersionError'
@@ -111,4 +119,14 @@ export abstract class SessionPersistence extends Service {
 
   /** Removes the stored log; throws `SessionNotFoundError` for an unknown id. */
   abstract delete(id: SessionId): Promise<void>
+
+  /**
+   * Removes the stored log of a session that is not open in this process
+   * (`ctx.sessions`): an open one is refused with `SessionInUseError`.
+   * Throws `SessionNotFoundError` for an unknown id.
+   */
+  async remove(id: SessionId): Promise<void> {
+    if (this.home.get('sessions')?.get(id)) throw new SessionInUseError(id)
+    await this.delete(id)
+  }
 }

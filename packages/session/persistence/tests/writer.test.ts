@@ -3,7 +3,7 @@ import { type Context as ContextType, Context } from '@dsh/cordis'
 import { type SessionEvent, type SessionId, type SessionMeta, SessionStore, textMessage } from '@dsh/session'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as writer from '../src/index.ts'
-import { type OpenedLog, SessionNotFoundError, SessionPersistence, type StoredSession } from '../src/index.ts'
+import { type OpenedLog, SessionInUseError, SessionNotFoundError, SessionPersistence, type StoredSession } from '../src/index.ts'
 
 /**
  * A complete in-memory provider of the seam: enough to watch what the
@@ -167,5 +167,21 @@ describe('session-persistence writer', () => {
     session.append('turn/end', { turn: 1, reason: 'completed' })
     await store.flush(session)
     expect(memory.batches).toEqual([['0:turn/start']])
+  })
+})
+
+describe('SessionPersistence.remove', () => {
+  it('refuses a session open in this process and removes it once closed', async () => {
+    await mount()
+    const session = store.create({ cwd: '/w' })
+    session.append('turn/start', { turn: 1 })
+    await store.flush(session)
+    await expect(memory.remove(session.id)).rejects.toThrow(`session ${session.id} is open in this process; close it before removing its log`)
+    await expect(memory.remove(session.id)).rejects.toBeInstanceOf(SessionInUseError)
+    expect(memory.logs.has(session.id)).toBe(true)
+    await store.close(session)
+    await memory.remove(session.id)
+    expect(memory.logs.has(session.id)).toBe(false)
+    await expect(memory.remove(session.id)).rejects.toBeInstanceOf(SessionNotFoundError)
   })
 })

@@ -1,0 +1,84 @@
+import { existsSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import path from 'node:path'
+import { reply } from '@dsh/llm-mock'
+import { runDsh } from '@dsh/testkit'
+import { describe, expect, it } from 'vitest'
+import { useMockedHeadless } from './support/mocked-headless.ts'
+
+const t = useMockedHeadless()
+
+const sessions = (...args: string[]) => runDsh(['sessions', ...args], { home: t.home, cwd: t.work })
+
+interface Entry {
+  sessionId: string
+  preview?: string
+  cwd: string
+  userMessages: number
+  assistantMessages: number
+}
+
+describe('dsh sessions', () => {
+  it('finds past headless sessions by their words, lists, shows, exports and rebuilds the catalog', async () => {
+    t.mock.enqueue(reply.text('Capybaras are the largest living rodents.'))
+    expect((await t.headless(['tell me about capybaras'])).code).toBe(0)
+    t.mock.enqueue(reply.text('Volcanoes form where magma reaches the surface.'))
+    expect((await t.headless(['explain volcanoes briefly'])).code).toBe(0)
+
+    const listed = await sessions('list', '--json')
+    expect(listed).toMatchObject({ code: 0, stderr: '' })
+    const entries = (JSON.parse(listed.stdout) as { sessions: Entry[] }).sessions
+    expect(entries.map((e) => e.preview)).toEqual(['explain volcanoes briefly', 'tell me about capybaras'])
+    expect(entries[0]).toMatchObject({ cwd: t.work, userMessages: 1, assistantMessages: 1 })
+    const [volcanoes, capybaras] = entries.map((e) => e.sessionId) as [string, string]
+
+    const found = await sessions('search', 'capybaras')
+    expect(found.code).toBe(0)
+    expect(found.stdout).toContain(capybaras)
+    expect(found.stdout).not.toContain(volcanoes)
+    expect(found.stdout).toContain('«capybaras»')
+    expect((await sessions('search', 'magma')).stdout).toContain(volcanoes)
+
+    const shown = await sessions('show', capybaras)
+    expect(shown.code).toBe(0)
+    expect(shown.stdout).toContain(`session  ${capybaras}`)
+    expect(shown.stdout).toContain('tell me about capybaras')
+    expect(shown.stdout).toContain('Capybaras are the largest living rodents.')
+
+    const markdown = await sessions('export', capybaras, '--format', 'markdown')
+    expect(markdown.code).toBe(0)
+    expect(markdown.stdout).toContain('## User\n\ntell me about capybaras')
+    expect(markdown.stdout).toContain('## Assistant\n\nCapybaras are the largest living rodents.')
+    const jsonl = await sessions('export', capybaras)
+    expect(JSON.parse(jsonl.stdout.split('\n')[0] as string)).toMatchObject({ type: 'session', id: capybaras, cwd: t.work })
+
+    const catalog = path.join(t.home, 'catalog.sqlite')
+    await rm(catalog)
+    const rebuilt = await sessions('reindex')
+    expect(rebuilt.code).toBe(0)
+    expect(rebuilt.stdout).toMatch(/^indexed 2 session\(s\) in \d+ ms\n$/)
+    expect(existsSync(catalog)).toBe(true)
+    expect((await sessions('search', 'capybaras')).stdout).toContain(capybaras)
+  })
+
+  it('builds the catalog from the logs when it does not exist yet', async () => {
+    t.mock.enqueue(reply.text('Noted.'))
+    expect((await t.headless(['remember the pangolin'])).code).toBe(0)
+    await rm(path.join(t.home, 'catalog.sqlite'))
+    const found = await sessions('search', 'pangolin', '--json')
+    expect(found.code).toBe(0)
+    expect(JSON.parse(found.stdout)).toEqual([expect.objectContaining({ preview: 'remember the pangolin', snippet: expect.stringContaining('«pangolin»') })])
+  })
+
+  it.each([
+    [['bogus'], 'dsh: unknown sessions command "bogus"'],
+    [['list', '--limit', 'lots'], 'dsh: sessions list: --limit needs a whole number from 1 to 1000, got "lots"'],
+    [['show', 'session-nope'], 'dsh: no session session-nope under'],
+    [['export', 'session-nope', '--format', 'markdown'], 'dsh: no session session-nope under'],
+  ])('exits 1 naming the culprit: %j', async (args, message) => {
+    const result = await sessions(...args)
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toContain(message)
+  })
+})

@@ -1,0 +1,217 @@
+import { writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { format, parseArgs } from 'node:util'
+import { Context } from '@dsh/cordis'
+import type { SessionId } from '@dsh/session'
+import type { SessionPersistence } from '@dsh/session-persistence'
+import * as jsonl from '@dsh/session-persistence-jsonl'
+import { Config, storeOptions } from './config.ts'
+import { digestEvents } from './digest.ts'
+import { buildFromLogs } from './reindex.ts'
+import { openDatabase } from './schema.ts'
+import { CatalogStore } from './store.ts'
+import type { CatalogEntry } from './types.ts'
+import { formatTime, oneLine, renderMarkdown, renderShow } from './transcript.ts'
+
+export interface SessionsCommandOptions {
+  /** The arguments after `dsh sessions`. */
+  args: readonly string[]
+  /** The harness home: logs under `sessions/`, the catalog at `catalog.sqlite`. */
+  home: string
+  /** Where relative paths (`--cwd`, `-o`) are resolved. */
+  cwd: string
+  writeOut(text: string): void
+  writeErr(text: string): void
+}
+
+export const SESSIONS_HELP = `Usage: dsh sessions <command> [options]
+
+Lists, searches, shows and exports the sessions stored under $DSH_HOME,
+through the catalog ($DSH_HOME/catalog.sqlite, built from the logs when it
+is missing). Works without booting a profile.
+
+Commands:
+  list [--cwd DIR] [--limit N] [--cursor C] [--all] [--json]
+                              newest first; --all includes subagent sessions
+  search <words...> [--cwd DIR] [--limit N] [--json]
+                              sessions holding every word, best match first
+  show <id>                   facts and the conversation, tool calls one line each
+  export <id> [--format jsonl|markdown] [-o FILE]
+                              the raw log (jsonl, the default) or a readable document
+  reindex                     rebuild the catalog from the logs
+`
+
+class UsageError extends Error {}
+
+type Flags = Record<string, string | boolean | undefined>
+
+function parse(command: string, args: readonly string[], options: Record<string, { type: 'string' | 'boolean'; short?: string }>) {
+  try {
+    const { values, positionals } = parseArgs({ args: [...args], options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })
+    return { flags: values as Flags, positionals }
+  } catch (error) {
+    throw new UsageError(`sessions ${command}: ${(error as Error).message.split('. ')[0]}`)
+  }
+}
+
+function limitOf(command: string, flags: Flags, max: number): number | undefined {
+  const text = flags.limit
+  if (text === undefined) return undefined
+  const value = Number(text)
+  if (typeof text !== 'string' || !/^\d+$/.test(text) || value < 1 || value > max) {
+    throw new UsageError(`sessions ${command}: --limit needs a whole number from 1 to ${max}, got ${JSON.stringify(text)}`)
+  }
+  return value
+}
+
+function noExtra(command: string, positionals: string[], allowed: number): void {
+  const extra = positionals[allowed]
+  if (extra !== undefined) throw new UsageError(`sessions ${command}: unexpected argument ${JSON.stringify(extra)}`)
+}
+
+function idOf(command: string, positionals: string[]): SessionId {
+  const id = positionals[0]
+  if (id === undefined || id === '') throw new UsageError(`sessions ${command}: give a session id (see dsh sessions list)`)
+  noExtra(command, positionals, 1)
+  return id as SessionId
+}
+
+function entryLine(entry: CatalogEntry): string {
+  const label = entry.title ?? (entry.preview ? `"${entry.preview}"` : '(no prompt)')
+  const messages = entry.userMessages + entry.assistantMessages
+  return `${formatTime(entry.updatedAt)}  ${entry.sessionId}  ${oneLine(label, 80)}  · ${entry.cwd} · ${messages} message${messages === 1 ? '' : 's'}`
+}
+
+/** The stores the command works on: the JSONL provider on a bare context, and the catalog's tables. */
+async function openStores(options: SessionsCommandOptions) {
+  const root = new Context()
+  root.logger.exporter({
+    export: (message) => {
+      if (message.type === 'warn' || message.type === 'error') options.writeErr(`dsh: ${format(...message.args)}\n`)
+    },
+  })
+  await root.plugin(jsonl, { root: path.join(options.home, 'sessions') })
+  const persistence: SessionPersistence = root.sessionPersistence
+  const config = Config({ path: path.join(options.home, 'catalog.sqlite') })
+  let catalog: { store: CatalogStore; needsBuild: boolean } | undefined
+  return {
+    config,
+    persistence,
+    /** The catalog, built from the logs first when it is missing, outdated or `rebuild` is set. */
+    async catalog(rebuild = false): Promise<{ store: CatalogStore; built?: { sessions: number; ms: number } }> {
+      if (!catalog) {
+        const { db, needsBuild } = await openDatabase(config.path, { busyTimeoutMs: config.busyTimeoutMs, onReplace: (reason) => options.writeErr(`dsh: ${reason}\n`) })
+        catalog = { store: new CatalogStore(db, storeOptions(config)), needsBuild }
+      }
+      if (!catalog.needsBuild && !rebuild) return { store: catalog.store }
+      const started = performance.now()
+      const sessions = await buildFromLogs(catalog.store, persistence, {
+        concurrency: config.reindexConcurrency,
+        batchSize: config.reindexBatch,
+        onProblem: (message) => options.writeErr(`dsh: ${message}\n`),
+      })
+      catalog.needsBuild = false
+      return { store: catalog.store, built: { sessions: sessions ?? 0, ms: Math.round(performance.now() - started) } }
+    },
+    async close() {
+      catalog?.store.close()
+      await root.fiber.dispose()
+    },
+  }
+}
+
+type Stores = Awaited<ReturnType<typeof openStores>>
+
+const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options: SessionsCommandOptions) => Promise<void>> = {
+  async list(args, stores, { cwd, writeOut, writeErr }) {
+    const { flags, positionals } = parse('list', args, { cwd: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' }, json: { type: 'boolean' } })
+    noExtra('list', positionals, 0)
+    const limit = limitOf('list', flags, stores.config.maxLimit)
+    const { store } = await stores.catalog()
+    const page = store.list({
+      ...(typeof flags.cwd === 'string' ? { cwd: path.resolve(cwd, flags.cwd) } : {}),
+      ...(limit ? { limit } : {}),
+      ...(typeof flags.cursor === 'string' ? { cursor: flags.cursor } : {}),
+      includeChildren: flags.all === true,
+    })
+    if (flags.json) return writeOut(`${JSON.stringify(page, null, 2)}\n`)
+    for (const entry of page.sessions) writeOut(`${entryLine(entry)}\n`)
+    if (page.sessions.length === 0) writeErr('dsh: no sessions\n')
+    if (page.nextCursor) writeOut(`more: dsh sessions list --cursor ${page.nextCursor}\n`)
+  },
+
+  async search(args, stores, { cwd, writeOut, writeErr }) {
+    const { flags, positionals } = parse('search', args, { cwd: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } })
+    const text = positionals.join(' ')
+    if (!text.trim()) throw new UsageError('sessions search: give the words to search for')
+    const limit = limitOf('search', flags, stores.config.maxLimit)
+    const { store } = await stores.catalog()
+    const hits = store.search(text, { ...(typeof flags.cwd === 'string' ? { cwd: path.resolve(cwd, flags.cwd) } : {}), ...(limit ? { limit } : {}) })
+    if (flags.json) return writeOut(`${JSON.stringify(hits, null, 2)}\n`)
+    for (const hit of hits) writeOut(`${entryLine(hit)}\n    ${oneLine(hit.snippet, 200)}\n`)
+    if (hits.length === 0) writeErr(`dsh: no session matches ${JSON.stringify(text)}\n`)
+  },
+
+  async show(args, stores, { writeOut }) {
+    const { positionals } = parse('show', args, {})
+    const log = await stores.persistence.open(idOf('show', positionals))
+    writeOut(renderShow(digestEvents(log.meta, log.events).digest, log.events, log.file))
+  },
+
+  async export(args, stores, { cwd, writeOut, writeErr }) {
+    const { flags, positionals } = parse('export', args, { format: { type: 'string' }, output: { type: 'string', short: 'o' } })
+    const id = idOf('export', positionals)
+    const kind = flags.format ?? 'jsonl'
+    if (kind !== 'jsonl' && kind !== 'markdown') throw new UsageError(`sessions export: --format must be jsonl or markdown, got ${JSON.stringify(kind)}`)
+    let text: string
+    if (kind === 'jsonl') text = await stores.persistence.export(id)
+    else {
+      const log = await stores.persistence.open(id)
+      text = renderMarkdown(digestEvents(log.meta, log.events).digest, log.events)
+    }
+    if (typeof flags.output !== 'string') return writeOut(text)
+    const file = path.resolve(cwd, flags.output)
+    await writeFile(file, text, { mode: 0o600 })
+    writeErr(`dsh: wrote ${file}\n`)
+  },
+
+  async reindex(args, stores, { writeOut }) {
+    const { positionals } = parse('reindex', args, {})
+    noExtra('reindex', positionals, 0)
+    const { built } = await stores.catalog(true)
+    writeOut(`indexed ${built?.sessions ?? 0} session(s) in ${built?.ms ?? 0} ms\n`)
+  },
+}
+
+/**
+ * `dsh sessions ...`: works on the stored logs and the catalog directly,
+ * without booting a plugin tree. Resolves with the exit code: 0, or 1 after
+ * printing `dsh: <what was wrong>` for bad arguments and unknown sessions.
+ */
+export async function sessionsCommand(options: SessionsCommandOptions): Promise<number> {
+  const [name, ...rest] = options.args
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h' || rest.includes('--help') || rest.includes('-h')) {
+    if (name === undefined) {
+      options.writeErr(`dsh: sessions needs a command: ${Object.keys(COMMANDS).join(', ')}\n\n${SESSIONS_HELP}`)
+      return 1
+    }
+    options.writeOut(SESSIONS_HELP)
+    return 0
+  }
+  const run = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
+  if (!run) {
+    options.writeErr(`dsh: unknown sessions command ${JSON.stringify(name)} (use ${Object.keys(COMMANDS).join(', ')})\n`)
+    return 1
+  }
+  let stores: Stores | undefined
+  try {
+    stores = await openStores(options)
+    await run(rest, stores, options)
+    return 0
+  } catch (error) {
+    options.writeErr(`dsh: ${error instanceof Error ? error.message : String(error)}\n`)
+    return 1
+  } finally {
+    await stores?.close()
+  }
+}
