@@ -338,7 +338,7 @@ describe('dsh web API', () => {
       const fork = await app.api('POST', `/api/sessions/${id}/fork`, { turn: 1 })
       expect(fork.status).toBe(201)
       const forked = await app.api('GET', `/api/sessions/${fork.json.sessionId}`)
-      expect(forked.json.session).toMatchObject({ parentSession: id, running: false })
+      expect(forked.json.session).toMatchObject({ forkedFrom: id, running: false })
       expect(forked.json.events.filter((e: Frame) => e.type === 'user/message').map((e: Frame) => e.data.message.content[0].text)).toEqual(['first question'])
       expect((await app.api('POST', `/api/sessions/${id}/fork`, { turn: 7 })).json.error.code).toBe('bad-request')
 

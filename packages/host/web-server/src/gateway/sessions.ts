@@ -2,12 +2,15 @@ import type { Agent } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import type { PermissionPreset } from '@dsh/permission'
 import { Session, type SessionEvent, type SessionId, type SessionMeta } from '@dsh/session'
+import type { CatalogEntry } from '@dsh/session-catalog'
 import { SessionNotFoundError } from '@dsh/session-persistence'
 import { HttpError } from '../http.ts'
-import { type CatalogEntry, optional } from './services.ts'
+
+/** What the list needs of a stored session: a catalog entry, or the storage's own header. */
+type StoredSummary = Pick<CatalogEntry, 'sessionId' | 'title' | 'cwd' | 'createdAt' | 'updatedAt' | 'parentSession'>
 
 /** A session as the list shows it. */
-export type SessionSummary = CatalogEntry & { running: boolean }
+export type SessionSummary = StoredSummary & { running: boolean }
 
 /** A session read for display: live, or opened from its stored log without resuming it. */
 export interface SessionView {
@@ -135,6 +138,7 @@ export class SessionAccess {
       cwd: meta.cwd,
       createdAt: meta.createdAt,
       ...(meta.parentSession ? { parentSession: meta.parentSession } : {}),
+      ...(meta.forkedFrom ? { forkedFrom: meta.forkedFrom } : {}),
       running: agent?.status === 'running',
       ...(model ? { model } : {}),
       ...(reasoningEffort ? { reasoningEffort } : {}),
@@ -160,7 +164,7 @@ export class SessionAccess {
     return out
   }
 
-  summary(entry: CatalogEntry): SessionSummary {
+  summary(entry: StoredSummary): SessionSummary {
     return {
       sessionId: entry.sessionId,
       ...(entry.title ? { title: entry.title } : {}),
@@ -174,8 +178,8 @@ export class SessionAccess {
 
   /** One page of stored sessions, newest first: from the catalog, else from the storage's own listing. */
   async list(q: { cwd?: string; query?: string; limit: number; cursor?: string }): Promise<{ sessions: SessionSummary[]; nextCursor?: string }> {
-    const catalog = optional(this.ctx, 'sessionCatalog')
-    let page: { sessions: CatalogEntry[]; nextCursor?: string }
+    const catalog = this.ctx.get('sessionCatalog')
+    let page: { sessions: StoredSummary[]; nextCursor?: string }
     if (catalog) {
       page = await catalog.list({ ...q, includeChildren: false })
     } else {
@@ -194,7 +198,7 @@ export class SessionAccess {
     return { sessions, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
   }
 
-  private async listStored(q: { cwd?: string; query?: string; limit: number; cursor?: string }): Promise<{ sessions: CatalogEntry[]; nextCursor?: string }> {
+  private async listStored(q: { cwd?: string; query?: string; limit: number; cursor?: string }): Promise<{ sessions: StoredSummary[]; nextCursor?: string }> {
     const persistence = this.ctx.get('sessionPersistence')
     if (!persistence) return { sessions: [] }
     const needle = q.query?.toLowerCase()
