@@ -4,7 +4,7 @@ import path from 'node:path'
 import { type MockReply, type RecordedRequest, reply } from '@dsh/llm-mock'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
-import { type LoggedEvent, readSessionLog } from './support/session-log.ts'
+import { type LoggedEvent, onlyStoredSession, readSessionLog } from './support/session-log.ts'
 
 const t = useMockedHeadless()
 
@@ -43,11 +43,7 @@ function route(agent: (MockReply | (() => Promise<MockReply>))[], side: { title?
   })
 }
 
-function onlySession(): string {
-  const files = readdirSync(path.join(t.home, 'sessions'))
-  expect(files).toHaveLength(1)
-  return (files[0] as string).replace(/\.jsonl(\.zst)?$/, '')
-}
+const onlySession = () => onlyStoredSession(t.home)
 
 /** Resolves once the stored session log (still open, so plain JSONL) mentions `text`. */
 async function untilStored(text: string): Promise<void> {

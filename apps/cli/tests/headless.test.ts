@@ -1,41 +1,16 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
 import { startDsh } from '@dsh/testkit'
 import { describe, expect, it } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
+import { type LoggedEvent, ONE_TOOL_TURN, onlyStoredSession, readSessionLog } from './support/session-log.ts'
 
 const t = useMockedHeadless()
 
-interface LoggedEvent {
-  seq: number
-  type: string
-  data: Record<string, any>
-}
-
-function sessionFiles(): string[] {
-  const dir = path.join(t.home, 'sessions')
-  return existsSync(dir) ? readdirSync(dir) : []
-}
-
-async function readLog(sessionId: string): Promise<{ header: Record<string, unknown>; events: LoggedEvent[] }> {
-  const file = path.join(t.home, 'sessions', `${sessionId}.jsonl`)
-  let text: string
-  if (existsSync(file)) text = readFileSync(file, 'utf8')
-  else {
-    const { decompress } = await import('zstd-napi')
-    text = decompress(readFileSync(`${file}.zst`)).toString('utf8')
-  }
-  const [header, ...events] = text.trim().split('\n').map((line) => JSON.parse(line))
-  return { header, events }
-}
-
-function onlySessionId(): string {
-  const files = sessionFiles()
-  expect(files).toHaveLength(1)
-  return (files[0] as string).replace(/\.jsonl(\.zst)?$/, '')
-}
+const readLog = (sessionId: string) => readSessionLog(t.home, sessionId)
+const onlySessionId = () => onlyStoredSession(t.home)
 
 const types = (events: LoggedEvent[]) => events.map((e) => e.type)
 
@@ -53,22 +28,7 @@ describe('dsh --profile headless', () => {
 
     const { header, events } = await readLog(onlySessionId())
     expect(header).toMatchObject({ type: 'session', cwd: t.work })
-    expect(types(events)).toEqual([
-      'turn/start',
-      'step/start',
-      'system/message',
-      'user/message',
-      'request/header',
-      'request/context',
-      'assistant/message',
-      'tool/call',
-      'tool/result',
-      'step/end',
-      'step/start',
-      'assistant/message',
-      'step/end',
-      'turn/end',
-    ])
+    expect(types(events)).toEqual(ONE_TOOL_TURN)
     expect(events.at(-1)?.data).toEqual({ turn: 1, reason: 'completed' })
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
 

@@ -5,7 +5,7 @@ import { reply } from '@dsh/llm-mock'
 import { describe, expect, it } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
 import { type Message, SdkWire } from './support/sdk-wire.ts'
-import { readSessionLog } from './support/session-log.ts'
+import { ONE_TOOL_TURN, readSessionLog } from './support/session-log.ts'
 
 const t = useMockedHeadless()
 
@@ -44,22 +44,7 @@ describe('dsh --profile sdk', () => {
     expect(result.usage.outputTokens).toBeGreaterThan(0)
 
     const events = wire.notifications('session/event', sessionId).map((p) => p.event)
-    expect(types(events)).toEqual([
-      'turn/start',
-      'step/start',
-      'system/message',
-      'user/message',
-      'request/header',
-      'request/context',
-      'assistant/message',
-      'tool/call',
-      'tool/result',
-      'step/end',
-      'step/start',
-      'assistant/message',
-      'step/end',
-      'turn/end',
-    ])
+    expect(types(events)).toEqual(ONE_TOOL_TURN)
     expect(JSON.stringify(events.find((e) => e.type === 'tool/result'))).toContain('streamed-from-bash')
     const deltas = wire.notifications('session/delta', sessionId)
     expect(deltas.filter((d) => d.kind === 'text').map((d) => d.delta).join('')).toBe('The command printed streamed-from-bash.')

@@ -1,8 +1,9 @@
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
 import { describe, expect, it } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
+import { readSessionLog, sessionLogText } from './support/session-log.ts'
 
 const t = useMockedHeadless()
 
@@ -15,9 +16,7 @@ async function storedSession(): Promise<{ id: string; file: string }> {
   const sealed = path.join(t.home, 'sessions', `${id}.jsonl.zst`)
   const file = path.join(t.home, 'sessions', `${id}.jsonl`)
   if (existsSync(sealed)) {
-    const { decompress } = await import('zstd-napi')
-    writeFileSync(file, decompress(readFileSync(sealed)))
-    const { rmSync } = await import('node:fs')
+    writeFileSync(file, await sessionLogText(t.home, id))
     rmSync(sealed)
   }
   return { id, file }
@@ -43,10 +42,7 @@ describe('stored sessions with bad content', () => {
     const result = await t.headless(['--resume', id, 'second'])
     expect(result.code).toBe(0)
     expect(result.stderr).toMatch(/dsh: warning: .*\.jsonl:\d+: /)
-    const { decompress } = await import('zstd-napi')
-    const sealed = `${file}.zst`
-    const text = existsSync(sealed) ? decompress(readFileSync(sealed)).toString('utf8') : readFileSync(file, 'utf8')
-    const events = text.trim().split('\n').slice(1).map((line) => JSON.parse(line) as { seq: number; type: string })
+    const { events } = await readSessionLog(t.home, id)
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
     expect(events.at(-1)?.type).toBe('turn/end')
   })

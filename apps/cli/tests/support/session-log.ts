@@ -1,5 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
+import { expect } from 'vitest'
 
 export interface LoggedEvent {
   seq: number
@@ -9,15 +10,43 @@ export interface LoggedEvent {
   ignorable?: true
 }
 
+/** What one turn logs when the model calls one tool, then answers. */
+export const ONE_TOOL_TURN = [
+  'turn/start',
+  'step/start',
+  'system/message',
+  'user/message',
+  'request/header',
+  'request/context',
+  'assistant/message',
+  'tool/call',
+  'tool/result',
+  'step/end',
+  'step/start',
+  'assistant/message',
+  'step/end',
+  'turn/end',
+]
+
+/** The text of a stored session log under `<home>/sessions`, sealed (zstd) or not. */
+export async function sessionLogText(home: string, sessionId: string): Promise<string> {
+  const file = path.join(home, 'sessions', `${sessionId}.jsonl`)
+  if (existsSync(file)) return readFileSync(file, 'utf8')
+  const { decompress } = await import('zstd-napi')
+  return decompress(readFileSync(`${file}.zst`)).toString('utf8')
+}
+
 /** A stored session log under `<home>/sessions`, sealed (zstd) or not: its header line and its events. */
 export async function readSessionLog(home: string, sessionId: string): Promise<{ header: Record<string, unknown>; events: LoggedEvent[] }> {
-  const file = path.join(home, 'sessions', `${sessionId}.jsonl`)
-  let text: string
-  if (existsSync(file)) text = readFileSync(file, 'utf8')
-  else {
-    const { decompress } = await import('zstd-napi')
-    text = decompress(readFileSync(`${file}.zst`)).toString('utf8')
-  }
+  const text = await sessionLogText(home, sessionId)
   const [header, ...events] = text.trim().split('\n').map((line) => JSON.parse(line))
   return { header, events }
+}
+
+/** The id of the one session stored under `<home>/sessions`; fails the test when there is not exactly one. */
+export function onlyStoredSession(home: string): string {
+  const dir = path.join(home, 'sessions')
+  const files = existsSync(dir) ? readdirSync(dir) : []
+  expect(files).toHaveLength(1)
+  return (files[0] as string).replace(/\.jsonl(\.zst)?$/, '')
 }

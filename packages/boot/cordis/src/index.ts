@@ -3,5 +3,6 @@
 export * from 'cordis'
 export { default as Schema } from 'schemastery'
 export { ScopedRegistry } from './registry.ts'
+export { ExclusiveSlot } from './slot.ts'
 export { type Branded, assertNever, type JsonValue } from './types.ts'
 export { emitIsolated } from './dispatch.ts'

@@ -53,6 +53,8 @@ export class LoopAgent implements Agent {
   private cause: CancelCause | undefined
   private stopped = false
   private headerThisRun = false
+  /** The last `request/header` by seq, and its JSON without `reason`: tool schemas are large, stringify them once a step. */
+  private headerKey: { seq: number; key: string } | undefined
   private openStep: { turn: number; step: number } | undefined
   private openCalls = new Map<string, ToolCall>()
   private readonly toolState = new Map<string, unknown>()
@@ -220,18 +222,23 @@ export class LoopAgent implements Agent {
       ...(config.maxTokens ? { maxTokens: config.maxTokens } : {}),
       tools,
     }
-    const last = this.session.last('request/header')
-    const same = last && JSON.stringify({ ...last.data, reason: undefined }) === JSON.stringify({ ...header, reason: undefined })
-    if (!this.headerThisRun && last && this.session.seedLength > 0 && last.seq < this.session.seedLength) {
-      this.session.append('request/header', { reason: 'resume', ...header })
-    } else if (!same) {
-      this.session.append('request/header', { reason: last ? 'change' : 'initial', ...header })
+    const key = JSON.stringify(header)
+    let last = this.session.last('request/header')
+    const resumed = !this.headerThisRun && last !== undefined && this.session.seedLength > 0 && last.seq < this.session.seedLength
+    if (resumed || !last || key !== this.keyOf(last)) {
+      last = this.session.append('request/header', { reason: resumed ? 'resume' : last ? 'change' : 'initial', ...header })
     }
+    this.headerKey = { seq: last.seq, key }
     this.headerThisRun = true
     const contextWindow = this.ctx.get('llm')?.modelInfo(config.provider, config.model)?.contextWindow
     const context = { provider: config.provider, model: config.model, ...(contextWindow ? { contextWindow } : {}) }
     const lastContext = this.session.last('request/context')
     if (!lastContext || JSON.stringify(lastContext.data) !== JSON.stringify(context)) this.session.append('request/context', context)
+  }
+
+  private keyOf(header: SessionEvent<'request/header'>): string {
+    if (this.headerKey?.seq === header.seq) return this.headerKey.key
+    return JSON.stringify({ ...header.data, reason: undefined })
   }
 
   private async request(info: StepInfo, config: AgentOptions, tools: ToolSchema[]): Promise<Reply> {

@@ -386,6 +386,24 @@ describe('extension points', () => {
     expect(ofType(agent, 'request/header')[0]?.data).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'off', maxTokens: 1000 })
   })
 
+  it('logs a new request/header only when the model settings change', async () => {
+    const { mock, createAgent } = await setup()
+    const agent = await createAgent()
+    mock.enqueue(reply.text('one'), reply.text('two'), reply.text('three'))
+    agent.followup('first')
+    await agent.whenIdle()
+    agent.followup('second')
+    await agent.whenIdle()
+    agent.options = { ...agent.options, model: 'deepseek-v4-pro' }
+    agent.followup('third')
+    await agent.whenIdle()
+    const headers = ofType(agent, 'request/header').map((e) => ({ reason: e.data.reason, model: e.data.model }))
+    expect(headers).toEqual([
+      { reason: 'initial', model: 'deepseek-v4-flash' },
+      { reason: 'change', model: 'deepseek-v4-pro' },
+    ])
+  })
+
   it('ends a turn that reaches maxStepsPerTurn with an error', async () => {
     const { mock, createAgent, probe } = await setup({ loop: { maxStepsPerTurn: 2 } })
     const agent = await createAgent()

@@ -1,4 +1,4 @@
-import { assertNever, type Context, Schema, ScopedRegistry, Service } from '@dsh/cordis'
+import { assertNever, type Context, ExclusiveSlot, Schema, ScopedRegistry, Service } from '@dsh/cordis'
 import type { ToolSchema } from '@dsh/llm'
 import { untilAborted } from './abort.ts'
 import { checkDefinition, errorMessage, parametersJsonSchema } from './define.ts'
@@ -82,7 +82,7 @@ export class ToolRuntime extends Service {
   private readonly home: Context
   private readonly settings: ToolsConfig
   private readonly registry = new ScopedRegistry<RegisteredTool>('tool')
-  private approver: { answer: ToolApprover } | undefined
+  private readonly approver = new ExclusiveSlot<ToolApprover>('tool approver')
   private readonly restrictions = new Map<string, Set<{ allow: (toolName: string) => boolean }>>()
 
   constructor(ctx: Context, config: ToolsConfig) {
@@ -179,15 +179,7 @@ export class ToolRuntime extends Service {
 
   /** Installs the one approver that answers `ask` decisions, until its plugin is disposed or the disposer is called. */
   setApprover(ctx: Context, approver: ToolApprover): () => void {
-    const slot = { answer: approver }
-    const dispose = ctx.effect(() => {
-      if (this.approver) throw new Error('a tool approver is already set; dispose it before setting another')
-      this.approver = slot
-      return () => {
-        if (this.approver === slot) this.approver = undefined
-      }
-    }, 'tools approver')
-    return () => void dispose()
+    return this.approver.set(ctx, approver)
   }
 
   /** Runs one call through the pipeline. Never throws: every outcome is a result. */
@@ -271,13 +263,13 @@ export class ToolRuntime extends Service {
     const remembered = sessionApprovals(execution.run.sessionState)
     const key = `${name}\u0000${reason}`
     if (remembered.has(key)) return undefined
-    const approver = this.approver
+    const approver = this.approver.current
     if (!approver) {
       return denied(name, `${reason}. This call needs approval, but no one is available to approve it, so it was not run. Do not retry it; continue without it or tell the user.`)
     }
     let answer: ApprovalAnswer
     try {
-      answer = await untilAborted(approver.answer(execution.call, reason, execution.run), signal)
+      answer = await untilAborted(approver(execution.call, reason, execution.run), signal)
     } catch (error) {
       if (signal.aborted) return cancelled()
       return denied(name, `${reason}. Asking for approval failed (${errorMessage(error)}), so the call was not run.`)

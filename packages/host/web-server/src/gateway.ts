@@ -5,12 +5,12 @@ import { fileURLToPath } from 'node:url'
 import { type Context, Schema } from '@dsh/cordis'
 import { REASONING_EFFORTS } from '@dsh/llm'
 import { PRESETS } from '@dsh/permission'
+import type {} from '@dsh/session-catalog'
 import { z } from 'zod'
 import { parseWith } from './http.ts'
 import { existingFolder, listDirs, listFiles, rankFiles } from './gateway/files.ts'
 import { SocketHub } from './gateway/hub.ts'
 import { applyInteraction } from './gateway/interaction.ts'
-import { optional } from './gateway/services.ts'
 import { applySessionRoutes } from './gateway/session-routes.ts'
 import { SessionAccess } from './gateway/sessions.ts'
 import { SettingsStore } from './gateway/settings.ts'
@@ -137,7 +137,7 @@ export function apply(ctx: Context, config: WebApiConfig) {
   })
 
   server.route(ctx, 'GET', '/api/workspaces', async () => {
-    const catalog = optional(ctx, 'sessionCatalog')
+    const catalog = ctx.get('sessionCatalog')
     const persistence = ctx.get('sessionPersistence')
     const cwds = catalog
       ? (await catalog.list({ limit: 500 })).sessions.map((s) => s.cwd)

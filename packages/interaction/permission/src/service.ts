@@ -1,4 +1,4 @@
-import { type Context, Schema, Service } from '@dsh/cordis'
+import { type Context, ExclusiveSlot, Schema, Service } from '@dsh/cordis'
 import { type ApprovalAnswer, type PreToolDecision, type ToolApprover, type ToolExecution, untilAborted } from '@dsh/tools'
 import type {} from '@dsh/session'
 import { classify, writeScope } from './classify.ts'
@@ -55,7 +55,7 @@ export class PermissionService extends Service {
   private readonly overrides = new Map<string, PermissionPreset>()
   /** Per session: the kinds of action the user allowed for the rest of the session. */
   private readonly allowed = new Map<string, Set<string>>()
-  private approver: { answer: ToolApprover } | undefined
+  private readonly approver = new ExclusiveSlot<ToolApprover>('permission approver')
 
   constructor(ctx: Context, config: PermissionConfig) {
     super(ctx, 'permission')
@@ -124,15 +124,7 @@ export class PermissionService extends Service {
    * disposed or the disposer is called. A second one throws.
    */
   setApprover(ctx: Context, approver: ToolApprover): () => void {
-    const slot = { answer: approver }
-    const dispose = ctx.effect(() => {
-      if (this.approver) throw new Error('a permission approver is already set; dispose it before setting another')
-      this.approver = slot
-      return () => {
-        if (this.approver === slot) this.approver = undefined
-      }
-    }, 'permission approver')
-    return () => void dispose()
+    return this.approver.set(ctx, approver)
   }
 
   private async decide(execution: ToolExecution, next: () => Promise<PreToolDecision>): Promise<PreToolDecision> {
@@ -164,7 +156,7 @@ export class PermissionService extends Service {
       log('allow')
       return next()
     }
-    const approver = this.approver
+    const approver = this.approver.current
     if (!approver) {
       log('ask', 'no-approver')
       return {
@@ -174,7 +166,7 @@ export class PermissionService extends Service {
     }
     let answer: ApprovalAnswer
     try {
-      answer = await untilAborted(approver.answer(execution.call, reason, run), run.signal)
+      answer = await untilAborted(approver(execution.call, reason, run), run.signal)
     } catch (error) {
       log('ask')
       if (run.signal.aborted) return { kind: 'deny', reason: `${reason}. The call was cancelled while waiting for approval.` }
@@ -206,9 +198,9 @@ export class PermissionService extends Service {
   /** Passes an `ask` from another pre-execute listener to the surface's approver. */
   private relay(...args: Parameters<ToolApprover>): Promise<ApprovalAnswer> {
     if (this.isSubagent(args[2].sessionId)) return Promise.reject(new Error('subagents cannot ask for approval'))
-    const approver = this.approver
+    const approver = this.approver.current
     if (!approver) return Promise.reject(new Error('no one is available to approve it here'))
-    return approver.answer(...args)
+    return approver(...args)
   }
 
   /** A session with a parent (a subagent's) never reaches the approver: nobody is watching it. */

@@ -1,4 +1,4 @@
-import { type Context, Service } from '@dsh/cordis'
+import { type Context, ExclusiveSlot, Service } from '@dsh/cordis'
 import { untilAborted } from '@dsh/tools'
 
 declare module '@dsh/cordis' {
@@ -52,7 +52,7 @@ export class NoAskerError extends Error {
  * the asker; the `ask_user_question` tool (and anything else) asks through it.
  */
 export class Questions extends Service {
-  private asker: { ask: Asker } | undefined
+  private readonly asker = new ExclusiveSlot<Asker>('question asker')
 
   constructor(ctx: Context) {
     super(ctx, 'questions')
@@ -60,20 +60,12 @@ export class Questions extends Service {
 
   /** Installs the one asker, until its plugin is disposed or the disposer is called. A second one throws. */
   setAsker(ctx: Context, asker: Asker): () => void {
-    const slot = { ask: asker }
-    const dispose = ctx.effect(() => {
-      if (this.asker) throw new Error('a question asker is already set; dispose it before setting another')
-      this.asker = slot
-      return () => {
-        if (this.asker === slot) this.asker = undefined
-      }
-    }, 'question asker')
-    return () => void dispose()
+    return this.asker.set(ctx, asker)
   }
 
   /** Whether a user can be asked right now. */
   available(): boolean {
-    return this.asker !== undefined
+    return this.asker.current !== undefined
   }
 
   /**
@@ -82,9 +74,9 @@ export class Questions extends Service {
    * the problem when the asker's answer is malformed.
    */
   async ask(request: QuestionRequest, signal: AbortSignal): Promise<QuestionAnswer[]> {
-    const asker = this.asker
+    const asker = this.asker.current
     if (!asker) throw new NoAskerError()
-    const answers = await untilAborted(asker.ask(request, signal), signal)
+    const answers = await untilAborted(asker(request, signal), signal)
     return checkAnswers(answers)
   }
 }

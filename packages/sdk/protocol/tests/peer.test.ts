@@ -16,13 +16,8 @@ function raw(options: Partial<PeerOptions> = {}) {
   const input = new PassThrough()
   const output = new PassThrough()
   const written: unknown[] = []
-  let text = ''
-  output.setEncoding('utf8').on('data', (chunk: string) => {
-    text += chunk
-    const lines = text.split('\n')
-    text = lines.pop() as string
-    for (const line of lines) written.push(JSON.parse(line))
-  })
+  const splitter = new LineSplitter(Infinity, (line) => written.push(JSON.parse(line)), () => {})
+  output.on('data', (chunk: Buffer) => splitter.push(chunk))
   const peer = new JsonRpcPeer({ input, output, ...options })
   const until = async (count: number) => {
     while (written.length < count) await new Promise((resolve) => setImmediate(resolve))

@@ -1,8 +1,10 @@
 import { stat } from 'node:fs/promises'
 import type { Agent, AgentOptions } from '@dsh/agent'
 import type {} from '@dsh/cmdline'
+import type {} from '@dsh/compaction'
 import type { Context } from '@dsh/cordis'
 import type {} from '@dsh/permission'
+import type {} from '@dsh/questions'
 import {
   type ClientMethod,
   ClientMethods,
@@ -30,19 +32,6 @@ export interface SdkStreams {
   input: NodeJS.ReadableStream
   /** Where answers and notifications go (stdout). */
   output: NodeJS.WritableStream
-}
-
-/** `ctx.questions` (`@dsh/questions`), as far as the server uses it. */
-interface QuestionsLike {
-  setAsker(
-    ctx: Context,
-    asker: (request: { sessionId: string; callId: string; questions: unknown[] }, signal: AbortSignal) => Promise<unknown[]>,
-  ): () => void
-}
-
-/** `ctx.compaction` (`@dsh/compaction`), as far as the server uses it. */
-interface CompactionLike {
-  compact(agent: Agent, options?: { reason?: 'manual' }): Promise<{ compacted: boolean; replaced: number; error?: string }>
 }
 
 interface LoaderLike {
@@ -207,7 +196,7 @@ export class SdkServer {
   }
 
   private takeQuestions(): boolean {
-    const questions = this.ctx.get('questions') as QuestionsLike | undefined
+    const questions = this.ctx.get('questions')
     if (!questions) return false
     questions.setAsker(this.ctx, async (request, signal) => {
       const answer = await this.peer.request('question/ask', { sessionId: request.sessionId, callId: request.callId, questions: request.questions }, { signal })
@@ -324,7 +313,7 @@ export class SdkServer {
 
   /** `/compact`: the compaction plugin shortens the history; the answer says what happened. */
   private async compact(agent: Agent): Promise<PromptResult> {
-    const compaction = this.ctx.get('compaction') as CompactionLike | undefined
+    const compaction = this.ctx.get('compaction')
     const failed = (code: string, message: string): PromptResult => ({ stopReason: 'error', text: message, usage: { ...NO_USAGE }, error: { code, message } })
     if (!compaction) return failed('COMPACTION_UNAVAILABLE', '/compact is not available: this profile has no compaction plugin')
     const outcome = await compaction.compact(agent, { reason: 'manual' })

@@ -1,20 +1,10 @@
 import type { Context } from '@dsh/cordis'
 import { invalidField, type SessionListResult, type SessionSummary } from '@dsh/sdk-protocol'
 import { Session, type SessionEvent, type SessionId, type SessionMeta } from '@dsh/session'
+import type { CatalogEntry } from '@dsh/session-catalog'
 
-/** The part of `ctx.sessionCatalog` (`@dsh/session-catalog`) the server uses. */
-export interface CatalogEntry {
-  sessionId: string
-  title?: string
-  cwd: string
-  createdAt: number
-  updatedAt: number
-  parentSession?: string
-  forkedFrom?: string
-}
-export interface SessionCatalogLike {
-  list(q?: { cwd?: string; query?: string; limit?: number; cursor?: string; includeChildren?: boolean }): Promise<{ sessions: CatalogEntry[]; nextCursor?: string }>
-}
+/** A catalog entry, or a stored header (which also knows what a fork came from). */
+type Listed = Pick<CatalogEntry, 'sessionId' | 'title' | 'cwd' | 'createdAt' | 'updatedAt' | 'parentSession'> & { forkedFrom?: string }
 
 export interface StoredLog {
   meta: SessionMeta
@@ -39,7 +29,7 @@ export function detachedSession(ctx: Context, log: StoredLog): Session {
   return new Session(log.meta, ctx.sessions.checkLoadable(log.events, log.file), () => {})
 }
 
-const summary = (entry: CatalogEntry): SessionSummary => ({
+const summary = (entry: Listed): SessionSummary => ({
   sessionId: entry.sessionId,
   title: entry.title ?? null,
   cwd: entry.cwd,
@@ -64,7 +54,7 @@ export interface ListQuery {
  * id or folder as plain text and the cursor is an offset.
  */
 export async function listSessions(ctx: Context, q: ListQuery): Promise<SessionListResult> {
-  const catalog = ctx.get('sessionCatalog') as SessionCatalogLike | undefined
+  const catalog = ctx.get('sessionCatalog')
   if (catalog) {
     const page = await catalog.list({ ...q })
     return { sessions: page.sessions.map(summary), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }

@@ -5,6 +5,7 @@ import { PassThrough } from 'node:stream'
 import * as agent from '@dsh/agent'
 import { Context, type Fiber } from '@dsh/cordis'
 import * as permission from '@dsh/permission'
+import { LineSplitter } from '@dsh/sdk-protocol'
 import * as session from '@dsh/session'
 import * as tools from '@dsh/tools'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -30,13 +31,8 @@ afterEach(() => root.fiber.dispose())
 function mount(): Fiber {
   input = new PassThrough()
   output = new PassThrough()
-  let text = ''
-  output.setEncoding('utf8').on('data', (chunk: string) => {
-    text += chunk
-    const parts = text.split('\n')
-    text = parts.pop() as string
-    for (const part of parts) lines.push(JSON.parse(part))
-  })
+  const splitter = new LineSplitter(Infinity, (line) => lines.push(JSON.parse(line)), () => {})
+  output.on('data', (chunk: Buffer) => splitter.push(chunk))
   return root.plugin({
     name: 'sdk-test',
     inject: ['agents', 'sessions'],

@@ -3,7 +3,18 @@ import { type LocalSubprocessConfig, LocalSubprocess } from './local.ts'
 
 export { SENSITIVE_ENV_NAME, scrubEnvironment } from './env.ts'
 export { Config, LocalSubprocess, type LocalSubprocessConfig } from './local.ts'
-export { groupAlive, isLive, isRunning, killTree, type KillTreeOptions, type ProcessEntry, ProcessTree, readProcessEntry, readProcessTable } from './procfs.ts'
+export {
+  delay,
+  groupAlive,
+  isLive,
+  isRunning,
+  killTree,
+  type KillTreeOptions,
+  type ProcessEntry,
+  ProcessTree,
+  readProcessEntry,
+  readProcessTable,
+} from './procfs.ts'
 export { type ProcessExit, type ProcessHandle, type ProcessSpec, Subprocess } from './seam.ts'
 
 export const name = 'subprocess-local'

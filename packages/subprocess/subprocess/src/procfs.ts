@@ -5,6 +5,8 @@ export interface ProcessEntry {
   pid: number
   ppid: number
   pgrp: number
+  /** The session id: the pid of the session leader. */
+  session: number
   state: string
   start: string
 }
@@ -57,7 +59,7 @@ export async function readProcessEntry(pid: number): Promise<ProcessEntry | unde
   }
   // The command name is in parentheses and may itself contain spaces or parentheses.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return { pid, state: fields[0] ?? '', ppid: Number(fields[1]), pgrp: Number(fields[2]), start: fields[19] ?? '' }
+  return { pid, state: fields[0] ?? '', ppid: Number(fields[1]), pgrp: Number(fields[2]), session: Number(fields[3]), start: fields[19] ?? '' }
 }
 
 /**

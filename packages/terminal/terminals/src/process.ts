@@ -1,6 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises'
 import { constants } from 'node:os'
-import { scrubEnvironment } from '@dsh/subprocess'
+import { delay, isLive, isRunning, readProcessTable, scrubEnvironment } from '@dsh/subprocess'
 
 export { SENSITIVE_ENV_NAME } from '@dsh/subprocess'
 
@@ -30,42 +29,10 @@ export function signalName(signal: number | undefined): NodeJS.Signals | undefin
  * parent never reaps it is dead all the same.
  */
 export async function sessionMembers(sid: number): Promise<number[]> {
-  let entries: string[]
-  try {
-    entries = await readdir('/proc')
-  } catch {
-    return alive(sid) ? [sid] : []
-  }
+  if (process.platform !== 'linux') return (await isRunning(sid)) ? [sid] : []
   const members: number[] = []
-  await Promise.all(
-    entries.map(async (entry) => {
-      if (!/^\d+$/.test(entry)) return
-      const stat = await processStat(Number(entry))
-      if (stat && stat.session === sid && stat.state !== 'Z' && stat.state !== 'X') members.push(Number(entry))
-    }),
-  )
+  for (const entry of (await readProcessTable()).values()) if (entry.session === sid && isLive(entry)) members.push(entry.pid)
   return members
-}
-
-/** State letter, process group and session of a process, from /proc; undefined when it is gone. */
-export async function processStat(pid: number): Promise<{ state: string; pgrp: number; session: number } | undefined> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-    // The command name may hold spaces and parentheses; the fields after it are plain.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return { state: fields[0] ?? '', pgrp: Number(fields[2]), session: Number(fields[3]) }
-  } catch {
-    return undefined
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
 
 function signal(pid: number, name: NodeJS.Signals): void {
@@ -107,8 +74,4 @@ export async function killSession(sid: number, graceMs: number): Promise<boolean
     if (members.length === 0) return true
     if (Date.now() >= killEnd) return false
   }
-}
-
-export function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
 }

@@ -1,10 +1,10 @@
 import type { Context } from '@dsh/cordis'
+import type { Asker, QuestionAnswer } from '@dsh/questions'
 import type { ApprovalAnswer } from '@dsh/tools'
 import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
 import type { SocketHub } from './hub.ts'
 import { PendingRequests } from './pending.ts'
-import { type Asker, optional, type QuestionAnswer } from './services.ts'
 
 const ApprovalBody = z.object({
   decision: z.enum(['allow-once', 'allow-session', 'reject']),
@@ -67,7 +67,7 @@ export function applyInteraction(ctx: Context, hub: SocketHub): void {
     inject: ['questions'],
     apply(inner: Context) {
       const asker: Asker = (request, signal) => questions.ask(request.sessionId, { callId: request.callId, questions: request.questions }, signal)
-      optional(inner, 'questions')?.setAsker(inner, asker)
+      inner.questions.setAsker(inner, asker)
     },
   })
 

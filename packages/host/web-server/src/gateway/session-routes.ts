@@ -1,14 +1,16 @@
+import type {} from '@dsh/compaction'
 import type { Context } from '@dsh/cordis'
 import { type ContentBlock, type Message, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
 import { type PermissionPreset, PRESETS } from '@dsh/permission'
 import { newMessageId, type SessionId } from '@dsh/session'
+import type {} from '@dsh/session-catalog'
 import { SessionNotFoundError } from '@dsh/session-persistence'
+import type {} from '@dsh/session-titles'
 import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
 import { type ApiRequest, JsonReply } from '../server.ts'
 import { absolutePath, existingFolder } from './files.ts'
 import type { SocketHub } from './hub.ts'
-import { optional } from './services.ts'
 import { type SessionAccess, unknownSession } from './sessions.ts'
 
 const effort = z.enum(REASONING_EFFORTS as [ReasoningEffort, ...ReasoningEffort[]])
@@ -123,7 +125,7 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
   })
 
   server.route(ctx, 'POST', '/api/sessions/:id/compact', async (request) => {
-    const compaction = optional(ctx, 'compaction')
+    const compaction = ctx.get('compaction')
     if (!compaction) throw unavailable('compacting a session', 'compaction')
     const agent = await sessions.agent(idOf(request))
     if (agent.status === 'running') throw new HttpError(409, 'busy', `session ${agent.id} is running a turn; compact it when it is idle`)
@@ -152,7 +154,7 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
 
   server.route(ctx, 'PATCH', '/api/sessions/:id', async (request) => {
     const body = parseWith(PatchBody, (await request.body()) ?? {}, 'session update')
-    const titles = optional(ctx, 'sessionTitles')
+    const titles = ctx.get('sessionTitles')
     const permission = ctx.get('permission')
     if (body.title !== undefined && !titles) throw unavailable('renaming a session', 'session-titles')
     if (body.permissionPreset && !permission) throw unavailable('permissionPreset', 'permission')
@@ -184,7 +186,7 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
       }
       throw error
     }
-    const catalog = optional(ctx, 'sessionCatalog')
+    const catalog = ctx.get('sessionCatalog')
     if (catalog) await catalog.remove(id)
     else await ctx.get('sessionPersistence')?.delete(id as SessionId)
     changed()
