@@ -16,7 +16,7 @@ export { oversizedLineGuard, OVERSIZED_METHOD, requestId } from './guard.ts'
 export { promptMessage, type PromptLimits } from './prompt.ts'
 export { DEFAULT_TOOL_KINDS, fence, ToolViews, type ToolCallView } from './tool-view.ts'
 export { SessionUpdates } from './updates.ts'
-export { type McpConnector, type McpServerConfig, mcpConfig, McpLinks } from './mcp.ts'
+export { mcpConfig, McpLinks } from './mcp.ts'
 export { routeFilesThroughClient, type ClientFiles } from './client-fs.ts'
 
 export const name = 'acp-server'

@@ -1,18 +1,10 @@
 import { type McpServer, RequestError } from '@agentclientprotocol/sdk'
 import type { Context } from '@dsh/cordis'
-
-/** A server as `ctx.mcp.connect` takes it (the `@dsh/mcp` contract). */
-export type McpServerConfig = { command: string; args?: string[]; env?: Record<string, string>; cwd?: string } | { url: string; headers?: Record<string, string> }
-
-/** The part of `ctx.mcp` this server uses; `@dsh/mcp` provides it when loaded. */
-export interface McpConnector {
-  connect(ctx: Context, name: string, server: McpServerConfig): Promise<() => Promise<void>>
-}
+import type { McpServerConfig, McpService } from '@dsh/mcp'
 
 /** The `ctx.mcp` service when the mcp plugin is loaded. */
-export function mcpOf(ctx: Context): McpConnector | undefined {
-  const service = ctx.get('mcp' as never) as McpConnector | undefined
-  return typeof service?.connect === 'function' ? service : undefined
+export function mcpOf(ctx: Context): McpService | undefined {
+  return ctx.get('mcp')
 }
 
 const pairs = (list: Array<{ name: string; value: string }>) => Object.fromEntries(list.map((entry) => [entry.name, entry.value]))

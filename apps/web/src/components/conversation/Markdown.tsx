@@ -1,0 +1,19 @@
+import { memo, useMemo } from 'react'
+import { markdownBlocks } from '../../lib/markdown.ts'
+import styles from './Markdown.module.css'
+
+/** Sanitized Markdown; each top-level block renders once, so streaming only touches the last one. */
+export const Markdown = memo(function Markdown({ text }: { text: string }) {
+  const blocks = useMemo(() => markdownBlocks(text), [text])
+  return (
+    <div className={styles.markdown}>
+      {blocks.map((block) => (
+        <Block key={block.key} html={block.html} />
+      ))}
+    </div>
+  )
+})
+
+const Block = memo(function Block({ html }: { html: string }) {
+  return <div className={styles.block} dangerouslySetInnerHTML={{ __html: html }} />
+})

@@ -1,0 +1,106 @@
+import { useVirtualizer } from '@tanstack/react-virtual'
+import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react'
+import type { ConversationNode } from '../../model/nodes.ts'
+import { Icon } from '../common/Icon.tsx'
+import styles from './MessageList.module.css'
+import { NodeView } from './NodeView.tsx'
+
+/** Within this many pixels of the end, the list follows new content. */
+const STICK_PX = 48
+
+/**
+ * The conversation rows, virtualised: only rows near the viewport are in the
+ * DOM, each measured once it renders, starting from the end. While the reader
+ * is at the end the list stays pinned to it as replies stream (a
+ * ResizeObserver scrolls after layout, so no layout is forced); rows that
+ * grow above the viewport shift the scroll position by the same amount, so
+ * nothing jumps.
+ */
+export function MessageList({ nodes, footer }: { nodes: readonly ConversationNode[]; footer?: ReactNode }) {
+  const scrollRef = useRef<HTMLDivElement>(null)
+  const contentRef = useRef<HTMLDivElement>(null)
+  const stick = useRef(true)
+  const [atEnd, setAtEnd] = useState(true)
+  const virtualizer = useVirtualizer({
+    count: nodes.length,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: (index) => estimateHeight(nodes[index]),
+    getItemKey: (index) => nodes[index]?.key ?? index,
+    overscan: 8,
+    // Open at the end: the first render already picks the last rows.
+    initialOffset: () => Number.MAX_SAFE_INTEGER,
+  })
+  const total = virtualizer.getTotalSize()
+
+  const onScroll = useCallback(() => {
+    const el = scrollRef.current
+    if (!el) return
+    const end = el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX
+    stick.current = end
+    setAtEnd(end)
+  }, [])
+
+  useEffect(() => {
+    const el = scrollRef.current
+    const content = contentRef.current
+    if (!el || !content) return
+    const observer = new ResizeObserver(() => {
+      if (stick.current) el.scrollTop = el.scrollHeight
+    })
+    observer.observe(content)
+    observer.observe(el)
+    return () => observer.disconnect()
+  }, [])
+
+  const toEnd = () => {
+    const el = scrollRef.current
+    if (!el) return
+    stick.current = true
+    el.scrollTop = el.scrollHeight
+    setAtEnd(true)
+  }
+
+  return (
+    <div className={styles.wrap}>
+      <div ref={scrollRef} className={styles.scroller} onScroll={onScroll} tabIndex={0} role="region" aria-label="Conversation">
+        <div ref={contentRef} className={styles.column}>
+          <div className={styles.canvas} style={{ height: total }}>
+            {virtualizer.getVirtualItems().map((item) => {
+              const node = nodes[item.index] as ConversationNode
+              return (
+                <div key={item.key} data-index={item.index} ref={virtualizer.measureElement} className={styles.row} style={{ transform: `translateY(${item.start}px)` }}>
+                  <NodeView node={node} />
+                </div>
+              )
+            })}
+          </div>
+          {footer}
+        </div>
+      </div>
+      {!atEnd ? (
+        <button type="button" className={styles.jump} onClick={toEnd} aria-label="Scroll to the latest message">
+          <Icon name="up" size={14} /> Latest
+        </button>
+      ) : null}
+    </div>
+  )
+}
+
+function estimateHeight(node: ConversationNode | undefined): number {
+  switch (node?.kind) {
+    case 'user':
+      return 64
+    case 'tool':
+      return 48
+    case 'turn-end':
+      return 36
+    case 'reasoning':
+    case 'notice':
+    case 'context':
+      return 32
+    case 'text':
+      return Math.min(600, 28 + Math.ceil(node.text.length / 90) * 24)
+    default:
+      return 40
+  }
+}

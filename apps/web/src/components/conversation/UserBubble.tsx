@@ -1,0 +1,20 @@
+import { dataUrlOf } from '../../lib/images.ts'
+import type { UserNode } from '../../model/nodes.ts'
+import styles from './UserBubble.module.css'
+
+export function UserBubble({ node }: { node: UserNode }) {
+  return (
+    <div className={styles.row} data-node="user">
+      <div className={styles.bubble}>
+        {node.images.length > 0 ? (
+          <div className={styles.images}>
+            {node.images.map((image, i) => (
+              <img key={i} className={styles.image} src={dataUrlOf(image)} alt={`Attached image ${i + 1}`} />
+            ))}
+          </div>
+        ) : null}
+        {node.text ? <div className={styles.text}>{node.text}</div> : null}
+      </div>
+    </div>
+  )
+}

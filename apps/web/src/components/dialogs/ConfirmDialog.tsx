@@ -1,0 +1,20 @@
+import type { ReactNode } from 'react'
+import { Button } from '../common/Button.tsx'
+import styles from './ConfirmDialog.module.css'
+import { Dialog } from './Dialog.tsx'
+
+export function ConfirmDialog({ title, confirm, danger, children, onConfirm, onCancel }: { title: string; confirm: string; danger?: boolean; children: ReactNode; onConfirm: () => void; onCancel: () => void }) {
+  return (
+    <Dialog title={title} onEscape={onCancel}>
+      <p className={styles.text}>{children}</p>
+      <div className={styles.actions}>
+        <Button variant={danger ? 'danger' : 'primary'} onClick={onConfirm}>
+          {confirm}
+        </Button>
+        <Button variant="ghost" data-autofocus onClick={onCancel}>
+          Cancel
+        </Button>
+      </div>
+    </Dialog>
+  )
+}

@@ -1,0 +1,21 @@
+import type { SessionId } from '@dsh/web-client'
+import { useApp } from '../../hooks/app-context.ts'
+import { useStore } from '../../lib/store.ts'
+import { ApprovalDialog } from './ApprovalDialog.tsx'
+import { QuestionDialog } from './QuestionDialog.tsx'
+
+/**
+ * The oldest approval or question of the open session as a dialog (the next
+ * follows when it is answered); then those of its subagents, which the server
+ * sends to subscribers of their ancestors.
+ */
+export function PendingRequest({ sessionId }: { sessionId: SessionId }) {
+  const app = useApp()
+  const pending = useStore(app.requests)
+  const request = pending.find((r) => r.sessionId === sessionId) ?? pending[0]
+  if (!request) return null
+  if (request.type === 'approval') {
+    return <ApprovalDialog key={request.requestId} request={request} onAnswer={(decision, message) => app.requests.approve(request.requestId, decision, message)} />
+  }
+  return <QuestionDialog key={request.requestId} request={request} onAnswer={(answers) => app.requests.answer(request.requestId, answers)} />
+}

@@ -1,0 +1,83 @@
+import type { SessionId } from '@dsh/web-client'
+import { useMemo } from 'react'
+import { useApp } from '../../hooks/app-context.ts'
+import { usePaintedMark } from '../../hooks/usePaintedMark.ts'
+import { MemoryContext } from '../../hooks/useRemembered.ts'
+import { useSession } from '../../hooks/useSession.ts'
+import type { ParsedCommand } from '../../lib/commands.ts'
+import { navigate } from '../../lib/route.ts'
+import { useStore } from '../../lib/store.ts'
+import type { SessionController } from '../../model/session-controller.ts'
+import { Composer } from '../composer/Composer.tsx'
+import { MessageList } from '../conversation/MessageList.tsx'
+import { QueueDock } from '../conversation/QueueDock.tsx'
+import { TodoDock } from '../conversation/TodoDock.tsx'
+import { PendingRequest } from '../dialogs/PendingRequest.tsx'
+import { SessionHeader } from './SessionHeader.tsx'
+import styles from './SessionPage.module.css'
+
+export function SessionPage({ sessionId }: { sessionId: SessionId }) {
+  const controller = useSession(sessionId)
+  const memory = useMemo(() => new Map<string, unknown>(), [sessionId])
+  if (!controller) return <div className={styles.page} aria-busy="true" />
+  return (
+    <MemoryContext.Provider value={memory}>
+      <OpenSession controller={controller} />
+    </MemoryContext.Provider>
+  )
+}
+
+function OpenSession({ controller }: { controller: SessionController }) {
+  const app = useApp()
+  const view = useStore(controller)
+  const { conversation, meta } = view
+  usePaintedMark(view.status === 'ready')
+
+  const onCommand = async ({ name, arg }: ParsedCommand) => {
+    if (name === 'new') {
+      navigate({ page: 'home', ...(meta?.cwd ? { cwd: meta.cwd } : {}) })
+    } else if (name === 'compact') {
+      const result = await app.api.compact(controller.id)
+      if (result.error) app.toasts.show('error', `Compaction failed: ${result.error}`)
+      else app.toasts.show('info', result.compacted ? `Compacted ${result.replaced} messages` : 'Nothing to compact yet')
+    } else if (name === 'model') {
+      if (!arg) throw new Error('Name a model: /model <id>')
+      await app.api.updateSession(controller.id, { model: arg })
+      app.toasts.show('info', `Model set to ${arg}`)
+    }
+  }
+
+  if (view.status === 'missing' || view.status === 'error') {
+    return (
+      <div className={styles.page}>
+        <div className={styles.problem} role="alert">
+          <h2>{view.status === 'missing' ? 'This session does not exist' : 'The session could not be opened'}</h2>
+          <p>{view.error}</p>
+          <a href="#/">Start a new session</a>
+        </div>
+      </div>
+    )
+  }
+
+  return (
+    <div className={styles.page} aria-busy={view.status === 'loading'}>
+      <SessionHeader view={view} />
+      <MessageList nodes={conversation.nodes} />
+      <div className={styles.bottom}>
+        <div className={styles.column}>
+          <TodoDock todos={conversation.todos} />
+          <QueueDock items={view.queued} />
+          <Composer
+            cwd={meta?.cwd}
+            running={conversation.running}
+            disabled={view.status !== 'ready'}
+            onSend={(text, images) => controller.send(text, images)}
+            onCommand={onCommand}
+            onStop={() => controller.cancel().catch((e: unknown) => app.toasts.error(e, 'Stopping'))}
+          />
+        </div>
+      </div>
+      <PendingRequest sessionId={controller.id} />
+    </div>
+  )
+}

@@ -1,0 +1,170 @@
+import type { ConnectionTest, Settings, SettingsUpdate, Theme } from '@dsh/web-client'
+import { type FormEvent, useEffect, useState } from 'react'
+import { useApp } from '../../hooks/app-context.ts'
+import { useStore } from '../../lib/store.ts'
+import { applyTheme } from '../../theme/theme.ts'
+import { Button } from '../common/Button.tsx'
+import { SidebarToggle } from '../common/SidebarToggle.tsx'
+import { Field } from './Field.tsx'
+import styles from './SettingsPage.module.css'
+
+const THEMES: Theme[] = ['light', 'dark', 'system']
+
+/** Provider key and URL, model, reasoning effort, permission preset and theme. The key is write-only. */
+export function SettingsPage() {
+  const app = useApp()
+  const settings = useStore(app.settings)
+  const info = useStore(app.info)
+  const [form, setForm] = useState<Omit<Settings, 'hasKey' | 'provider'>>()
+  const [apiKey, setApiKey] = useState('')
+  const [saving, setSaving] = useState(false)
+  const [status, setStatus] = useState<{ tone: 'ok' | 'error'; text: string }>()
+  const [test, setTest] = useState<ConnectionTest | 'testing'>()
+
+  useEffect(() => {
+    if (settings && !form) setForm({ ...settings })
+  }, [settings, form])
+
+  if (!settings || !form) return <div className={styles.page} aria-busy="true" />
+
+  const save = async (event: FormEvent) => {
+    event.preventDefault()
+    setSaving(true)
+    setStatus(undefined)
+    const update: SettingsUpdate = {
+      model: form.model,
+      permissionPreset: form.permissionPreset,
+      theme: form.theme,
+      baseUrl: form.baseUrl ?? '',
+      ...(form.reasoningEffort ? { reasoningEffort: form.reasoningEffort } : {}),
+      ...(apiKey.trim() ? { apiKey: apiKey.trim() } : {}),
+    }
+    try {
+      await app.settings.save(update)
+      setApiKey('')
+      setStatus({ tone: 'ok', text: 'Settings saved' })
+    } catch (e) {
+      setStatus({ tone: 'error', text: e instanceof Error ? e.message : String(e) })
+    } finally {
+      setSaving(false)
+    }
+  }
+
+  const testConnection = async () => {
+    setTest('testing')
+    try {
+      setTest(await app.settings.test())
+    } catch (e) {
+      setTest({ ok: false, error: { code: 'network', message: e instanceof Error ? e.message : String(e) } })
+    }
+  }
+
+  const chooseTheme = (theme: Theme) => {
+    setForm({ ...form, theme })
+    applyTheme(theme)
+    app.settings.save({ theme }).catch((e: unknown) => app.toasts.error(e, 'Saving the theme'))
+  }
+
+  const models = withCurrent(info?.models ?? [], form.model)
+  return (
+    <div className={styles.page}>
+      <header className={styles.header}>
+        <SidebarToggle />
+        <h1 className={styles.title}>Settings</h1>
+      </header>
+      <form className={styles.form} onSubmit={save}>
+        <section className={styles.section} aria-labelledby="provider-heading">
+          <h2 id="provider-heading" className={styles.heading}>
+            Model provider ({settings.provider}){' '}
+            <span className={settings.hasKey ? styles.badgeOk : styles.badgeMissing} data-testid="key-state">
+              {settings.hasKey ? 'Key set' : 'No key'}
+            </span>
+          </h2>
+          <Field label="API key" hint={keyHint(settings)}>
+            <input
+              type="password"
+              autoComplete="off"
+              value={apiKey}
+              placeholder={settings.hasKey ? '•••••••• (stored)' : 'sk-…'}
+              onChange={(e) => setApiKey(e.target.value)}
+            />
+          </Field>
+          <Field label="Base URL" hint="Leave empty for the provider's default.">
+            <input type="url" value={form.baseUrl ?? ''} placeholder="https://api.deepseek.com" onChange={(e) => setForm({ ...form, baseUrl: e.target.value })} />
+          </Field>
+          <div className={styles.row}>
+            <Button onClick={() => void testConnection()} disabled={test === 'testing'}>
+              {test === 'testing' ? 'Testing…' : 'Test connection'}
+            </Button>
+            {test && test !== 'testing' ? (
+              <span role="status" className={test.ok ? styles.ok : styles.error}>
+                {test.ok ? `Connected (${test.model} answered)` : `${test.error.code}: ${test.error.message}`}
+              </span>
+            ) : null}
+          </div>
+        </section>
+        <section className={styles.section} aria-labelledby="model-heading">
+          <h2 id="model-heading" className={styles.heading}>
+            Defaults for new sessions
+          </h2>
+          <Field label="Model">
+            <select value={form.model} onChange={(e) => setForm({ ...form, model: e.target.value })}>
+              {models.map((m) => (
+                <option key={m}>{m}</option>
+              ))}
+            </select>
+          </Field>
+          <Field label="Reasoning effort">
+            <select value={form.reasoningEffort ?? ''} onChange={(e) => setForm({ ...form, reasoningEffort: e.target.value || undefined })}>
+              <option value="">model default</option>
+              {(info?.reasoningEfforts ?? []).map((effort) => (
+                <option key={effort}>{effort}</option>
+              ))}
+            </select>
+          </Field>
+          <Field label="Permission preset" hint="What tools may do without asking you.">
+            <select value={form.permissionPreset} onChange={(e) => setForm({ ...form, permissionPreset: e.target.value })}>
+              {withCurrent(info?.presets ?? [], form.permissionPreset).map((preset) => (
+                <option key={preset}>{preset}</option>
+              ))}
+            </select>
+          </Field>
+        </section>
+        <section className={styles.section} aria-labelledby="theme-heading">
+          <h2 id="theme-heading" className={styles.heading}>
+            Appearance
+          </h2>
+          <div role="radiogroup" aria-labelledby="theme-heading" className={styles.themes}>
+            {THEMES.map((theme) => (
+              <label key={theme} className={styles.theme}>
+                <input type="radio" name="theme" value={theme} checked={form.theme === theme} onChange={() => chooseTheme(theme)} />
+                {theme[0]?.toUpperCase() + theme.slice(1)}
+              </label>
+            ))}
+          </div>
+        </section>
+        <div className={styles.row}>
+          <Button type="submit" variant="primary" disabled={saving}>
+            {saving ? 'Saving…' : 'Save'}
+          </Button>
+          {status ? (
+            <span role="status" className={status.tone === 'ok' ? styles.ok : styles.error}>
+              {status.text}
+            </span>
+          ) : null}
+        </div>
+      </form>
+    </div>
+  )
+}
+
+function keyHint({ hasKey, keySource }: Settings): string {
+  if (keySource === 'env') return 'In use: DEEPSEEK_API_KEY from the environment, which wins over a key saved here.'
+  if (keySource === 'env-file') return 'In use: the key in the home .env file. A key saved here is stored 0600 in the home.'
+  if (hasKey) return 'A key is stored. Type a new one to replace it; it is never shown again.'
+  return 'No key yet. It is stored 0600 in the dsh home and never shown again.'
+}
+
+function withCurrent(list: readonly string[], current: string): string[] {
+  return list.includes(current) || !current ? [...list] : [current, ...list]
+}

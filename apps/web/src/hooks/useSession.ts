@@ -1,0 +1,20 @@
+import type { SessionId } from '@dsh/web-client'
+import { useEffect, useState } from 'react'
+import { SessionController } from '../model/session-controller.ts'
+import { useApp } from './app-context.ts'
+
+/** The controller of the open session (undefined for the first render): loaded from the log, live while the page shows it. */
+export function useSession(sessionId: SessionId): SessionController | undefined {
+  const app = useApp()
+  const [controller, setController] = useState<SessionController>()
+  useEffect(() => {
+    const next = new SessionController(app.api, app.live, sessionId)
+    setController(next)
+    void next.load(app.takePrefetched(sessionId))
+    return () => {
+      next.dispose()
+      app.requests.clear()
+    }
+  }, [app, sessionId])
+  return controller?.id === sessionId ? controller : undefined
+}

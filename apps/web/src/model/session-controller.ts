@@ -1,0 +1,139 @@
+import { ApiError, type DshApi, type ImageAttachment, isEvent, type LiveConnection, type SessionDetail, type SessionId } from '@dsh/web-client'
+import type { Readable } from '../lib/store.ts'
+import { ConversationModel, textOf } from './conversation.ts'
+import type { ConversationState } from './nodes.ts'
+
+export interface QueuedItem {
+  id: number
+  text: string
+  images: number
+  /** `sending`: posted, no answer yet; `queued`: waiting for the running turn to end. */
+  state: 'sending' | 'queued'
+}
+
+export interface SessionView {
+  status: 'loading' | 'ready' | 'missing' | 'error'
+  error?: string
+  meta?: SessionDetail['session']
+  conversation: ConversationState
+  queued: readonly QueuedItem[]
+}
+
+/**
+ * One open session: its log restored over HTTP, then followed live over the
+ * socket from the last seq loaded. Renders are batched to one per frame.
+ */
+export class SessionController implements Readable<SessionView> {
+  private readonly model = new ConversationModel()
+  private view: SessionView
+  private readonly listeners = new Set<() => void>()
+  private unsubscribe: (() => void) | undefined
+  private frame: number | undefined
+  private disposed = false
+  private nextQueued = 1
+
+  constructor(
+    private readonly api: DshApi,
+    private readonly live: LiveConnection,
+    readonly id: SessionId,
+  ) {
+    this.view = { status: 'loading', conversation: this.model.snapshot(), queued: [] }
+  }
+
+  get = (): SessionView => this.view
+
+  subscribe = (listener: () => void): (() => void) => {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  /** Restores the session from its log (`prefetched`: a load already under way), then follows it live. */
+  async load(prefetched?: Promise<SessionDetail>): Promise<void> {
+    let detail: SessionDetail
+    try {
+      detail = await (prefetched ?? this.api.getSession(this.id))
+    } catch (error) {
+      if (this.disposed) return
+      const missing = error instanceof ApiError && (error.status === 404 || error.code === 'unknown-session' || error.code === 'not-found')
+      this.patch({ status: missing ? 'missing' : 'error', error: error instanceof Error ? error.message : String(error) })
+      return
+    }
+    if (this.disposed) return
+    for (const event of detail.events) this.model.applyEvent(event)
+    this.model.setRunning(detail.session.running)
+    this.patch({ status: 'ready', meta: detail.session })
+    this.unsubscribe = this.live.subscribe(this.id, this.model.snapshot().lastSeq, {
+      event: (event) => {
+        this.model.applyEvent(event)
+        if (isEvent(event, 'user/message')) this.dequeue(textOf(event.data.message.content))
+        this.schedule()
+      },
+      delta: (delta) => {
+        this.model.applyDelta(delta)
+        this.schedule()
+      },
+      status: (status) => {
+        this.model.setRunning(status === 'running')
+        if (status === 'idle') this.patch({ queued: this.view.queued.filter((q) => q.state === 'sending') })
+        this.schedule()
+      },
+      subscribed: ({ running }) => {
+        this.model.setRunning(running)
+        this.schedule()
+      },
+      resumed: () => {
+        this.model.markResumed()
+        this.schedule()
+      },
+    })
+  }
+
+  /** Sends a prompt; while a turn runs the server queues it as a follow-up, shown until it starts. */
+  async send(text: string, images: ImageAttachment[] = []): Promise<void> {
+    const item: QueuedItem = { id: this.nextQueued++, text, images: images.length, state: 'sending' }
+    this.patch({ queued: [...this.view.queued, item] })
+    try {
+      const { queued } = await this.api.sendMessage(this.id, images.length ? { text, images } : { text })
+      const stillThere = this.view.queued.some((q) => q.id === item.id)
+      if (queued && stillThere) this.patch({ queued: this.view.queued.map((q) => (q.id === item.id ? { ...q, state: 'queued' } : q)) })
+      else if (!queued) this.patch({ queued: this.view.queued.filter((q) => q.id !== item.id) })
+      if (!this.view.conversation.running) {
+        this.model.setRunning(true)
+        this.schedule()
+      }
+    } catch (error) {
+      this.patch({ queued: this.view.queued.filter((q) => q.id !== item.id) })
+      throw error
+    }
+  }
+
+  async cancel(): Promise<void> {
+    await this.api.cancel(this.id)
+  }
+
+  dispose(): void {
+    this.disposed = true
+    this.unsubscribe?.()
+    if (this.frame !== undefined) cancelAnimationFrame(this.frame)
+    this.listeners.clear()
+  }
+
+  /** A user message arrived: the oldest queued item with that text has started. */
+  private dequeue(text: string): void {
+    const index = this.view.queued.findIndex((q) => q.text === text)
+    if (index >= 0) this.patch({ queued: this.view.queued.filter((_, i) => i !== index) })
+  }
+
+  private schedule(): void {
+    if (this.frame !== undefined || this.disposed) return
+    this.frame = requestAnimationFrame(() => {
+      this.frame = undefined
+      this.patch({})
+    })
+  }
+
+  private patch(change: Partial<SessionView>): void {
+    this.view = { ...this.view, ...change, conversation: this.model.snapshot() }
+    for (const listener of this.listeners) listener()
+  }
+}

@@ -1,0 +1,161 @@
+/// <reference types="node" />
+import { readFile } from 'node:fs/promises'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { reply } from '@dsh/llm-mock'
+import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
+
+const LONG = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ')
+
+describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
+  const t = useWebApp({ files: { 'notes.txt': 'alpha\nbeta\ngamma\n' } })
+
+  it('sends a prompt and shows the answer as it streams, then tokens and cost', async () => {
+    t.script(reply.text('Hello from **dsh**. The answer is 42.', { delayMs: 40, reasoning: 'Let me think about it.' }))
+    const { page } = t
+    await page.goto(t.url)
+    const input = composer(page)
+    await input.fill('What is the answer?')
+    await input.press('Enter')
+    await page.waitForURL(/#\/session\//)
+    await page.locator('[data-node="assistant-text"][aria-busy="true"]').waitFor()
+    const answer = page.locator('[data-node="assistant-text"]')
+    await answer.getByText('The answer is 42.').waitFor()
+    expect(await answer.locator('strong').textContent()).toBe('dsh')
+    await page.locator('[data-node="turn-end"]').waitFor()
+    expect(await page.locator('[data-node="turn-end"]').textContent()).toMatch(/in .* out/)
+    expect(await page.locator('[data-node="user"]').textContent()).toBe('What is the answer?')
+    await page.getByRole('button', { name: /Thought/ }).click()
+    await page.getByText('Let me think about it.').waitFor()
+    await t.screenshot('conversation')
+  })
+
+  it('shows a tool card with the diff of an edit', async () => {
+    t.script(
+      reply.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }]),
+      reply.toolCalls([{ name: 'edit', arguments: { path: 'notes.txt', old_string: 'beta', new_string: 'BETA' } }]),
+      reply.text('I changed beta to BETA.'),
+    )
+    const { page } = t
+    await page.goto(t.url)
+    await composer(page).fill('Uppercase beta in notes.txt')
+    await composer(page).press('Enter')
+    const card = page.locator('[data-node="tool"][data-tool="edit"][data-status="done"]')
+    await card.waitFor()
+    const diff = card.locator('[data-testid="diff"]')
+    await diff.waitFor()
+    expect(await diff.locator('tr[class*="del"]').allTextContents()).toEqual([expect.stringContaining('beta')])
+    expect(await diff.locator('tr[class*="add"]').allTextContents()).toEqual([expect.stringContaining('BETA')])
+    await page.getByText('I changed beta to BETA.').waitFor()
+    expect(await readFile(path.join(t.work, 'notes.txt'), 'utf8')).toBe('alpha\nBETA\ngamma\n')
+    await t.screenshot('tool-diff')
+  })
+
+  it("shows the provider's error code when the model call fails", async () => {
+    t.script(reply.error(401))
+    const { page } = t
+    await page.goto(t.url)
+    await composer(page).fill('Hello?')
+    await composer(page).press('Enter')
+    const failure = page.locator('[data-node="turn-end"][data-reason="error"]').getByRole('alert')
+    await failure.waitFor()
+    expect(await failure.textContent()).toMatch(/^AUTHHTTP 401.*Authentication Fails/)
+    await t.screenshot('provider-error')
+  })
+
+  it('stops a reply mid-stream', async () => {
+    t.script(reply.text(LONG, { delayMs: 150 }))
+    const { page } = t
+    await page.goto(t.url)
+    await composer(page).fill('Write a lot')
+    await composer(page).press('Enter')
+    await page.getByText('word2', { exact: false }).waitFor()
+    await page.getByRole('button', { name: 'Stop' }).click()
+    await page.locator('[data-node="turn-end"][data-reason="aborted"]').waitFor()
+    expect(await page.locator('[data-node="turn-end"]').textContent()).toContain('Stopped')
+    expect(await page.locator('[data-node="assistant-text"]').first().textContent()).not.toContain('word59')
+    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' })
+  })
+
+  it('queues a follow-up sent while a turn runs', async () => {
+    t.script(reply.text(LONG, { delayMs: 120 }), reply.text('Second answer.'))
+    const { page } = t
+    await page.goto(t.url)
+    await composer(page).fill('First')
+    await composer(page).press('Enter')
+    await page.getByText('word1', { exact: false }).waitFor()
+    await composer(page).fill('Second')
+    await composer(page).press('Enter')
+    await page.locator('[data-testid="queued"]', { hasText: 'Second' }).waitFor()
+    await t.screenshot('queued-follow-up')
+    await page.getByText('Second answer.').waitFor()
+    expect(await page.locator('[data-node="user"]').allTextContents()).toEqual(['First', 'Second'])
+    await page.locator('[data-testid="queued"]').waitFor({ state: 'detached' })
+  })
+
+  it('continues a turn after the page reloads mid-stream, with nothing lost or doubled', async () => {
+    t.script(reply.text(LONG, { delayMs: 40 }))
+    const { page } = t
+    await page.goto(t.url)
+    await composer(page).fill('Stream for a while')
+    await composer(page).press('Enter')
+    await page.getByText('word3', { exact: false }).waitFor()
+    await page.reload()
+    await page.getByText('Working').waitFor()
+    await page.locator('[data-node="turn-end"][data-reason="completed"]').waitFor()
+    expect((await page.locator('[data-node="assistant-text"]').textContent())?.trim()).toBe(LONG)
+    expect(await page.locator('[data-node="user"]').count()).toBe(1)
+  })
+
+  it('resumes after the socket drops mid-stream, with nothing lost or doubled', async () => {
+    t.script(reply.text(LONG, { delayMs: 40 }), reply.text('After the drop.'))
+    const { page } = t
+    await page.goto(t.url)
+    await composer(page).fill('Stream for a while')
+    await composer(page).press('Enter')
+    await page.getByText('word3', { exact: false }).waitFor()
+    await page.evaluate(() => (window as unknown as { dsh: { live: { drop(): void } } }).dsh.live.drop())
+    await page.locator('[data-node="turn-end"][data-reason="completed"]').waitFor()
+    expect((await page.locator('[data-node="assistant-text"]').textContent())?.trim()).toBe(LONG)
+    await composer(page).fill('Again')
+    await composer(page).press('Enter')
+    await page.getByText('After the drop.').waitFor()
+    expect(await page.locator('[data-node="user"]').allTextContents()).toEqual(['Stream for a while', 'Again'])
+    expect(await page.locator('[data-node="turn-end"]').count()).toBe(2)
+  })
+
+  it('shows the todo list and a subagent run that links to its own session', async () => {
+    t.script(
+      reply.toolCalls([
+        {
+          name: 'todo_write',
+          arguments: {
+            todos: [
+              { content: 'Read the notes', status: 'completed' },
+              { content: 'Ask a helper', status: 'in_progress', activeForm: 'Asking a helper' },
+              { content: 'Report back', status: 'pending' },
+            ],
+          },
+        },
+      ]),
+      reply.toolCalls([{ name: 'task', arguments: { description: 'Count notes', prompt: 'Count the lines of notes.txt and answer with the number.' } }]),
+      reply.text('The helper counted 3 lines.'),
+      reply.text('All done: 3 lines.'),
+    )
+    const { page } = t
+    await page.goto(t.url)
+    await composer(page).fill('Plan and delegate')
+    await composer(page).press('Enter')
+    const todos = page.getByRole('region', { name: 'Todo list' })
+    await todos.getByText('1/3 done').waitFor()
+    expect(await todos.getByRole('listitem').allTextContents()).toEqual(['●Read the notes (completed)', '◐Asking a helper (in progress)', '○Report back (pending)'])
+    await page.getByText('All done: 3 lines.').waitFor()
+    await t.screenshot('todos-and-subagent')
+    const parentUrl = page.url()
+    await page.locator('[data-tool="task"]').getByRole('link', { name: "Open the subagent's session" }).click()
+    await page.waitForURL((url) => url.href !== parentUrl)
+    await page.getByText('The helper counted 3 lines.').waitFor()
+    await page.getByRole('link', { name: 'parent session' }).click()
+    await page.waitForURL(parentUrl)
+  })
+})
