@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The README's first command (`npm run quickstart`): on a machine with only
-// Node and npm, install pnpm if needed, install dependencies, build, and run
-// the main job.
+// Node and npm, install pnpm if needed, install dependencies, build, and start
+// the main job, `dsh web` (Ctrl+C stops it).
 import { execFileSync, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 
@@ -26,4 +26,5 @@ if (installed.split('.')[0] !== pnpmVersion.split('.')[0]) run('npm', ['install'
 
 run('pnpm', ['install', '--frozen-lockfile'])
 run('pnpm', ['build'])
-run('node', ['apps/cli/lib/bin.js', '--profile', 'headless', '--dump-config'])
+// Extra arguments reach dsh web: npm run quickstart -- --port 0 --no-open
+run('apps/cli/lib/dsh', ['web', ...process.argv.slice(2)])

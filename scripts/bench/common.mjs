@@ -10,7 +10,11 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 export const root = fileURLToPath(new URL('../..', import.meta.url))
+/** The `dsh` command users run: the launcher, which starts node from the startup snapshot when it fits. */
+export const launcher = path.join(root, 'apps/cli/lib/dsh')
+/** The plain entry (`node bin.js`), and the snapshot the launcher starts from instead when it fits. */
 export const bin = path.join(root, 'apps/cli/lib/bin.js')
+const snapshotBlob = path.join(root, 'apps/cli/lib/snapshot/dsh.blob')
 const rssProbe = path.join(root, 'scripts/bench/rss-probe.mjs')
 
 /**
@@ -63,10 +67,11 @@ export async function sandbox(label) {
   }
 }
 
-/** The parent's environment without the developer's dsh and DeepSeek settings, plus `extra`. */
+/** The parent's environment without the developer's dsh, DeepSeek and NODE_OPTIONS settings, plus `extra`. */
 export function childEnv(extra) {
   const env = { ...process.env }
   for (const key of Object.keys(env)) if (key.startsWith('DSH_') || key.startsWith('DEEPSEEK_')) delete env[key]
+  delete env.NODE_OPTIONS
   return { ...env, ...extra }
 }
 
@@ -76,8 +81,29 @@ export function profileChildren(dir) {
   nodeFlags.push('--cpu-prof', '--cpu-prof-dir', dir)
 }
 
+/** Whether runs take the plain entry instead of the launcher (the runner's `--plain`, for comparisons). */
+let plain = false
+export function usePlainEntry() {
+  plain = true
+}
+
 /**
- * Runs the built bin once: `node [--import rss-probe] bin.js ...args`.
+ * How a run starts: the launcher, as users run it, with the RSS probe
+ * preloaded through NODE_OPTIONS (the launcher keeps the snapshot for
+ * --import). Node flags such as --cpu-prof cannot go through the launcher or
+ * NODE_OPTIONS, so a profiled run starts node itself the way the launcher
+ * would: from the snapshot when it is built, else the plain entry. With
+ * `usePlainEntry()` every run takes the plain entry.
+ */
+function command(args) {
+  if (nodeFlags.length === 0 && !plain) return [launcher, args]
+  const entry = existsSync(snapshotBlob) && !plain ? ['--snapshot-blob', snapshotBlob, bin] : [bin]
+  return [process.execPath, [...nodeFlags, ...entry, ...args]]
+}
+
+/**
+ * Runs the built `dsh` once (see `command`). Session titles are off: their
+ * model call runs beside the task and would add a request to every figure.
  * Resolves with `{ code, stdout, stderr, startedAt, endedAt, wallMs, maxRssKiB }`;
  * `startedAt` is `performance.now()` just before the spawn, `endedAt` when the
  * child has exited and closed its output. Rejects when it exits non-zero
@@ -85,10 +111,11 @@ export function profileChildren(dir) {
  */
 export function runDsh(args, { home, cwd = root, env = {}, allowFailure = false } = {}) {
   return new Promise((resolve, reject) => {
+    const [file, argv] = command(args)
     const startedAt = performance.now()
-    const child = spawn(process.execPath, [...nodeFlags, '--import', rssProbe, bin, ...args], {
+    const child = spawn(file, argv, {
       cwd,
-      env: childEnv({ DSH_HOME: home, ...env }),
+      env: childEnv({ DSH_HOME: home, DSH_SESSION_TITLES: 'off', NODE_OPTIONS: `--import="${rssProbe}"`, ...env }),
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     })
     let stdout = ''

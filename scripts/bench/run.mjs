@@ -6,24 +6,29 @@ import { existsSync, mkdirSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { bin, printTable, profileChildren } from './common.mjs'
+import { launcher, printTable, profileChildren, usePlainEntry } from './common.mjs'
 import * as bashCall from './bash-call.mjs'
+import * as catalog from './catalog.mjs'
 import * as dumpConfig from './dump-config.mjs'
 import * as firstRequest from './first-request.mjs'
 import * as grep from './grep.mjs'
+import { eventRate as sdkEvents, roundTrip as sdkRoundTrip } from './sdk.mjs'
 import * as sessionOpen from './session-open.mjs'
 import * as step from './step.mjs'
 import * as twoStep from './two-step.mjs'
+import * as web from './web.mjs'
 
-const BENCHMARKS = [dumpConfig, firstRequest, step, twoStep, sessionOpen, grep, bashCall]
+const BENCHMARKS = [dumpConfig, firstRequest, step, twoStep, sessionOpen, grep, bashCall, catalog, sdkRoundTrip, sdkEvents, web]
 const NAMES = BENCHMARKS.map((b) => b.name)
 
-const usage = `usage: pnpm bench [--runs N] [--only <name>]... [--cpu-prof <dir>]
+const usage = `usage: pnpm bench [--runs N] [--only <name>]... [--cpu-prof <dir>] [--plain]
 
   --runs N          runs per benchmark instead of each one's default
   --only <name>     run only this benchmark (repeat it, or separate names with commas)
   --cpu-prof <dir>  write a V8 CPU profile of every dsh run into <dir>
                     (summarize one with: node scripts/bench/cpu-profile.mjs <file>)
+  --plain           run dsh as node apps/cli/lib/bin.js, without the startup
+                    snapshot (to compare with the default, the launcher)
 
 benchmarks: ${BENCHMARKS.map((b) => `${b.name} (${b.defaultRuns} runs)`).join(', ')}`
 
@@ -39,6 +44,7 @@ try {
       runs: { type: 'string' },
       only: { type: 'string', multiple: true },
       'cpu-prof': { type: 'string' },
+      plain: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -55,7 +61,8 @@ const runs = options.runs === undefined ? undefined : Number(options.runs)
 if (runs !== undefined && (!Number.isInteger(runs) || runs < 1)) fail('--runs needs a positive whole number')
 const only = (options.only ?? []).flatMap((value) => value.split(',')).map((value) => value.trim()).filter(Boolean)
 for (const name of only) if (!NAMES.includes(name)) fail(`unknown benchmark "${name}"`)
-if (!existsSync(bin)) fail(`${path.relative(process.cwd(), bin)} is missing: run \`pnpm build\` first`)
+if (!existsSync(launcher)) fail(`${path.relative(process.cwd(), launcher)} is missing: run \`pnpm build\` first`)
+if (options.plain) usePlainEntry()
 if (options['cpu-prof']) {
   const dir = path.resolve(options['cpu-prof'])
   mkdirSync(dir, { recursive: true })
@@ -66,6 +73,7 @@ const selected = BENCHMARKS.filter((b) => only.length === 0 || only.includes(b.n
 const cpus = os.cpus()
 console.log(`dsh benchmarks: node ${process.version}, ${os.platform()} ${os.arch()}, ${cpus.length} CPU(s) (${cpus[0]?.model.trim() ?? 'unknown'})`)
 if (options['cpu-prof']) console.log(`CPU profiles of every dsh run go to ${path.resolve(options['cpu-prof'])} (profiling slows the runs down)`)
+if (options.plain) console.log('dsh runs take the plain entry, node apps/cli/lib/bin.js (no startup snapshot)')
 console.log('')
 
 const started = performance.now()

@@ -1,29 +1,8 @@
 #!/usr/bin/env node
+// The plain entry: Node loads every module from lib/ folders. `lib/dsh`, the
+// launcher users run, starts from the startup snapshot instead and falls back
+// to this file when the snapshot is missing or does not fit the node binary.
 import { fileURLToPath } from 'node:url'
-import { setFlagsFromString } from 'node:v8'
-import { launch } from '@dsh/app-boot'
-import manifest from '../package.json' with { type: 'json' }
+import { start } from './start.ts'
 
-// undici parses HTTP with a WebAssembly module; V8's optimising tier compiles
-// it in the background and process exit waits for that (~150 ms per run).
-// The baseline tier is fast enough for response parsing.
-setFlagsFromString('--liftoff-only')
-
-// Anything that escapes the launcher is a bug: say so on one line and exit 1.
-const fatal = (error: unknown) => {
-  process.stderr.write(`dsh: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
-  process.exit(1)
-}
-process.on('unhandledRejection', fatal)
-process.on('uncaughtException', fatal)
-
-const code = await launch({
-  argv: process.argv.slice(2),
-  installDir: fileURLToPath(new URL('..', import.meta.url)),
-  version: manifest.version,
-}).catch((error: unknown) => {
-  fatal(error)
-  return 1
-})
-// Let stdout drain before exiting; a piped reader must get every byte.
-process.stdout.write('', () => process.exit(code))
+await start({ installDir: fileURLToPath(new URL('..', import.meta.url)) })

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { applyPatches, type Composed, ConfigError, isPlainObject, type Layer, parsePatchList } from '@dsh/loader/compose'
-import type { Profile } from './profile.ts'
+import { type Profile, TEMPLATES } from './profile.ts'
 
 /** Finds `<name>/package.json` on the node_modules search path above `fromDir`. */
 export function findPackageDir(name: string, fromDir: string): string | undefined {
@@ -55,6 +55,13 @@ export async function resolveBundle(name: string, profile: Profile, installDir: 
   return info
 }
 
+/**
+ * Parsed patch files by path, reused while the file holds the same text
+ * (composition never changes a layer). The startup snapshot carries the
+ * shipped bundles' layers parsed already (`preparseShippedBundles`).
+ */
+const parsedLayers = new Map<string, { text: string; label: string; layer: Layer }>()
+
 async function readLayer(file: string, label: string, kind: string): Promise<Layer> {
   let text: string
   try {
@@ -62,7 +69,20 @@ async function readLayer(file: string, label: string, kind: string): Promise<Lay
   } catch (error) {
     throw new ConfigError(`failed to read ${kind} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
   }
-  return parsePatchList(text, label, path.dirname(file))
+  const parsed = parsedLayers.get(file)
+  if (parsed?.text === text && parsed.label === label) return parsed.layer
+  const layer = parsePatchList(text, label, path.dirname(file))
+  parsedLayers.set(file, { text, label, layer })
+  return layer
+}
+
+/** Parses the patch files of the bundles the shipped profile templates list, as the launcher will read them. */
+export async function preparseShippedBundles(installDir: string): Promise<void> {
+  for (const name of new Set(Object.values(TEMPLATES).flat())) {
+    const dir = findPackageDir(name, installDir)
+    const bundle = dir ? await readBundleDeclaration(name, dir) : undefined
+    for (const file of bundle?.patchFiles ?? []) await readLayer(file, name, `bundle patch of ${name}`)
+  }
 }
 
 export interface LayerSources {

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { CmdlineArgs } from '@dsh/cmdline'
 import { Context, emitIsolated } from '@dsh/cordis'
 import { errorText, exportLogsToConsole, type Health, Loader, type LogLevel, type Row } from '@dsh/loader'
-import { createModuleResolver, installProfileImportFallback } from './modules.ts'
+import { createModuleImporter, type PreloadedModules } from './modules.ts'
 import type { ProfileContext } from './profile-context.ts'
 import { DRAIN_LIMIT_MS, type ExitRequest } from './shutdown.ts'
 
@@ -18,6 +18,7 @@ export interface TreeOptions {
   logLevel: LogLevel
   settleTimeoutMs: number
   writeErr: (text: string) => void
+  preloaded?: PreloadedModules
 }
 
 /**
@@ -26,7 +27,6 @@ export interface TreeOptions {
  */
 export async function runTree(options: TreeOptions): Promise<number> {
   const { exit, writeErr } = options
-  installProfileImportFallback(options.home, options.installDir)
   const root = new Context()
   exportLogsToConsole(root, options.logLevel, writeErr)
   root.provide('cmdlineArgs', new CmdlineArgs(options.appArgs))
@@ -34,7 +34,7 @@ export async function runTree(options: TreeOptions): Promise<number> {
   root.provide('profileContext', { ...options.profile, home: options.home })
   const dshHomePath = (...segments: string[]) => path.join(options.home, ...segments)
   await root.plugin(Loader, {
-    resolveModule: createModuleResolver(options.profile.dir, options.installDir),
+    importModule: createModuleImporter({ home: options.home, profileDir: options.profile.dir, installDir: options.installDir, preloaded: options.preloaded }),
     scope: { dshHomePath },
   })
 

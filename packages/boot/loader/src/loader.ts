@@ -11,8 +11,13 @@ declare module '@dsh/cordis' {
 /** Turns a row's module name into something `import()` accepts (a file URL or a bare name). */
 export type ModuleResolver = (name: string) => string | Promise<string>
 
+/** Loads a row's module by name and resolves with its namespace. */
+export type ModuleImporter = (name: string) => Promise<unknown>
+
 export interface LoaderOptions {
-  resolveModule: ModuleResolver
+  /** How rows' module names are loaded; `importModule` wins over `resolveModule` plus `import()`. */
+  resolveModule?: ModuleResolver
+  importModule?: ModuleImporter
   /** Extra names visible to `!!js` expressions, next to `ctx` and `process`. */
   scope?: Record<string, unknown>
 }
@@ -208,7 +213,7 @@ export class Loader extends Service {
     const name = row.name as string
     let mod: Record<string, unknown>
     try {
-      mod = await import(await this.options.resolveModule(name))
+      mod = (await this.importModule(name)) as Record<string, unknown>
     } catch (error) {
       throw new ConfigError(`row "${row.id}": cannot load module "${name}": ${errorText(error)}`)
     }
@@ -219,6 +224,13 @@ export class Loader extends Service {
       throw new ConfigError(`row "${row.id}": module "${name}" is not a plugin (export a function, a class or an object with apply)`)
     }
     return plugin
+  }
+
+  private async importModule(name: string): Promise<unknown> {
+    const { importModule, resolveModule } = this.options
+    if (importModule) return importModule(name)
+    if (!resolveModule) throw new Error('the loader has neither importModule nor resolveModule')
+    return import(await resolveModule(name))
   }
 
   private createEntry(row: Row, plugin: unknown): Entry {

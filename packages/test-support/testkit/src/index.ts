@@ -8,11 +8,19 @@ import { fileURLToPath } from 'node:url'
 /** The repository root, found from this file (src/ or lib/ of packages/test-support/testkit). */
 export const repoRoot = path.resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..')
 
-/** The built launcher that users run: `node apps/cli/lib/bin.js`. */
+/**
+ * The built `dsh` command users run: a shell launcher that starts node from
+ * the startup snapshot, or runs `dshBin` when the snapshot does not fit.
+ */
+export const dshLauncher = path.join(repoRoot, 'apps/cli/lib/dsh')
+
+/** The plain entry, for running under a chosen node: `node apps/cli/lib/bin.js`. */
 export const dshBin = path.join(repoRoot, 'apps/cli/lib/bin.js')
 
 export function assertBuilt(): void {
-  if (!existsSync(dshBin)) throw new Error(`${dshBin} is missing: run pnpm build before the end-to-end tests`)
+  for (const file of [dshLauncher, dshBin]) {
+    if (!existsSync(file)) throw new Error(`${file} is missing: run pnpm build before the end-to-end tests`)
+  }
 }
 
 /** A private temporary folder, removed by `dispose`. */
@@ -65,7 +73,7 @@ export class DshProcess {
 
   constructor(args: string[], options: DshOptions) {
     assertBuilt()
-    this.child = spawn(process.execPath, [dshBin, ...args], {
+    this.child = spawn(dshLauncher, args, {
       cwd: options.cwd ?? options.home,
       env: childEnv(options),
       stdio: ['pipe', 'pipe', 'pipe'],

@@ -32,11 +32,14 @@ const NON_PUBLIC: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['ff00::', 8, 'ipv6', 'multicast'],
 ]
 
-const lists = NON_PUBLIC.map(([network, prefix, family, label]) => {
-  const list = new BlockList()
-  list.addSubnet(network, prefix, family)
-  return { list, label }
-})
+// Built on first use: a BlockList holds a native handle, which dsh's startup snapshot cannot carry.
+let lists: Array<{ list: BlockList; label: string }> | undefined
+const blockLists = () =>
+  (lists ??= NON_PUBLIC.map(([network, prefix, family, label]) => {
+    const list = new BlockList()
+    list.addSubnet(network, prefix, family)
+    return { list, label }
+  }))
 
 /** The 16-bit groups of an IPv6 address. */
 function ipv6Groups(address: string): number[] {
@@ -72,7 +75,7 @@ export function nonPublicReason(address: string): string | undefined {
   const version = isIP(bare)
   if (version === 0) return 'not an IP address'
   const family = version === 4 ? 'ipv4' : 'ipv6'
-  for (const { list, label } of lists) if (list.check(bare, family)) return label
+  for (const { list, label } of blockLists()) if (list.check(bare, family)) return label
   const embedded = version === 6 ? nat64Embedded(bare) : undefined
   if (embedded) {
     const reason = nonPublicReason(embedded)

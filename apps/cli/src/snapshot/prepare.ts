@@ -1,0 +1,3 @@
+export function prepare(importers: Record<string, () => Promise<unknown>>): void {
+  ;(globalThis as any).__importers = importers
+}

@@ -1,0 +1,38 @@
+import { setFlagsFromString } from 'node:v8'
+import { launch, type PreloadedModules } from '@dsh/app-boot'
+import manifest from '../package.json' with { type: 'json' }
+
+export interface StartOptions {
+  /** The installation folder (apps/cli), whose dependencies hold the shipped bundles and plugins. */
+  installDir: string
+  /** In-box modules already evaluated (the startup snapshot). */
+  preloaded?: PreloadedModules
+}
+
+/** Runs the launcher on the process arguments and exits with its code. */
+export async function start(options: StartOptions): Promise<void> {
+  // undici parses HTTP with a WebAssembly module; V8's optimising tier compiles
+  // it in the background and process exit waits for that (~150 ms per run).
+  // The baseline tier is fast enough for response parsing.
+  setFlagsFromString('--liftoff-only')
+
+  // Anything that escapes the launcher is a bug: say so on one line and exit 1.
+  const fatal = (error: unknown) => {
+    process.stderr.write(`dsh: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+    process.exit(1)
+  }
+  process.on('unhandledRejection', fatal)
+  process.on('uncaughtException', fatal)
+
+  const code = await launch({
+    argv: process.argv.slice(2),
+    installDir: options.installDir,
+    version: manifest.version,
+    preloaded: options.preloaded,
+  }).catch((error: unknown) => {
+    fatal(error)
+    return 1
+  })
+  // Let stdout drain before exiting; a piped reader must get every byte.
+  process.stdout.write('', () => process.exit(code))
+}

@@ -1,0 +1,56 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { mkdir, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { dshBin, repoRoot, runDsh, tempDir } from '@dsh/testkit'
+import { describe, expect, it } from 'vitest'
+
+// The `dsh` command starts node from the startup snapshot built by `pnpm build`
+// (scripts/snapshot/build.mjs) and falls back to the plain entry when the
+// snapshot cannot be used. Either way a plugin sees one cordis.
+const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url))
+const blob = path.join(repoRoot, 'apps/cli/lib/snapshot/dsh.blob')
+
+interface Probe {
+  fromSnapshot: boolean
+  sameCordis: boolean
+  preloaded: boolean
+}
+
+/** Boots a custom profile whose only extra row is the probe, in a fresh home; resolves with what the probe saw. */
+async function probe(env: Record<string, string> = {}): Promise<Probe> {
+  const { dir: home, dispose } = await tempDir()
+  try {
+    const file = path.join(home, 'probe.json')
+    const dir = path.join(home, 'profiles', 'probe')
+    await mkdir(dir, { recursive: true })
+    await writeFile(path.join(dir, 'package.json'), JSON.stringify({ name: 'p-probe', private: true, dsh: { profile: { bundles: ['@dsh/bundle-base'] } } }))
+    await writeFile(path.join(dir, 'cordis.patch.yml'), `- insert:\n    - { id: probe, name: ${path.join(fixtures, 'snapshot-probe.mjs')}, config: { file: ${file} } }\n`)
+    const result = await runDsh(['probe'], { home, env })
+    expect(result.stderr).toBe('')
+    expect(result.code).toBe(0)
+    return JSON.parse(readFileSync(file, 'utf8')) as Probe
+  } finally {
+    await dispose()
+  }
+}
+
+describe('startup snapshot', () => {
+  it('is built next to the plain entry', () => {
+    expect(existsSync(blob)).toBe(true)
+    expect(existsSync(dshBin)).toBe(true)
+  })
+
+  it('starts dsh, and a plugin that imports @dsh/cordis gets the running instance', async () => {
+    expect(await probe()).toEqual({ fromSnapshot: true, sameCordis: true, preloaded: false })
+  })
+
+  it('runs NODE_OPTIONS preloads as plain node does', async () => {
+    const preload = path.join(fixtures, 'snapshot-preload.mjs')
+    expect(await probe({ NODE_OPTIONS: `--import=${preload}` })).toEqual({ fromSnapshot: true, sameCordis: true, preloaded: true })
+  })
+
+  it('gives way to the plain entry when NODE_OPTIONS sets a V8 flag, which the snapshot cannot take', async () => {
+    expect(await probe({ NODE_OPTIONS: '--max-old-space-size=512' })).toEqual({ fromSnapshot: false, sameCordis: true, preloaded: false })
+  })
+})
