@@ -1,0 +1,23 @@
+export interface CommandSpec {
+  name: 'compact' | 'new' | 'model'
+  args?: string
+  description: string
+}
+
+export const COMMANDS: readonly CommandSpec[] = [
+  { name: 'compact', description: 'Summarise earlier messages to free up context' },
+  { name: 'new', description: 'Start a new session in this workspace' },
+  { name: 'model', args: '<id>', description: "Switch this session's model" },
+]
+
+export interface ParsedCommand {
+  name: CommandSpec['name']
+  arg: string
+}
+
+/** A known `/command` line; anything else (skills such as `/review` included) goes to the model as text. */
+export function parseCommand(text: string): ParsedCommand | undefined {
+  const match = text.trim().match(/^\/(\S+)(?:\s+([\s\S]*))?$/)
+  const spec = match && COMMANDS.find((c) => c.name === match[1])
+  return spec ? { name: spec.name, arg: (match[2] ?? '').trim() } : undefined
+}
