@@ -11,7 +11,9 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
   const t = useWebApp({ files: { 'notes.txt': 'alpha\nbeta\ngamma\n' } })
 
   it('sends a prompt and shows the answer as it streams, then tokens and cost', async () => {
-    t.script(reply.text('Hello from **dsh**. The answer is 42.', { delayMs: 40, reasoning: 'Let me think about it.' }))
+    // Long enough (about 5 s at one word per event) that the page is subscribed while the text still streams, even on a loaded machine.
+    const answerText = `Hello from **dsh**. The answer is 42.\n\n${'Streaming keeps going for a while. '.repeat(20)}`
+    t.script(reply.text(answerText, { delayMs: 40, reasoning: `Let me think about it. ${'Still thinking. '.repeat(10)}` }))
     const { page } = t
     await page.goto(t.url)
     const input = composer(page)

@@ -60,4 +60,26 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(page.url()).toBe(forkUrl)
     await expect(t.api('GET', `/api/sessions/${appleId}`)).rejects.toThrow(/404/)
   })
+
+  it('opens a session straight from its URL, highlights its code once highlight.js loads, and says when a URL names no session', async () => {
+    t.script(reply.text('Here:\n\n```ts\nconst answer = 42\n```\n'))
+    const { page } = t
+    await page.goto(t.url)
+    await composer(page).fill('Show me code')
+    await composer(page).press('Enter')
+    await page.locator('[data-node="turn-end"]').waitFor()
+    const url = page.url()
+
+    // A fresh tab: the session loads from index.html's early request, before the app script runs.
+    const fresh = await t.context.newPage()
+    await fresh.goto(url)
+    await fresh.locator('pre.md-code .hljs-keyword').first().waitFor()
+    expect(await fresh.locator('[data-node="user"]').allTextContents()).toEqual(['Show me code'])
+    expect(await fresh.locator('pre.md-code code').textContent()).toBe('const answer = 42')
+
+    await fresh.goto(`${t.url}/#/session/no-such-session`)
+    await fresh.reload()
+    await fresh.getByRole('alert').getByText('This session does not exist').waitFor()
+    await fresh.close()
+  })
 })

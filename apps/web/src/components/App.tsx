@@ -1,3 +1,4 @@
+import { lazy, Suspense } from 'react'
 import { AppContext } from '../hooks/app-context.ts'
 import { useRoute } from '../hooks/useRoute.ts'
 import type { AppModel } from '../model/app.ts'
@@ -5,8 +6,10 @@ import styles from './App.module.css'
 import { ToastArea } from './common/ToastArea.tsx'
 import { HomePage } from './pages/HomePage.tsx'
 import { SessionPage } from './pages/SessionPage.tsx'
-import { SettingsPage } from './pages/SettingsPage.tsx'
 import { Sidebar } from './sidebar/Sidebar.tsx'
+
+// Off the first paint: loaded when first shown.
+const SettingsPage = lazy(() => import('./pages/SettingsPage.tsx').then((m) => ({ default: m.SettingsPage })))
 
 export function App({ model }: { model: AppModel }) {
   return (
@@ -28,7 +31,9 @@ function Layout() {
         {route.page === 'session' ? (
           <SessionPage key={route.sessionId} sessionId={route.sessionId} />
         ) : route.page === 'settings' ? (
-          <SettingsPage />
+          <Suspense fallback={null}>
+            <SettingsPage />
+          </Suspense>
         ) : (
           <HomePage key={route.cwd ?? ''} {...(route.cwd ? { cwd: route.cwd } : {})} />
         )}

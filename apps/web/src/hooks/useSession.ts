@@ -1,5 +1,5 @@
 import type { SessionId } from '@dsh/web-client'
-import { useEffect, useState } from 'react'
+import { useLayoutEffect, useState } from 'react'
 import { SessionController } from '../model/session-controller.ts'
 import { useApp } from './app-context.ts'
 
@@ -7,10 +7,11 @@ import { useApp } from './app-context.ts'
 export function useSession(sessionId: SessionId): SessionController | undefined {
   const app = useApp()
   const [controller, setController] = useState<SessionController>()
-  useEffect(() => {
+  // A layout effect: a session already loaded is on screen in the first frame the page paints.
+  useLayoutEffect(() => {
     const next = new SessionController(app.api, app.live, sessionId)
-    setController(next)
     void next.load(app.takePrefetched(sessionId))
+    setController(next)
     return () => {
       next.dispose()
       app.requests.clear()

@@ -1,5 +1,6 @@
 import { type ConnectionState, DshApi, type Info, LiveConnection, type SessionDetail, type SessionId } from '@dsh/web-client'
 import { addPrices } from '../lib/cost.ts'
+import { takeEarlyLoad } from '../lib/early-load.ts'
 import { Store } from '../lib/store.ts'
 import { RequestsStore } from './requests.ts'
 import { SessionsStore } from './sessions.ts'
@@ -19,7 +20,7 @@ export class AppModel {
   /** The sidebar drawer on narrow screens (and at high zoom). */
   readonly sidebarOpen = new Store(false)
   private listRefresh: ReturnType<typeof setTimeout> | undefined
-  private prefetched = new Map<SessionId, Promise<SessionDetail>>()
+  private prefetched = new Map<SessionId, SessionDetail | Promise<SessionDetail>>()
 
   constructor(token: string | undefined) {
     this.api = new DshApi(token ? { token } : {})
@@ -50,13 +51,20 @@ export class AppModel {
 
   /** Starts loading a session before the page renders (the session in the URL at startup). */
   prefetch(sessionId: SessionId): void {
-    const request = this.api.getSession(sessionId)
-    request.catch(() => {}) // the controller that takes it reports the failure
+    // A failed early load is asked again here, so errors read the same as any other load's.
+    const early = takeEarlyLoad(sessionId)
+    const request = early ? early.then((detail) => detail ?? this.api.getSession(sessionId)) : this.api.getSession(sessionId)
+    request.then(
+      (detail) => {
+        if (this.prefetched.get(sessionId) === request) this.prefetched.set(sessionId, detail)
+      },
+      () => {}, // the controller that takes it reports the failure
+    )
     this.prefetched.set(sessionId, request)
   }
 
-  /** A prefetched load of this session, handed out once. */
-  takePrefetched(sessionId: SessionId): Promise<SessionDetail> | undefined {
+  /** A prefetched load of this session, handed out once: the detail itself when it has arrived. */
+  takePrefetched(sessionId: SessionId): SessionDetail | Promise<SessionDetail> | undefined {
     const request = this.prefetched.get(sessionId)
     this.prefetched.delete(sessionId)
     return request

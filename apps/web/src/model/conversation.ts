@@ -216,10 +216,14 @@ export class ConversationModel {
 
   /** Removes the streaming drafts of a step that did not become part of its final message. */
   private dropDrafts(turn: number, step: number, keep: ReadonlySet<string> = new Set()): void {
+    if (this.open.size === 0) return
     const prefix = `m:${turn}:${step}:`
-    const doomed = this.openNodes().filter((n) => n.key.startsWith(prefix) && !keep.has(n.key) && isDraft(n))
-    if (doomed.length === 0) return
-    const gone = new Set(doomed.map((n) => n.key))
+    const gone = new Set<string>()
+    for (const key of this.open) {
+      const node = this.get(key)
+      if (node && key.startsWith(prefix) && !keep.has(key) && isDraft(node)) gone.add(key)
+    }
+    if (gone.size === 0) return
     for (const key of gone) this.open.delete(key)
     this.own()
     this.nodes = this.nodes.filter((n) => !gone.has(n.key))

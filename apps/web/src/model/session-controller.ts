@@ -47,16 +47,24 @@ export class SessionController implements Readable<SessionView> {
     return () => this.listeners.delete(listener)
   }
 
-  /** Restores the session from its log (`prefetched`: a load already under way), then follows it live. */
-  async load(prefetched?: Promise<SessionDetail>): Promise<void> {
+  /**
+   * Restores the session from its log, then follows it live. `prefetched`: a
+   * load already under way, or already done (then the restore happens before
+   * this returns, so the first render shows the conversation).
+   */
+  async load(prefetched?: SessionDetail | Promise<SessionDetail>): Promise<void> {
     let detail: SessionDetail
-    try {
-      detail = await (prefetched ?? this.api.getSession(this.id))
-    } catch (error) {
-      if (this.disposed) return
-      const missing = error instanceof ApiError && (error.status === 404 || error.code === 'unknown-session' || error.code === 'not-found')
-      this.patch({ status: missing ? 'missing' : 'error', error: error instanceof Error ? error.message : String(error) })
-      return
+    if (prefetched && !(prefetched instanceof Promise)) {
+      detail = prefetched
+    } else {
+      try {
+        detail = await (prefetched ?? this.api.getSession(this.id))
+      } catch (error) {
+        if (this.disposed) return
+        const missing = error instanceof ApiError && (error.status === 404 || error.code === 'unknown-session' || error.code === 'not-found')
+        this.patch({ status: missing ? 'missing' : 'error', error: error instanceof Error ? error.message : String(error) })
+        return
+      }
     }
     if (this.disposed) return
     for (const event of detail.events) this.model.applyEvent(event)

@@ -1,10 +1,12 @@
-import { memo, useMemo } from 'react'
-import { markdownBlocks } from '../../lib/markdown.ts'
+import { memo, useMemo, useSyncExternalStore } from 'react'
+import { markdownBlocks, markdownVersion, onHighlighterReady } from '../../lib/markdown.ts'
 import styles from './Markdown.module.css'
 
 /** Sanitized Markdown; each top-level block renders once, so streaming only touches the last one. */
 export const Markdown = memo(function Markdown({ text }: { text: string }) {
-  const blocks = useMemo(() => markdownBlocks(text), [text])
+  // Code blocks drawn before highlight.js arrived are drawn again when it does.
+  const version = useSyncExternalStore(onHighlighterReady, markdownVersion)
+  const blocks = useMemo(() => markdownBlocks(text), [text, version])
   return (
     <div className={styles.markdown}>
       {blocks.map((block) => (
