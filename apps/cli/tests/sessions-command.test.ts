@@ -64,10 +64,22 @@ describe('dsh sessions', () => {
   it('builds the catalog from the logs when it does not exist yet', async () => {
     t.mock.enqueue(reply.text('Noted.'))
     expect((await t.headless(['remember the pangolin'])).code).toBe(0)
-    await rm(path.join(t.home, 'catalog.sqlite'))
+    // A headless run does not load SQLite: it leaves the catalog to the next reader.
+    expect(existsSync(path.join(t.home, 'catalog.sqlite'))).toBe(false)
     const found = await sessions('search', 'pangolin', '--json')
     expect(found.code).toBe(0)
     expect(JSON.parse(found.stdout)).toEqual([expect.objectContaining({ preview: 'remember the pangolin', snippet: expect.stringContaining('«pangolin»') })])
+  })
+
+  it('catches up with headless runs made after the catalog was built', async () => {
+    t.mock.enqueue(reply.text('Noted.'))
+    expect((await t.headless(['remember the axolotl'])).code).toBe(0)
+    expect((await sessions('search', 'axolotl')).stdout).toContain('«axolotl»')
+    t.mock.enqueue(reply.text('Noted too.'))
+    expect((await t.headless(['and the quokka'])).code).toBe(0)
+    const listed = JSON.parse((await sessions('list', '--json')).stdout) as { sessions: Entry[] }
+    expect(listed.sessions.map((e) => e.preview)).toEqual(['and the quokka', 'remember the axolotl'])
+    expect((await sessions('search', 'quokka')).stdout).toContain('«quokka»')
   })
 
   it.each([

@@ -7,7 +7,7 @@ import type { SessionPersistence } from '@dsh/session-persistence'
 import * as jsonl from '@dsh/session-persistence-jsonl'
 import { Config, storeOptions } from './config.ts'
 import { digestEvents } from './digest.ts'
-import { buildFromLogs } from './reindex.ts'
+import { buildFromLogs, catchUpWithLogs } from './reindex.ts'
 import { openDatabase } from './schema.ts'
 import { CatalogStore } from './store.ts'
 import type { CatalogEntry } from './types.ts'
@@ -28,7 +28,8 @@ export const SESSIONS_HELP = `Usage: dsh sessions <command> [options]
 
 Lists, searches, shows and exports the sessions stored under $DSH_HOME,
 through the catalog ($DSH_HOME/catalog.sqlite, built from the logs when it
-is missing). Works without booting a profile.
+is missing, and brought up to date with the logs written since it was last
+used). Works without booting a profile.
 
 Commands:
   list [--cwd DIR] [--limit N] [--cursor C] [--all] [--json]
@@ -97,19 +98,20 @@ async function openStores(options: SessionsCommandOptions) {
   return {
     config,
     persistence,
-    /** The catalog, built from the logs first when it is missing, outdated or `rebuild` is set. */
+    /**
+     * The catalog, built from the logs first when it is missing, outdated or
+     * `rebuild` is set, else caught up with the logs modified since it last was.
+     */
     async catalog(rebuild = false): Promise<{ store: CatalogStore; built?: { sessions: number; ms: number } }> {
+      const build = { concurrency: config.reindexConcurrency, batchSize: config.reindexBatch, onProblem: (message: string) => options.writeErr(`dsh: ${message}\n`) }
       if (!catalog) {
         const { db, needsBuild } = await openDatabase(config.path, { busyTimeoutMs: config.busyTimeoutMs, onReplace: (reason) => options.writeErr(`dsh: ${reason}\n`) })
         catalog = { store: new CatalogStore(db, storeOptions(config)), needsBuild }
+        if (!needsBuild && !rebuild) await catchUpWithLogs(catalog.store, persistence, build)
       }
       if (!catalog.needsBuild && !rebuild) return { store: catalog.store }
       const started = performance.now()
-      const sessions = await buildFromLogs(catalog.store, persistence, {
-        concurrency: config.reindexConcurrency,
-        batchSize: config.reindexBatch,
-        onProblem: (message) => options.writeErr(`dsh: ${message}\n`),
-      })
+      const sessions = await buildFromLogs(catalog.store, persistence, build)
       catalog.needsBuild = false
       return { store: catalog.store, built: { sessions: sessions ?? 0, ms: Math.round(performance.now() - started) } }
     },

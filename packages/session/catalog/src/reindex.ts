@@ -1,11 +1,11 @@
 import type { SessionId } from '@dsh/session'
-import { type OpenedLog, SessionNotFoundError, type StoredSession } from '@dsh/session-persistence'
+import { type ListOptions, type OpenedLog, SessionNotFoundError, type StoredSession } from '@dsh/session-persistence'
 import { digestEvents, type SessionDigest } from './digest.ts'
 import type { CatalogStore, LogFileInfo } from './store.ts'
 
 /** Where the logs come from: `ctx.sessionPersistence`, or the JSONL provider on a bare context in the CLI. */
 export interface LogSource {
-  list(): Promise<StoredSession[]>
+  list(options?: ListOptions): Promise<StoredSession[]>
   open(id: SessionId): Promise<OpenedLog>
 }
 
@@ -43,15 +43,13 @@ export function indexLog(store: CatalogStore, log: OpenedLog, stored?: StoredSes
 }
 
 /**
- * Empties the catalog and indexes every stored log. A log that cannot be
- * read is reported and skipped; one with unreadable lines is indexed from
- * the lines that can be read, and reported. The catalog counts as built only
- * when every log was visited. Resolves with the number of sessions indexed,
- * or undefined when stopped.
+ * Logs modified this long before the last catch-up are looked at again:
+ * some file systems keep mtimes in whole seconds.
  */
-export async function buildFromLogs(store: CatalogStore, source: LogSource, options: BuildOptions): Promise<number | undefined> {
-  store.reset()
-  const stored = await source.list()
+export const MTIME_SLACK_MS = 2000
+
+/** Reads and indexes `stored` logs in batches; resolves with the number indexed, or undefined when stopped. */
+async function indexLogs(store: CatalogStore, source: LogSource, stored: readonly StoredSession[], options: BuildOptions): Promise<number | undefined> {
   let next = 0
   let indexed = 0
   let batch: Digested[] = []
@@ -84,6 +82,38 @@ export async function buildFromLogs(store: CatalogStore, source: LogSource, opti
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker))
   if (options.stopped?.()) return undefined
   if (batch.length) write()
+  return indexed
+}
+
+/**
+ * Empties the catalog and indexes every stored log. A log that cannot be
+ * read is reported and skipped; one with unreadable lines is indexed from
+ * the lines that can be read, and reported. The catalog counts as built only
+ * when every log was visited. Resolves with the number of sessions indexed,
+ * or undefined when stopped.
+ */
+export async function buildFromLogs(store: CatalogStore, source: LogSource, options: BuildOptions): Promise<number | undefined> {
+  const started = Date.now()
+  store.reset()
+  const indexed = await indexLogs(store, source, await source.list(), options)
+  if (indexed === undefined) return undefined
+  store.markSynced(started)
   store.markBuilt()
+  return indexed
+}
+
+/**
+ * Indexes the logs modified since the catalog last caught up (or was
+ * built) that it does not hold as they are: sessions written by a profile
+ * without the catalog (headless runs), or by another process. Resolves with
+ * the number of sessions indexed, or undefined when stopped.
+ */
+export async function catchUpWithLogs(store: CatalogStore, source: LogSource, options: BuildOptions): Promise<number | undefined> {
+  const started = Date.now()
+  const changed = await source.list({ changedSince: store.syncedAt() - MTIME_SLACK_MS })
+  const stale = changed.filter((session) => !store.hasLog(session.id, { file: session.file, bytes: session.bytes, mtime: session.updatedAt }))
+  const indexed = await indexLogs(store, source, stale, options)
+  if (indexed === undefined) return undefined
+  store.markSynced(started)
   return indexed
 }

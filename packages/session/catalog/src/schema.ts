@@ -11,7 +11,7 @@ type Driver = typeof Database
  * layout, or a build that was cut short) means: drop everything and build
  * again. Bump it with every change to the DDL or to what gets indexed.
  */
-export const SCHEMA_VERSION = 1
+export const SCHEMA_VERSION = 2
 
 /**
  * Full-text rows of a session live at rowids `num * 2^CHUNK_BITS + k`:
@@ -47,6 +47,7 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_recent ON sessions (updated_at DESC, id DESC);
 CREATE INDEX sessions_cwd_recent ON sessions (cwd, updated_at DESC, id DESC);
+CREATE TABLE catalog_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE VIRTUAL TABLE text_index USING fts5 (title, body, tokenize = 'unicode61 remove_diacritics 2');
 INSERT INTO text_index (text_index, rank) VALUES ('rank', 'bm25(${TITLE_WEIGHT}, 1.0)');
 `

@@ -3,7 +3,7 @@ import type { Session, SessionEvent, SessionId } from '@dsh/session'
 import { SessionNotFoundError } from '@dsh/session-persistence'
 import { checkCatalogPath, type SessionCatalogConfig, storeOptions } from './config.ts'
 import { digestEvents, foldEvent, type SessionDigest } from './digest.ts'
-import { buildFromLogs } from './reindex.ts'
+import { type BuildOptions, buildFromLogs, catchUpWithLogs } from './reindex.ts'
 import { openDatabase } from './schema.ts'
 import { CatalogStore, type IndexedSession } from './store.ts'
 import type { CatalogEntry, ListPage, ListQuery, SearchHit, SearchOptions } from './types.ts'
@@ -107,7 +107,7 @@ export class SessionCatalog extends Service {
   async reindex(): Promise<{ sessions: number; ms: number }> {
     const store = await this.open()
     while (this.building) await this.building.catch(() => {})
-    return this.rebuild(store)
+    return this.maintain(store, 'rebuild')
   }
 
   /** Deletes a session's log (refused while it is open in this process) and its catalog entry. */
@@ -128,7 +128,11 @@ export class SessionCatalog extends Service {
     if (session.events.length) this.schedule(this.config.flushDelayMs)
   }
 
-  /** Opens the database once; a missing, outdated or unfinished one starts a rebuild from the logs. */
+  /**
+   * Opens the database once; a missing, outdated or unfinished one starts a
+   * rebuild from the logs, a current one catches up with the logs modified
+   * since it last did.
+   */
   private open(): Promise<CatalogStore> {
     this.opening ??= (async () => {
       clearTimeout(this.openTimer)
@@ -138,8 +142,7 @@ export class SessionCatalog extends Service {
         this.store = store
         // Disposed meanwhile: dispose writes what is pending and closes it.
         if (this.stopped) return store
-        if (needsBuild) void this.rebuild(store).catch(() => {})
-        else this.flush()
+        void this.maintain(store, needsBuild ? 'rebuild' : 'catch-up').catch(() => {})
         return store
       } catch (error) {
         this.logger.error('cannot open the session catalog at %s: %s', this.file, describe(error))
@@ -220,23 +223,28 @@ export class SessionCatalog extends Service {
     store.update(live.indexed, live.digest, texts)
   }
 
-  private rebuild(store: CatalogStore): Promise<{ sessions: number; ms: number }> {
+  /** Rebuilds the catalog from every log, or catches up with the logs changed since it last did; reads wait for it. */
+  private maintain(store: CatalogStore, kind: 'rebuild' | 'catch-up'): Promise<{ sessions: number; ms: number }> {
     if (this.stopped) return Promise.reject(new Error('the session catalog has been disposed'))
     this.cancelTimer()
     const started = performance.now()
-    const run = buildFromLogs(store, this.home.sessionPersistence, {
+    const options: BuildOptions = {
       concurrency: this.config.reindexConcurrency,
       batchSize: this.config.reindexBatch,
       onProblem: (message) => this.logger.warn(message),
       stopped: () => this.stopped,
-    })
+    }
+    const run = kind === 'rebuild' ? buildFromLogs(store, this.home.sessionPersistence, options) : catchUpWithLogs(store, this.home.sessionPersistence, options)
     const building = run
       .then((sessions) => {
-        if (sessions === undefined) throw new Error('the session catalog was disposed while rebuilding')
+        if (sessions === undefined) throw new Error(`the session catalog was disposed during its ${kind}`)
         return { sessions, ms: Math.round(performance.now() - started) }
       })
       .catch((error: unknown) => {
-        if (!this.stopped) this.logger.error('rebuilding the session catalog from the logs failed: %s', describe(error))
+        if (!this.stopped) {
+          const what = kind === 'rebuild' ? 'rebuilding the session catalog from the logs' : 'catching up the session catalog with the logs'
+          this.logger.error('%s failed: %s', what, describe(error))
+        }
         throw error
       })
       .finally(() => {

@@ -107,6 +107,25 @@ export class CatalogStore {
     markBuilt(this.db)
   }
 
+  /** When the catalog last caught up with the logs (epoch ms); 0 when it never did. */
+  syncedAt(): number {
+    const row = this.sql(`SELECT value FROM catalog_state WHERE key = 'synced_at'`).get() as { value: number } | undefined
+    return row?.value ?? 0
+  }
+
+  /** Records that every log modified before `time` (epoch ms) is indexed. */
+  markSynced(time: number): void {
+    this.sql(`INSERT INTO catalog_state (key, value) VALUES ('synced_at', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(Math.round(time))
+  }
+
+  /** Whether the session was indexed from exactly this log file (same path, size and mtime). */
+  hasLog(sessionId: string, file: LogFileInfo): boolean {
+    const row = this.sql('SELECT log_file, log_bytes, log_mtime FROM sessions WHERE id = ?').get(sessionId) as
+      | { log_file: string | null; log_bytes: number | null; log_mtime: number | null }
+      | undefined
+    return row?.log_file === file.file && row.log_bytes === file.bytes && row.log_mtime === Math.round(file.mtime)
+  }
+
   close(): void {
     this.statements.clear()
     if (this.db.open) this.db.close()

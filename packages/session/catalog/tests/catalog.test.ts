@@ -122,6 +122,32 @@ describe('session catalog', () => {
     expect(statSync(h.dbFile).mode & 0o777).toBe(0o600)
   })
 
+  it('catches up with logs written while it was not running, reading only those', async () => {
+    await storeSessions()
+    const first = await h.mountCatalog()
+    expect((await h.root.sessionCatalog.list()).sessions).toHaveLength(5)
+    await first.dispose()
+
+    // Another run without the catalog (a headless task) adds a session and continues one.
+    const p = h.root.sessionPersistence
+    await p.append(meta('f', { cwd: '/work/b', createdAt: 9000 }), storedTurn(0, 9010, 'prompt about platypus', 'answer f'))
+    await p.append(meta('b', { cwd: '/work/b', createdAt: 1000 }), storedTurn(4, 9020, 'follow-up on echidnas', 'answer again'))
+
+    const opened: string[] = []
+    const open = p.open.bind(p)
+    p.open = (id) => {
+      opened.push(id)
+      return open(id)
+    }
+    await h.mountCatalog()
+    const catalog = h.root.sessionCatalog
+    expect(ids(await catalog.search('platypus'))).toEqual(['f'])
+    expect(ids(await catalog.search('echidnas'))).toEqual(['b'])
+    expect(await catalog.get('b')).toMatchObject({ userMessages: 2, assistantMessages: 2 })
+    expect(ids(await catalog.search('topica'))).toEqual(['a'])
+    expect(opened.sort()).toEqual(['b', 'f'])
+  })
+
   it('opens and builds itself shortly after start, without a read', async () => {
     await storeSessions()
     await h.mountCatalog({ openDelayMs: 0 })

@@ -4,6 +4,7 @@ import path from 'node:path'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId, SessionMeta } from '@dsh/session'
 import {
+  type ListOptions,
   type LogProblem,
   type OpenedLog,
   SessionLogError,
@@ -240,7 +241,7 @@ export class JsonlSessionPersistence extends SessionPersistence {
     })
   }
 
-  async list(): Promise<StoredSession[]> {
+  async list(options: ListOptions = {}): Promise<StoredSession[]> {
     let names: string[]
     try {
       names = await readdir(this.root)
@@ -248,17 +249,19 @@ export class JsonlSessionPersistence extends SessionPersistence {
       if (isMissing(error)) return []
       throw error
     }
-    const ids = new Set<string>()
+    const files = new Map<string, string[]>()
     for (const name of names) {
       if (isTempName(name)) continue
       const id = name.endsWith(SEALED) ? name.slice(0, -SEALED.length) : name.endsWith(PLAIN) ? name.slice(0, -PLAIN.length) : undefined
-      if (id !== undefined && isValidId(id)) ids.add(id)
+      if (id !== undefined && isValidId(id)) files.set(id, [...(files.get(id) ?? []), name])
     }
-    const queue = [...ids]
+    const { changedSince } = options
+    const queue = [...files.keys()]
     const out: StoredSession[] = []
     const worker = async () => {
       for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
         try {
+          if (changedSince !== undefined && !(await this.changedSince(files.get(id) as string[], changedSince))) continue
           out.push(await this.stat(id as SessionId))
         } catch (error) {
           if (error instanceof SessionNotFoundError) continue // deleted meanwhile
@@ -268,6 +271,18 @@ export class JsonlSessionPersistence extends SessionPersistence {
     }
     await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, queue.length) }, worker))
     return out.sort((a, b) => b.updatedAt - a.updatedAt || a.id.localeCompare(b.id))
+  }
+
+  /** Whether any of a session's files was modified at or after `time`; a file deleted meanwhile does not count. */
+  private async changedSince(names: readonly string[], time: number): Promise<boolean> {
+    for (const name of names) {
+      const info = await stat(path.join(this.root, name)).catch((error: unknown) => {
+        if (isMissing(error)) return undefined
+        throw error
+      })
+      if (info && info.mtimeMs >= time) return true
+    }
+    return false
   }
 
   async stat(id: SessionId): Promise<StoredSession> {

@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
+import { appendFile, mkdir, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId, SessionMeta } from '@dsh/session'
@@ -164,6 +164,21 @@ describe('JSONL session persistence', () => {
     expect(b).toMatchObject({ id: 'b', parentSession: 'a', seedLength: 2, file: `${fileOf('b')}.zst`, sealed: true })
     expect(typeof a?.updatedAt).toBe('number')
     expect(h.logs.filter((l) => l.type === 'warn').map((l) => l.text)).toContainEqual(expect.stringMatching(/skipping session broken .*header is not valid JSON/))
+  })
+
+  it('lists only the logs modified since a time when asked', async () => {
+    await setup()
+    await p.append(meta('old'), events(0, 0))
+    await p.append(meta('sealed'), events(0, 0))
+    await p.seal(id('sealed'))
+    await utimes(fileOf('old'), 1000, 1000)
+    await utimes(`${fileOf('sealed')}.zst`, 1000, 1000)
+    await p.append(meta('new'), events(0, 0))
+    const since = (await stat(fileOf('new'))).mtimeMs
+    expect((await p.list({ changedSince: since })).map((s) => s.id)).toEqual(['new'])
+    expect((await p.list({ changedSince: 0 })).map((s) => s.id).sort()).toEqual(['new', 'old', 'sealed'])
+    await p.append(meta('sealed'), events(1, 1)) // unseals and writes: modified now
+    expect((await p.list({ changedSince: since })).map((s) => s.id).sort()).toEqual(['new', 'sealed'])
   })
 
   it('deletes a log, plain or sealed', async () => {

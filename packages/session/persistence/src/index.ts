@@ -1,4 +1,5 @@
 export {
+  type ListOptions,
   type LogProblem,
   type OpenedLog,
   SessionInUseError,

@@ -35,6 +35,11 @@ export type StoredSession = SessionMeta & {
   sealed: boolean
 }
 
+export interface ListOptions {
+  /** Epoch milliseconds: leave out logs last modified before this time. */
+  changedSince?: number
+}
+
 /** There is no stored log for the id. */
 export class SessionNotFoundError extends Error {
   override name = 'SessionNotFoundError'
@@ -105,8 +110,13 @@ export abstract class SessionPersistence extends Service {
    */
   abstract open(id: SessionId): Promise<OpenedLog>
 
-  /** Every stored session, from headers only, most recently updated first. Unreadable headers are skipped with a warning. */
-  abstract list(): Promise<StoredSession[]>
+  /**
+   * Every stored session, from headers only, most recently updated first.
+   * Unreadable headers are skipped with a warning. With `changedSince`, only
+   * logs modified at or after that time (epoch ms) are listed, and only
+   * their headers are read.
+   */
+  abstract list(options?: ListOptions): Promise<StoredSession[]>
 
   /** One stored session from its header; throws `SessionNotFoundError` for an unknown id. */
   abstract stat(id: SessionId): Promise<StoredSession>
