@@ -35,6 +35,7 @@ export function createModuleResolver(profileDir: string, installDir: string | un
         lastError = error
       }
     }
+    if (anchors.length === 0) throw new Error(`not found: ${profileDir} has no node_modules folder to look in (install the plugin there)`)
     const reason = (lastError as { code?: string })?.code === 'ERR_MODULE_NOT_FOUND' ? 'not found' : String((lastError as Error)?.message)
     throw new Error(installDir ? `${reason} in ${profileDir} or the dsh installation (${installDir})` : `${reason} in ${profileDir}`)
   }

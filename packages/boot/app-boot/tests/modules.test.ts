@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createModuleImporter, type PreloadedModules } from '../src/modules.ts'
+import { createModuleImporter, createModuleResolver, type PreloadedModules } from '../src/modules.ts'
 import { tempDir } from '../../../test-support/testkit/src/index.ts'
 
 let dir: string
@@ -39,5 +39,14 @@ describe('createModuleImporter', () => {
     await writeFile(path.join(pkg, 'index.js'), 'export const fromProfile = true\n')
     const importModule = createModuleImporter({ home: dir, profileDir, installDir: dir, preloaded })
     expect(await importModule('@dsh/in-box')).toMatchObject({ fromProfile: true })
+  })})
+
+describe('createModuleResolver', () => {
+  it('says where it looked when a bare name is nowhere to be found', async () => {
+    const profileDir = path.join(dir, 'profile')
+    await mkdir(profileDir, { recursive: true })
+    expect(() => createModuleResolver(profileDir, undefined)('@someone/plugin')).toThrow(`not found: ${profileDir} has no node_modules folder to look in`)
+    await mkdir(path.join(profileDir, 'node_modules'))
+    expect(() => createModuleResolver(profileDir, undefined)('@someone/plugin')).toThrow(`not found in ${profileDir}`)
   })
 })
