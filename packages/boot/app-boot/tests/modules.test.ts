@@ -39,7 +39,8 @@ describe('createModuleImporter', () => {
     await writeFile(path.join(pkg, 'index.js'), 'export const fromProfile = true\n')
     const importModule = createModuleImporter({ home: dir, profileDir, installDir: dir, preloaded })
     expect(await importModule('@dsh/in-box')).toMatchObject({ fromProfile: true })
-  })})
+  })
+})
 
 describe('createModuleResolver', () => {
   it('says where it looked when a bare name is nowhere to be found', async () => {
