@@ -1,6 +1,7 @@
 // Cold start to the first model request: from spawning
 // `dsh --profile headless "task"` to the mock receiving the request.
-import { instantReplies, median, ms, range, row, runDsh, sandbox, startTimedMock } from './common.mjs'
+import { spawnSync } from 'node:child_process'
+import { childEnv, instantReplies, median, ms, range, row, runDsh, sandbox, startTimedMock } from './common.mjs'
 
 export const name = 'first-request'
 export const title = 'cold start to the first model request: dsh --profile headless "task"'
@@ -28,10 +29,38 @@ export async function run({ runs }) {
       rows: [
         row('spawn to first request, median', ms(value), `< ${TARGET_MS} ms`, value < TARGET_MS),
         row('spawn to first request, min / max', `${range(samples)} ms`),
+        ...nodeFloorRows(runs),
       ],
     }
   } finally {
     await server.close()
     await box.dispose()
   }
+}
+
+/** Median wall time of `node -e 0` with the children's environment: what Node itself costs before any dsh code. */
+function nodeAlone(runs, env) {
+  const walls = []
+  for (let i = 0; i <= runs; i++) {
+    const started = performance.now()
+    const result = spawnSync(process.execPath, ['-e', '0'], { env, stdio: 'ignore' })
+    if (result.status !== 0) throw new Error(`node -e 0 exited ${result.status ?? result.signal}`)
+    if (i > 0) walls.push(performance.now() - started)
+  }
+  return median(walls)
+}
+
+/**
+ * Context for the figure: Node's own start on this machine. A set
+ * NODE_EXTRA_CA_CERTS makes Node parse its bundled root certificates and
+ * that file at every start, before any JavaScript runs.
+ */
+function nodeFloorRows(runs) {
+  const env = childEnv({})
+  const rows = [row('node -e 0 alone, median', ms(nodeAlone(runs, env)))]
+  if (env.NODE_EXTRA_CA_CERTS) {
+    const { NODE_EXTRA_CA_CERTS: _, ...without } = env
+    rows.push(row('node -e 0 without NODE_EXTRA_CA_CERTS, median', ms(nodeAlone(runs, without))))
+  }
+  return rows
 }
