@@ -277,6 +277,28 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
     expect((await client.prompt(sessionId, 'hello again')).stopReason).toBe('end_turn')
   })
 
+  it('session/load restores the mode the session was in', async () => {
+    t.mock.enqueue(reply.text('Planning only.'))
+    const first = start()
+    await first.initialize()
+    const { sessionId } = await first.newSession()
+    await first.agent.request('session/set_mode', { sessionId, modeId: 'read-only' })
+    await first.prompt(sessionId, 'look around')
+    expect((await first.close()).code).toBe(0)
+    expect((await storedLog(sessionId)).filter((e) => e.type === 'permission/preset').map((e) => e.data)).toEqual([{ preset: 'read-only' }])
+
+    t.mock.enqueue(reply.toolCalls([{ id: 'call_w', name: 'write', arguments: { path: 'kept-out.txt', content: 'x' } }]), reply.text('Refused.'))
+    const second = start()
+    await second.initialize()
+    const loaded = await second.agent.request('session/load', { sessionId, cwd: t.work, mcpServers: [] })
+    expect(loaded.modes?.currentModeId).toBe('read-only')
+    second.permissionAnswers.push('reject_once')
+    expect((await second.prompt(sessionId, 'write it')).stopReason).toBe('end_turn')
+    expect(JSON.stringify(second.permissionRequests[0]?.toolCall.content)).toContain('read-only')
+    expect(existsSync(path.join(t.work, 'kept-out.txt'))).toBe(false)
+    expect((await second.close()).code).toBe(0)
+  })
+
   it('session/load replays the history as updates, then the session continues with it', async () => {
     t.mock.enqueue(
       reply.toolCalls([{ id: 'call_echo', name: 'bash', arguments: { command: 'echo hello there' } }], { reasoning: 'Use echo.' }),

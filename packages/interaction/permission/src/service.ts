@@ -33,6 +33,7 @@ export const Config: Schema<PermissionConfig> = Schema.object({
 })
 
 export const DECISION_EVENT = 'permission/decision'
+export const PRESET_EVENT = 'permission/preset'
 
 /** A session's identity and workspace, as a tool body sees them in its `ToolRunContext`. */
 export interface PermissionRun {
@@ -72,6 +73,7 @@ export class PermissionService extends Service {
       )
     }
     ctx.sessions.registerEventType(ctx, DECISION_EVENT)
+    ctx.sessions.registerEventType(ctx, PRESET_EVENT)
     ctx.on('tools/pre-execute', (execution, next) => this.decide(execution, next), { prepend: true })
     ctx.on('session/closed', async (session) => {
       this.overrides.delete(session.id)
@@ -79,22 +81,43 @@ export class PermissionService extends Service {
     })
   }
 
-  /** The preset a session runs under: its override, else the configured one. */
+  /** The preset a session runs under: its override, else the last one its log holds, else the configured one. */
   preset(sessionId: string): PermissionPreset {
-    return this.overrides.get(sessionId) ?? this.settings.preset
+    return this.overrides.get(sessionId) ?? this.loggedPreset(sessionId) ?? this.settings.preset
   }
 
-  /** Overrides the preset of one session. Forgets what the user allowed for that session so far. */
+  /**
+   * Overrides the preset of one session, and logs it (`permission/preset`)
+   * when the session is open, so that it holds after resume. Forgets what the
+   * user allowed for that session so far.
+   */
   setPreset(sessionId: string, preset: PermissionPreset): void {
     if (!PRESETS.includes(preset)) throw new Error(`unknown permission preset "${String(preset)}"; expected one of ${PRESETS.join(', ')}`)
     this.overrides.set(sessionId, preset)
     this.allowed.delete(sessionId)
+    this.logPreset(sessionId, preset)
   }
 
   /** Drops a session's override: it runs under the configured preset again. */
   resetPreset(sessionId: string): void {
     this.overrides.delete(sessionId)
     this.allowed.delete(sessionId)
+    this.logPreset(sessionId, null)
+  }
+
+  private loggedPreset(sessionId: string): PermissionPreset | undefined {
+    const preset = this.home.sessions.get(sessionId)?.last(PRESET_EVENT)?.data.preset
+    return preset && PRESETS.includes(preset) ? preset : undefined
+  }
+
+  /** Appends `permission/preset` unless the log already says so. */
+  private logPreset(sessionId: string, preset: PermissionPreset | null): void {
+    const session = this.home.sessions.get(sessionId)
+    if (!session) return
+    const last = session.last(PRESET_EVENT)
+    if ((last?.data.preset ?? null) === preset) return
+    if (!last && preset === null) return
+    session.append(PRESET_EVENT, { preset }, { ignorable: true })
   }
 
   /** The approval policy: `ask` or `never`. */

@@ -42,9 +42,20 @@ export interface PermissionDecisionEvent {
   answer?: PermissionAnswer
 }
 
+/**
+ * The data of a `permission/preset` session event: the session's preset was
+ * set by a surface (a mode switch, a setting), or reset to the configured one
+ * (`null`). The last one is the session's preset again after resume or fork.
+ */
+export interface PermissionPresetEvent {
+  preset: PermissionPreset | null
+}
+
 declare module '@dsh/session' {
   interface SessionEventMap {
     /** A tool call outside the permission preset, and what became of it. Log only, never model-visible. */
     'permission/decision': PermissionDecisionEvent
+    /** The session's own preset. Log only, never model-visible. */
+    'permission/preset': PermissionPresetEvent
   }
 }

@@ -536,6 +536,22 @@ describe('per-session preset', () => {
     expect(root.permission.preset(session.id)).toBe('workspace-write')
   })
 
+  it('logs a session preset, so that the session has it again when resumed', async () => {
+    await boot()
+    root.permission.setPreset(session.id, 'read-only')
+    root.permission.setPreset(session.id, 'read-only') // no change: not logged again
+    root.permission.setPreset(session.id, 'danger-full-access')
+    const logged = () => session.events.filter((e) => e.type === 'permission/preset').map((e) => e.data)
+    expect(logged()).toEqual([{ preset: 'read-only' }, { preset: 'danger-full-access' }])
+    const events = [...session.events]
+    await root.sessions.close(session)
+    const resumed = root.sessions.create({ id: session.id, cwd: ws, createdAt: session.meta.createdAt, seed: events, seedStored: true })
+    expect(root.permission.preset(resumed.id)).toBe('danger-full-access')
+    root.permission.resetPreset(resumed.id)
+    expect(resumed.last('permission/preset')?.data).toEqual({ preset: null })
+    expect(root.permission.preset(resumed.id)).toBe('workspace-write')
+  })
+
   it('refuses an unknown preset', async () => {
     await boot()
     expect(() => root.permission.setPreset(session.id, 'yolo' as PermissionPreset)).toThrow(/unknown permission preset "yolo"/)

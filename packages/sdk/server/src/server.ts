@@ -277,8 +277,9 @@ export class SdkServer {
     const copy = this.ctx.sessions.fork(source, turn === undefined ? {} : { throughTurn: turn })
     await this.ctx.sessions.close(copy)
     const { agent } = await this.ctx.agents.resume(copy.id)
+    // The copy holds the presets logged up to the fork point; the source's current one wins.
     const permission = this.ctx.get('permission')
-    if (permission) permission.setPreset(agent.id, permission.preset(id))
+    if (permission && permission.preset(agent.id) !== permission.preset(id)) permission.setPreset(agent.id, permission.preset(id))
     return { sessionId: agent.id }
   }
 
