@@ -50,7 +50,10 @@ async function privateFolder(folder: string): Promise<void> {
 export class LocalSpillStore extends SpillStore {
   static Config = Config
 
-  /** The folder holding the session folders; known once the plugin has started. */
+  /**
+   * The folder holding the session folders: a configured root once the
+   * plugin has started, the default temp folder once the first file is saved.
+   */
   root = ''
   private readonly settings: LocalSpillConfig
   private createdRoot = false
@@ -65,7 +68,9 @@ export class LocalSpillStore extends SpillStore {
     ctx.effect(() => () => this.close(), 'spill files')
   }
 
+  /** A configured root is made at start, so that a bad one fails the row; the default temp folder waits for the first file. */
   async [Service.init](): Promise<void> {
+    if (!this.settings.root) return
     this.ready = this.prepareRoot()
     await this.ready
   }
@@ -101,6 +106,10 @@ export class LocalSpillStore extends SpillStore {
   }
 
   private async write(sessionId: string, text: string, label: string): Promise<SpillFile> {
+    this.ready ??= this.prepareRoot()
+    this.ready.catch(() => {
+      this.ready = undefined // the next save tries again
+    })
     await this.ready
     const folder = await this.sessionFolder(sessionId)
     const suffix = slug(label)

@@ -30,14 +30,14 @@ async function start(config: Partial<LocalSpillConfig> = {}) {
 const mode = async (target: string) => (await stat(target)).mode & 0o777
 
 describe('local spill store', () => {
-  it('creates a private temp folder at start and saves 0600 files with random names in 0700 session folders', async () => {
+  it('creates a private temp folder at the first save and saves 0600 files with random names in 0700 session folders', async () => {
     const { store } = await start()
+    expect(store.root).toBe('') // nothing on disk until something is spilled
+    const text = 'line one\nline two — ünïcode\n'
+    const saved = await store.save({ sessionId: 's-1', text, label: 'grep' })
     expect(path.dirname(store.root)).toBe(tmpdir())
     expect(path.basename(store.root)).toMatch(/^dsh-spill-/)
     expect(await mode(store.root)).toBe(0o700)
-
-    const text = 'line one\nline two — ünïcode\n'
-    const saved = await store.save({ sessionId: 's-1', text, label: 'grep' })
     expect(saved.bytes).toBe(Buffer.byteLength(text))
     expect(await readFile(saved.path, 'utf8')).toBe(text)
     expect(path.basename(saved.path)).toMatch(/^[0-9a-f]{32}-grep\.txt$/)
@@ -130,6 +130,6 @@ describe('local spill store', () => {
     const { store } = await start()
     await expect(store.save({ sessionId: '', text: 'x', label: 'l' })).rejects.toThrow('sessionId')
     await expect(store.save({ sessionId: 's', text: 42 as unknown as string, label: 'l' })).rejects.toThrow('text must be a string')
-    expect(await readdir(store.root)).toEqual([])
+    expect(store.root).toBe('') // refused requests made no folder
   })
 })
