@@ -4,7 +4,7 @@ import path from 'node:path'
 import { defineConfig, type UserConfig } from 'tsdown'
 
 // One build for the whole workspace. Each package's entries are the files its
-// package.json names: the "source" condition of every export, and bin files
+// package.json names: the "dsh-source" condition of every export, and bin files
 // (lib/x.js <- src/x.ts). Dependencies listed in a package's package.json stay
 // external, so workspace packages and native modules are never inlined.
 // apps/cli's bin, lib/dsh, is the launcher written with the startup snapshot
@@ -12,7 +12,7 @@ import { defineConfig, type UserConfig } from 'tsdown'
 // plain entry.
 interface Manifest {
   name: string
-  exports?: Record<string, { source?: string }>
+  exports?: Record<string, { 'dsh-source'?: string }>
   bin?: Record<string, string>
 }
 
@@ -24,7 +24,7 @@ const dirs = ['packages', 'apps'].flatMap((top) =>
 
 function entriesOf(dir: string): string[] {
   const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Manifest
-  const fromExports = Object.values(manifest.exports ?? {}).flatMap((e) => (e.source ? [e.source] : []))
+  const fromExports = Object.values(manifest.exports ?? {}).flatMap((e) => (e['dsh-source'] ? [e['dsh-source']] : []))
   const fromBin = Object.values(manifest.bin ?? {})
     .filter((file) => file.endsWith('.js'))
     .map((file) => file.replace(/^\.\/lib\//, './src/').replace(/\.js$/, '.ts'))

@@ -34,7 +34,7 @@ function pruneStaleAssets(): Plugin {
 export default defineConfig({
   plugins: [react(), pruneStaleAssets()],
   // Workspace packages resolve to their TypeScript sources, so no lib/ build is needed.
-  resolve: { conditions: ['source'] },
+  resolve: { conditions: ['dsh-source'] },
   build: { outDir: 'dist', emptyOutDir: false, sourcemap: true },
   server: {
     proxy: {

@@ -172,7 +172,7 @@ async function bundle(modules, sharedFrom) {
   const build = await rolldown({
     input: ENTRY,
     platform: 'node',
-    resolve: { conditionNames: ['source', 'node', 'import', 'require', 'default'] },
+    resolve: { conditionNames: ['dsh-source', 'node', 'import', 'require', 'default'] },
     plugins: [plugin],
     logLevel: 'silent',
     onLog: () => {},
