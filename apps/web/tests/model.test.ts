@@ -1,7 +1,9 @@
 import type { SessionEvent } from '@dsh/web-client'
+import { Marked } from 'marked'
 import { describe, expect, it } from 'vitest'
 import { parseCommand } from '../src/lib/commands.ts'
 import { additionDiff, parseUnifiedDiff } from '../src/lib/diff.ts'
+import { plainParagraphs } from '../src/lib/plain-markdown.ts'
 import { insertMention, triggerAt } from '../src/lib/triggers.ts'
 import { ConversationModel } from '../src/model/conversation.ts'
 
@@ -127,5 +129,58 @@ describe('diffs', () => {
     ])
     expect(parseUnifiedDiff('no diff here')).toBeUndefined()
     expect(additionDiff('n.txt', 'a\nb\n')).toMatchObject({ added: 2, removed: 0 })
+  })
+})
+
+describe('plain paragraphs', () => {
+  // The same HTML and block keys as the Markdown engine (marked with GFM, as lib/markdown.ts uses it).
+  const engine = (text: string) => {
+    const marked = new Marked({ gfm: true })
+    const tokens = marked.lexer(text)
+    let offset = 0
+    const blocks: Array<{ key: string; html: string }> = []
+    for (const token of tokens) {
+      if (token.type !== 'space') blocks.push({ key: `${offset}`, html: marked.parser(Object.assign([token], { links: tokens.links })).replaceAll('&quot;', '&#34;') })
+      offset += token.raw.length
+    }
+    return blocks
+  }
+
+  it('renders text with nothing to interpret exactly as the Markdown engine does', () => {
+    for (const text of [
+      'The agent reads files and runs the tests.',
+      'First line\nsecond line, with (parentheses) and 100% "quotes" it\'s fine.\n\n\nA new paragraph: a - b = c + d / e; why? yes!',
+      'Trailing newline\n',
+      '\nLeading newline then text',
+      '',
+    ]) {
+      expect(plainParagraphs(text), text).toEqual(engine(text))
+    }
+  })
+
+  it('leaves anything Markdown would interpret to the engine', () => {
+    for (const text of [
+      'some **bold** text',
+      'a `code` span',
+      'see https://example.com',
+      'see www.example.com',
+      'mail me@example.com',
+      '- a list',
+      '1. a list',
+      '# heading',
+      'Heading\n===',
+      '    indented code',
+      'hard break  \nnext line',
+      'a <b>tag</b>',
+      'an &amp; entity',
+      'a [link](x)',
+      'a | table',
+      'under_score',
+      'back\\slash',
+      'tilde ~strike~',
+      'Ünïcode letters',
+    ]) {
+      expect(plainParagraphs(text), text).toBeUndefined()
+    }
   })
 })

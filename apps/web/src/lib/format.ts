@@ -1,7 +1,11 @@
-const integer = new Intl.NumberFormat('en-US')
+// No Intl here: the first Intl object a page creates loads ICU data, about 50 ms on the first paint.
 
 export function formatTokens(n: number): string {
-  return n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : integer.format(n)
+  return n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : groupThousands(Math.round(n))
+}
+
+function groupThousands(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+$)/g, ',')
 }
 
 export function formatCost(usd: number): string {
@@ -17,13 +21,17 @@ export function formatDuration(ms: number): string {
   return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`
 }
 
-/** "just now", "5 min ago", "3 h ago", else a date. */
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
+
+/** "just now", "5 min ago", "3 h ago", else a date: "Nov 30" this year, "Nov 30, 2024" before. */
 export function formatWhen(epochMs: number, now = Date.now()): string {
   const seconds = Math.round((now - epochMs) / 1000)
   if (seconds < 60) return 'just now'
   if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`
   if (seconds < 86_400) return `${Math.floor(seconds / 3600)} h ago`
-  return new Date(epochMs).toLocaleDateString()
+  const date = new Date(epochMs)
+  const day = `${MONTHS[date.getMonth()]} ${date.getDate()}`
+  return date.getFullYear() === new Date(now).getFullYear() ? day : `${day}, ${date.getFullYear()}`
 }
 
 /** The last folder name of a path, for compact workspace labels. */

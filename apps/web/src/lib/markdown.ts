@@ -1,6 +1,7 @@
 import DOMPurify from 'dompurify'
 import { Marked, type Token, type TokensList } from 'marked'
 import { escapeHtml } from './escape.ts'
+import { type MarkdownBlock, plainParagraphs } from './plain-markdown.ts'
 
 type Highlighter = typeof import('./highlight.ts')
 
@@ -68,11 +69,6 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 })
 
-export interface MarkdownBlock {
-  key: string
-  html: string
-}
-
 const cache = new Map<string, string>()
 const CACHE_LIMIT = 2000
 const documents = new Map<string, MarkdownBlock[]>()
@@ -87,12 +83,13 @@ function remember<V>(map: Map<string, V>, limit: number, key: string, value: V):
 /**
  * Markdown split into top-level blocks, each rendered and sanitized once and
  * cached by its source, so a streaming message only re-renders its last block.
+ * Plain paragraphs skip the engine (and its regexes' first compilation).
  */
 export function markdownBlocks(text: string): MarkdownBlock[] {
   const known = documents.get(text)
   if (known) return known
   renderedPlainCode = false
-  const blocks = split(text)
+  const blocks = plainParagraphs(text) ?? split(text)
   return renderedPlainCode ? blocks : remember(documents, DOCUMENT_LIMIT, text, blocks)
 }
 

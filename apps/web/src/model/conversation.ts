@@ -268,7 +268,8 @@ export class ConversationModel {
   }
 
   private update(patch: Partial<Omit<ConversationState, 'nodes'>>): void {
-    this.state = { ...this.state, ...patch }
+    // In place: a snapshot copies the state, so none handed out shares this object.
+    Object.assign(this.state, patch)
     this.cached = undefined
   }
 }
@@ -290,12 +291,13 @@ function isFinished(node: ToolNode): boolean {
 }
 
 export function textOf(content: readonly ContentBlock[]): string {
-  return content
-    .filter((b): b is Extract<ContentBlock, { type: 'text' }> => b.type === 'text')
-    .map((b) => b.text)
-    .join('\n')
+  let text: string | undefined
+  for (const block of content) if (block.type === 'text') text = text === undefined ? block.text : `${text}\n${block.text}`
+  return text ?? ''
 }
 
 function imagesOf(content: readonly ContentBlock[]): ImageAttachment[] {
-  return content.filter((b): b is Extract<ContentBlock, { type: 'image' }> => b.type === 'image').map(({ mediaType, data }) => ({ mediaType, data }))
+  const images: ImageAttachment[] = []
+  for (const block of content) if (block.type === 'image') images.push({ mediaType: block.mediaType, data: block.data })
+  return images
 }

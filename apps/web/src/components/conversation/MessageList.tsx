@@ -1,5 +1,6 @@
 import { useVirtualizer } from '@tanstack/react-virtual'
-import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react'
+import { type ReactNode, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react'
+import { afterNextPaint } from '../../lib/after-paint.ts'
 import type { ConversationNode } from '../../model/nodes.ts'
 import { Icon } from '../common/Icon.tsx'
 import styles from './MessageList.module.css'
@@ -7,6 +8,9 @@ import { NodeView } from './NodeView.tsx'
 
 /** Within this many pixels of the end, the list follows new content. */
 const STICK_PX = 48
+/** Rows rendered beyond the view on each side, for smooth scrolling; fewer while the list opens. */
+const OVERSCAN = 8
+const OPENING_OVERSCAN = 1
 
 /**
  * The conversation rows, virtualised: only rows near the viewport are in the
@@ -21,16 +25,39 @@ export function MessageList({ nodes, footer }: { nodes: readonly ConversationNod
   const contentRef = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
   const [atEnd, setAtEnd] = useState(true)
+  // Rows beyond the view are rendered only after the first paint: it needs just what is seen.
+  const [overscan, setOverscan] = useState(OPENING_OVERSCAN)
+  useEffect(() => {
+    const stop = new AbortController()
+    afterNextPaint(() => setOverscan(OVERSCAN), stop.signal)
+    return () => stop.abort()
+  }, [])
   const virtualizer = useVirtualizer({
     count: nodes.length,
     getScrollElement: () => scrollRef.current,
     estimateSize: (index) => estimateHeight(nodes[index]),
     getItemKey: (index) => nodes[index]?.key ?? index,
-    overscan: 8,
-    // Open at the end: the first render already picks the last rows.
+    overscan,
+    // Open at the end: the first render already picks the last rows. The window's size stands in
+    // for the scroller's until it is measured (a bit taller, so the first rows cover the view).
     initialOffset: () => Number.MAX_SAFE_INTEGER,
+    initialRect: { width: window.innerWidth, height: window.innerHeight },
   })
   const total = virtualizer.getTotalSize()
+
+  // Rows of the first commit are measured once the virtualizer knows its scroll element (its own
+  // layout effect, which runs after the rows' refs), so its scroll corrections reach the element.
+  const bound = useRef(false)
+  const measureRow = useCallback(
+    (node: HTMLDivElement | null) => {
+      if (bound.current) virtualizer.measureElement(node)
+    },
+    [virtualizer],
+  )
+  useLayoutEffect(() => {
+    bound.current = true
+    for (const row of contentRef.current?.querySelectorAll<HTMLDivElement>('[data-index]') ?? []) virtualizer.measureElement(row)
+  }, [virtualizer])
 
   const onScroll = useCallback(() => {
     const el = scrollRef.current
@@ -68,7 +95,7 @@ export function MessageList({ nodes, footer }: { nodes: readonly ConversationNod
             {virtualizer.getVirtualItems().map((item) => {
               const node = nodes[item.index] as ConversationNode
               return (
-                <div key={item.key} data-index={item.index} ref={virtualizer.measureElement} className={styles.row} style={{ transform: `translateY(${item.start}px)` }}>
+                <div key={item.key} data-index={item.index} ref={measureRow} className={styles.row} style={{ transform: `translateY(${item.start}px)` }}>
                   <NodeView node={node} />
                 </div>
               )

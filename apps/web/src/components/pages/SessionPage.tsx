@@ -47,6 +47,15 @@ function OpenSession({ controller }: { controller: SessionController }) {
     }
   }
 
+  // Only a line of text until the log is in: the conversation is laid out once, when it arrives.
+  if (view.status === 'loading') {
+    return (
+      <div className={styles.page} aria-busy="true">
+        <p className={styles.opening}>Opening the session…</p>
+      </div>
+    )
+  }
+
   if (view.status === 'missing' || view.status === 'error') {
     return (
       <div className={styles.page}>
@@ -60,7 +69,7 @@ function OpenSession({ controller }: { controller: SessionController }) {
   }
 
   return (
-    <div className={styles.page} aria-busy={view.status === 'loading'}>
+    <div className={styles.page}>
       <SessionHeader view={view} />
       <MessageList nodes={conversation.nodes} />
       <div className={styles.bottom}>
@@ -70,7 +79,6 @@ function OpenSession({ controller }: { controller: SessionController }) {
           <Composer
             cwd={meta?.cwd}
             running={conversation.running}
-            disabled={view.status !== 'ready'}
             onSend={(text, images) => controller.send(text, images)}
             onCommand={onCommand}
             onStop={() => controller.cancel().catch((e: unknown) => app.toasts.error(e, 'Stopping'))}
