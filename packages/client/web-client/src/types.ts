@@ -1,7 +1,8 @@
 /**
  * The JSON shapes of the dsh web API (packages/host/web-server/API.md), as
  * the browser sees them. They mirror the server's types without importing
- * Node packages, so this file compiles for the DOM alone.
+ * Node packages, so this file compiles for the DOM alone; the typecheck of
+ * apps/cli/tests/web-wire-types.check.ts fails when they drift apart.
  */
 
 declare const brand: unique symbol
