@@ -1,5 +1,8 @@
+import { separateCjk } from './cjk.ts'
+
 /**
- * An FTS5 query matching text that holds every word of `text`. Each word is
+ * An FTS5 query matching text that holds every word of `text` (a word of
+ * CJK characters: those characters in a row, see cjk.ts). Each word is
  * quoted as an FTS5 string, so quotes, operators (`AND`, `NEAR`, `*`, `^`,
  * `-`, `:`) and parentheses typed by a user are searched for, never parsed.
  * Undefined when `text` has no letter or digit to search for.
@@ -7,7 +10,7 @@
 export function matchExpression(text: string): string | undefined {
   const words = text.split(/\s+/).filter((word) => /[\p{L}\p{N}]/u.test(word))
   if (words.length === 0) return undefined
-  return words.map((word) => `"${word.replaceAll('"', '""')}"`).join(' ')
+  return words.map((word) => `"${separateCjk(word).replaceAll('"', '""')}"`).join(' ')
 }
 
 /** Where a page of `list()` ended: the sort key of its last entry. */

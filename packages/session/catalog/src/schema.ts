@@ -11,7 +11,7 @@ type Driver = typeof Database
  * layout, or a build that was cut short) means: drop everything and build
  * again. Bump it with every change to the DDL or to what gets indexed.
  */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 /**
  * Full-text rows of a session live at rowids `num * 2^CHUNK_BITS + k`:

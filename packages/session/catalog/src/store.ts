@@ -1,4 +1,5 @@
 import type { Statement } from 'better-sqlite3'
+import { joinCjk, separateCjk } from './cjk.ts'
 import type { SessionDigest } from './digest.ts'
 import { decodeCursor, encodeCursor, matchExpression } from './query.ts'
 import { CHUNK_BITS, CHUNKS_PER_SESSION, type Db, markBuilt, resetSchema } from './schema.ts'
@@ -147,7 +148,7 @@ export class CatalogStore {
     const titleRow = indexed.num * CHUNKS_PER_SESSION
     if (digest.title !== indexed.title) {
       this.sql('DELETE FROM text_index WHERE rowid = ?').run(titleRow)
-      if (digest.title) this.sql(`INSERT INTO text_index (rowid, title, body) VALUES (?, ?, '')`).run(titleRow, digest.title)
+      if (digest.title) this.sql(`INSERT INTO text_index (rowid, title, body) VALUES (?, ?, '')`).run(titleRow, separateCjk(digest.title))
       indexed.title = digest.title
     }
     this.appendText(indexed, texts)
@@ -167,7 +168,8 @@ export class CatalogStore {
   }
 
   /** Adds to the current chunk up to `chunkChars`, then starts new chunks; a longer text gets a chunk of its own. */
-  private appendText(indexed: IndexedSession, texts: readonly string[]): void {
+  private appendText(indexed: IndexedSession, original: readonly string[]): void {
+    const texts = original.map(separateCjk)
     let grow = ''
     const fresh: string[] = []
     let chars = indexed.chunk > 0 ? indexed.chunkChars : Number.POSITIVE_INFINITY
@@ -294,7 +296,7 @@ export class CatalogStore {
     const snippet = this.sql(`SELECT snippet(text_index, -1, ?, ?, '…', ?) AS text FROM text_index WHERE text_index MATCH ? AND rowid = ?`)
     return rows.map((row) => {
       const found = snippet.get(snippetOpen, snippetClose, snippetTokens, match, row.hit) as { text: string } | undefined
-      return { ...entryOf(row), snippet: found?.text ?? '' }
+      return { ...entryOf(row), snippet: joinCjk(found?.text ?? '', snippetOpen, snippetClose) }
     })
   }
 

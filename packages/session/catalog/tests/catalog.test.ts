@@ -109,6 +109,23 @@ describe('session catalog', () => {
     expect(ids(await catalog.search('(topica)'))).toEqual(['a'])
   })
 
+  it('finds Chinese and Japanese words inside sentences, and shows them as written in the snippet', async () => {
+    await h.mountCatalog()
+    const zh = h.root.sessions.create({ cwd: '/work/a' })
+    turn(zh, 1, '请帮我实现会话目录的全文搜索功能', '好的，我会先阅读现有的代码。')
+    const ja = h.root.sessions.create({ cwd: '/work/a' })
+    turn(ja, 1, 'テストを実行してください', 'すべてのテストが成功しました')
+    const catalog = h.root.sessionCatalog
+    const hits = await catalog.search('全文搜索')
+    expect(ids(hits)).toEqual([zh.id])
+    expect(hits[0]?.snippet).toContain('«全文搜索»')
+    expect(hits[0]?.snippet).not.toContain('\u200b')
+    expect(ids(await catalog.search('阅读 代码'))).toEqual([zh.id]) // every word, anywhere
+    expect(ids(await catalog.search('搜全'))).toEqual([]) // the characters in their order
+    expect(ids(await catalog.search('テスト'))).toEqual([ja.id])
+    expect(ids(await catalog.search('成功'))).toEqual([ja.id])
+  })
+
   it('rebuilds from the logs when the database is missing, including sealed logs', async () => {
     const fiber = await h.mountCatalog()
     const session = h.root.sessions.create({ cwd: '/work/a' })
