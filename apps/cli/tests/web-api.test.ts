@@ -4,7 +4,7 @@ import { type IncomingHttpHeaders, request as httpRequest } from 'node:http'
 import path from 'node:path'
 import { type MockLlm, type RecordedRequest, reply, startMockLlm } from '@dsh/llm-mock'
 import { type DshProcess, startDsh, tempDir } from '@dsh/testkit'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 
 // --- the model: answers by what the last message asks for --------------------
@@ -714,6 +714,39 @@ describe('dsh web processes', () => {
     await settled(again, id)
     expect(readFileSync(path.join(app.work, 'after-reload.txt'), 'utf8')).toBe('yes')
     expect(app.proc.stderr).not.toContain('approver is already set')
+    await again.close()
+  })
+
+  it('unloads an idle session no tab watches, sealing its log, and resumes it on the next message', async () => {
+    const home = path.join(root, 'home')
+    await mkdir(home, { recursive: true })
+    await writeFile(
+      path.join(home, 'cordis.patch.yml'),
+      "- id: web-api\n  config:\n    home: !!js dshHomePath()\n    settingsFile: !!js dshHomePath('settings.yaml')\n    idleUnloadMs: 200\n",
+    )
+    const app = await startWeb(mock, root)
+    running = app.proc
+    const id = (await app.api('POST', '/api/sessions', {})).json.sessionId
+    const sealed = path.join(home, 'sessions', `${id}.jsonl.zst`)
+    const socket = await app.socket()
+    socket.send({ type: 'subscribe', sessionId: id })
+    await socket.next((f) => f.type === 'subscribed')
+    await app.api('POST', `/api/sessions/${id}/messages`, { text: 'hello there' })
+    await settled(socket, id)
+    // Watched while idle: kept. The tab goes away: unloaded, the session closed and its log sealed.
+    expect(existsSync(sealed)).toBe(false)
+    await socket.close()
+    await vi.waitFor(() => expect(existsSync(sealed)).toBe(true), { timeout: 20_000, interval: 50 })
+
+    // The next message resumes it from the log and the conversation goes on.
+    const again = await app.socket()
+    again.send({ type: 'subscribe', sessionId: id })
+    await again.next((f) => f.type === 'subscribed')
+    await app.api('POST', `/api/sessions/${id}/messages`, { text: 'still there?' })
+    const end = await settled(again, id, 2)
+    expect(end.event.data.reason).toBe('completed')
+    const texts = mock.requests.at(-1)?.body.messages.map((m: { content: unknown }) => textOf(m as { content?: unknown }))
+    expect(texts).toEqual(expect.arrayContaining(['hello there', 'still there?']))
     await again.close()
   })
 

@@ -10,6 +10,7 @@ import { z } from 'zod'
 import { parseWith } from './http.ts'
 import { existingFolder, listDirs, listFiles, rankFiles } from './gateway/files.ts'
 import { SocketHub } from './gateway/hub.ts'
+import { IdleUnloader } from './gateway/idle.ts'
 import { applyInteraction } from './gateway/interaction.ts'
 import { applySessionRoutes } from './gateway/session-routes.ts'
 import { SessionAccess } from './gateway/sessions.ts'
@@ -30,6 +31,7 @@ export interface WebApiConfig {
   filesMaxOutputBytes: number
   filesTimeoutMs: number
   maxFrameBytes: number
+  idleUnloadMs: number
 }
 
 export const Config: Schema<WebApiConfig> = Schema.object({
@@ -46,6 +48,11 @@ export const Config: Schema<WebApiConfig> = Schema.object({
     .description('Largest file listing read from ripgrep; past it the listing is cut.'),
   filesTimeoutMs: Schema.natural().min(1).default(10_000).description('How long listing a workspace may take.'),
   maxFrameBytes: Schema.natural().min(1024).default(64 * 1024).description('Largest WebSocket frame a client may send.'),
+  idleUnloadMs: Schema.natural()
+    .default(15 * 60_000)
+    .description(
+      'An agent of a top-level session is unloaded (its session closed and its log sealed) this long after it went idle with no tab watching it; the next message resumes it from the log. 0 keeps agents until exit.',
+    ),
 })
 
 function installedVersion(): string {
@@ -85,6 +92,8 @@ export function apply(ctx: Context, config: WebApiConfig) {
   }
   const sessions = new SessionAccess(ctx, webPreset)
   const hub = new SocketHub(ctx, sessions, config.maxFrameBytes)
+  const idle = new IdleUnloader(ctx, config.idleUnloadMs, (sessionId) => hub.isWatched(sessionId), (agent) => sessions.unload(agent))
+  hub.watchers = { watched: (sessionId) => idle.disarm(sessionId), unwatched: (sessionId) => idle.arm(sessionId) }
   const server = ctx.webServer
 
   ctx.effect(() => () => hub.close(), 'web sockets')

@@ -38,6 +38,8 @@ export class SocketHub {
   private readonly clients = new Set<Client>()
   /** Pending approvals and questions of a session, re-sent when a client subscribes to it. */
   pendingFrames: (sessionId: string) => ServerFrame[] = () => []
+  /** Told when a session gains its first watching client, and when it loses its last. */
+  watchers: { watched(sessionId: string): void; unwatched(sessionId: string): void } = { watched: () => {}, unwatched: () => {} }
 
   constructor(
     private readonly ctx: Context,
@@ -53,7 +55,10 @@ export class SocketHub {
       const client: Client = { socket: ws, subscriptions: new Map() }
       this.clients.add(client)
       ws.on('message', (data, isBinary) => void this.receive(client, data as Buffer, isBinary))
-      ws.on('close', () => this.clients.delete(client))
+      ws.on('close', () => {
+        this.clients.delete(client)
+        for (const sessionId of client.subscriptions.keys()) if (!this.isWatched(sessionId)) this.watchers.unwatched(sessionId)
+      })
       ws.on('error', () => ws.terminate())
     })
   }
@@ -116,7 +121,7 @@ export class SocketHub {
     const frame = parsed.data
     if (frame.type === 'ping') return this.send(client, { type: 'pong' })
     if (frame.type === 'unsubscribe') {
-      client.subscriptions.delete(frame.sessionId)
+      if (client.subscriptions.delete(frame.sessionId) && !this.isWatched(frame.sessionId)) this.watchers.unwatched(frame.sessionId)
       return
     }
     await this.subscribe(client, frame.sessionId, frame.afterSeq ?? -1).catch((error: unknown) => {
@@ -131,9 +136,16 @@ export class SocketHub {
    * delivery happen in one synchronous step, so an event appended meanwhile
    * is either in the replay or delivered live, never both, never neither.
    */
+  /** Whether any client is subscribed to the session. */
+  isWatched(sessionId: string): boolean {
+    for (const client of this.clients) if (client.subscriptions.has(sessionId)) return true
+    return false
+  }
+
   private async subscribe(client: Client, sessionId: string, afterSeq: number): Promise<void> {
     const sub: Subscription = { lastSeq: afterSeq, ready: false }
     client.subscriptions.set(sessionId, sub)
+    this.watchers.watched(sessionId)
     let view: Awaited<ReturnType<SessionAccess['view']>>
     try {
       view = await this.sessions.view(sessionId)

@@ -50,6 +50,8 @@ function lastHeader(events: readonly SessionEvent[]): SessionEvent<'request/head
  */
 export class SessionAccess {
   private readonly resuming = new Map<string, Promise<Agent>>()
+  /** Agents being unloaded: a request for one waits until its session is closed, then resumes it. */
+  private readonly unloading = new Map<string, Promise<void>>()
 
   constructor(
     private readonly ctx: Context,
@@ -65,12 +67,22 @@ export class SessionAccess {
   async agent(id: string): Promise<Agent> {
     const live = this.live(id)
     if (live) return live
+    await this.unloading.get(id)?.catch(() => {})
+    const back = this.live(id)
+    if (back) return back
     let pending = this.resuming.get(id)
     if (!pending) {
       pending = this.resume(id).finally(() => this.resuming.delete(id))
       this.resuming.set(id, pending)
     }
     return pending
+  }
+
+  /** Disposes an agent; a request for its session meanwhile waits for the close, then resumes it. */
+  unload(agent: Agent): Promise<void> {
+    const closing = this.ctx.agents.dispose(agent).finally(() => this.unloading.delete(agent.id))
+    this.unloading.set(agent.id, closing)
+    return closing
   }
 
   private async resume(id: string): Promise<Agent> {
