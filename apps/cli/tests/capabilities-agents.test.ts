@@ -1,13 +1,10 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
-import { createServer, type Server as HttpServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { type MockReply, type RecordedRequest, reply } from '@dsh/llm-mock'
 import { repoRoot, runDsh, startDsh } from '@dsh/testkit'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { afterEach, describe, expect, it } from 'vitest'
-import { buildServer } from '../../../packages/mcp/mcp/tests/fixtures/tools.mjs'
+import { serveHttp } from '../../../packages/mcp/mcp/tests/fixtures/tools.mjs'
 import { useMockedHeadless } from './support/mocked-headless.ts'
 import { type LoggedEvent, readSessionLog } from './support/session-log.ts'
 
@@ -170,19 +167,12 @@ describe('MCP', () => {
   })
 
   describe('over streamable HTTP', () => {
-    let http: HttpServer | undefined
-    afterEach(() => new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve())))
+    let served: Awaited<ReturnType<typeof serveHttp>> | undefined
+    afterEach(() => served?.close())
 
     it('the model calls a tool of an HTTP MCP server', async () => {
-      http = createServer(async (req, res) => {
-        const server = buildServer()
-        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
-        res.on('close', () => void server.close())
-        await server.connect(transport)
-        await transport.handleRequest(req, res)
-      })
-      await new Promise<void>((resolve) => http?.listen(0, '127.0.0.1', resolve))
-      const patch = await mcpPatch({ web: { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` } })
+      served = await serveHttp()
+      const patch = await mcpPatch({ web: { url: served.url } })
       t.mock.setFallback(addTwoAndThree('web'))
       const result = await run('add 2 and 3', ['--permission', 'danger-full-access'], patch)
       expect(result.code).toBe(0)

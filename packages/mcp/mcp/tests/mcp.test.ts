@@ -9,11 +9,10 @@ import { format } from 'node:util'
 import { type Context as Ctx, Context } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
 import { type ToolResult, ToolRuntime } from '@dsh/tools'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as mcp from '../src/index.ts'
 import { Config, type McpConfig, type McpServerConfig, toolName } from '../src/index.ts'
-import { buildServer, PIXEL } from './fixtures/tools.mjs'
+import { PIXEL, serveHttp } from './fixtures/tools.mjs'
 
 const fixture = fileURLToPath(new URL('./fixtures/server.mjs', import.meta.url))
 const stdio = (...modes: string[]): McpServerConfig => ({ command: process.execPath, args: [fixture, ...modes] })
@@ -188,35 +187,26 @@ describe('a stdio server', () => {
 
 describe('a streamable HTTP server', () => {
   let http: HttpServer | undefined
-  let requests = 0
+  let served: Awaited<ReturnType<typeof serveHttp>> | undefined
   // Runs before the outer afterEach disposes the plugin, whose client still holds a keep-alive connection.
-  afterEach(() => {
+  afterEach(async () => {
+    await served?.close()
+    served = undefined
     http?.closeAllConnections()
-    return new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()))
+    await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()))
+    http = undefined
   })
 
-  async function listen(): Promise<string> {
-    http = createServer(async (req, res) => {
-      requests += 1
-      const server = buildServer()
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
-      res.on('close', () => void server.close())
-      await server.connect(transport)
-      await transport.handleRequest(req, res)
-    })
-    await new Promise<void>((resolve) => http?.listen(0, '127.0.0.1', resolve))
-    return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`
-  }
-
   it('registers its tools and runs calls over HTTP', async () => {
-    await boot({ servers: { web: { url: await listen() } } })
+    served = await serveHttp()
+    await boot({ servers: { web: { url: served.url } } })
     await firstStep()
     expect(mcpTools()).toEqual(expect.arrayContaining(['mcp__web__add', 'mcp__web__pixel', 'mcp__web__fail']))
     const sum = await invoke('mcp__web__add', { a: 2, b: 3 })
     expect(sum.isError).toBeFalsy()
     expect(text(sum)).toBe('5')
     expect((await invoke('mcp__web__fail', {})).isError).toBe(true)
-    expect(requests).toBeGreaterThan(2)
+    expect(served.stats.requests).toBeGreaterThan(2)
   })
 
   it('reports a server that answers with an HTTP error, naming it', async () => {
