@@ -106,10 +106,13 @@ export class LocalSpillStore extends SpillStore {
   }
 
   private async write(sessionId: string, text: string, label: string): Promise<SpillFile> {
-    this.ready ??= this.prepareRoot()
-    this.ready.catch(() => {
-      this.ready = undefined // the next save tries again
-    })
+    if (!this.ready) {
+      const ready = this.prepareRoot()
+      ready.catch(() => {
+        if (this.ready === ready) this.ready = undefined // the next save tries again
+      })
+      this.ready = ready
+    }
     await this.ready
     const folder = await this.sessionFolder(sessionId)
     const suffix = slug(label)

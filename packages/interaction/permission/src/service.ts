@@ -114,9 +114,7 @@ export class PermissionService extends Service {
   private logPreset(sessionId: string, preset: PermissionPreset | null): void {
     const session = this.home.sessions.get(sessionId)
     if (!session) return
-    const last = session.last(PRESET_EVENT)
-    if ((last?.data.preset ?? null) === preset) return
-    if (!last && preset === null) return
+    if ((session.last(PRESET_EVENT)?.data.preset ?? null) === preset) return
     session.append(PRESET_EVENT, { preset }, { ignorable: true })
   }
 

@@ -6,8 +6,9 @@
  * (a separator to the tokenizer, invisible in a snippet), and searches a
  * word of them as a phrase: its characters, in order.
  */
-const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u
-const CJK_CHAR = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/gu
+const CJK_CLASS = '[\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}]'
+const CJK = new RegExp(CJK_CLASS, 'u')
+const CJK_CHAR = new RegExp(CJK_CLASS, 'gu')
 const ZWSP = '\u200b'
 
 /** `text` with a zero-width space around each CJK character (unchanged when it has none). */
@@ -25,9 +26,7 @@ export function joinCjk(snippet: string, open: string, close: string): string {
   if (open && close) {
     const pair = close + open
     for (let at = text.indexOf(pair); at !== -1; at = text.indexOf(pair, at)) {
-      const before = text.slice(0, at).at(-1) ?? ''
-      const after = text.slice(at + pair.length).at(0) ?? ''
-      if (CJK.test(before) && CJK.test(after)) text = text.slice(0, at) + text.slice(at + pair.length)
+      if (CJK.test(text[at - 1] ?? '') && CJK.test(text[at + pair.length] ?? '')) text = text.slice(0, at) + text.slice(at + pair.length)
       else at += pair.length
     }
   }

@@ -37,7 +37,7 @@ export class IdleUnloader {
     const timer = setTimeout(() => {
       this.timers.delete(sessionId)
       const agent = this.ctx.agents.get(sessionId)
-      if (agent && this.unloadable(agent)) void this.unload(agent).catch((error: unknown) => this.ctx.logger('web-api').warn('unloading idle session %s failed: %s', sessionId, error))
+      if (this.unloadable(agent)) void this.unload(agent).catch((error: unknown) => this.ctx.logger('web-api').warn('unloading idle session %s failed: %s', sessionId, error))
     }, this.delayMs)
     timer.unref()
     this.timers.set(sessionId, timer)

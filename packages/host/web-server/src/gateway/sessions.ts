@@ -65,11 +65,10 @@ export class SessionAccess {
 
   /** The live agent of `id`, resuming the stored session if needed. */
   async agent(id: string): Promise<Agent> {
+    // A session being unloaded is resumed once its close is done.
+    await this.unloading.get(id)?.catch(() => {})
     const live = this.live(id)
     if (live) return live
-    await this.unloading.get(id)?.catch(() => {})
-    const back = this.live(id)
-    if (back) return back
     let pending = this.resuming.get(id)
     if (!pending) {
       pending = this.resume(id).finally(() => this.resuming.delete(id))
