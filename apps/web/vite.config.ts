@@ -3,6 +3,7 @@ import { readdirSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import react from '@vitejs/plugin-react'
 import { defineConfig, type Plugin } from 'vite'
+import { RECENT_EVENTS } from './src/lib/recent-history.ts'
 
 // The server (`dsh web`) serves dist/. `pnpm --filter @dsh/web-ui dev` proxies
 // the API to a running `dsh web` at DSH_WEB_URL (default http://127.0.0.1:3080),
@@ -31,8 +32,16 @@ function pruneStaleAssets(): Plugin {
   }
 }
 
+/** index.html's early load asks for as many recent events as the app does. */
+function recentEventsInHtml(): Plugin {
+  return {
+    name: 'dsh-recent-events',
+    transformIndexHtml: (html) => html.replaceAll('%DSH_RECENT_EVENTS%', String(RECENT_EVENTS)),
+  }
+}
+
 export default defineConfig({
-  plugins: [react(), pruneStaleAssets()],
+  plugins: [react(), pruneStaleAssets(), recentEventsInHtml()],
   // Workspace packages resolve to their TypeScript sources, so no lib/ build is needed.
   resolve: { conditions: ['dsh-source'] },
   build: {

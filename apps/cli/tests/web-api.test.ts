@@ -389,6 +389,48 @@ describe('dsh web API', () => {
       expect(all.slice(lastSeq + 1)).toEqual(live)
     })
 
+    it('reads the recent part of a log in whole turns, with what the part left out adds up to, and the events before it', async () => {
+      const id = await newSession()
+      const socket = await open()
+      socket.send({ type: 'subscribe', sessionId: id })
+      for (const [turn, text] of ['one', 'two', 'three'].entries()) {
+        await app.api('POST', `/api/sessions/${id}/messages`, { text })
+        await settled(socket, id, turn + 1)
+      }
+      const whole = (await app.api('GET', `/api/sessions/${id}`)).json
+      expect(whole.earlier).toBeUndefined()
+
+      // Two events reach back into the last turn, so that turn comes whole, from its start.
+      const recent = (await app.api('GET', `/api/sessions/${id}?tail=2`)).json
+      const lastStart = whole.events.findLast((e: { type: string }) => e.type === 'turn/start')
+      expect(recent.events[0]).toEqual(lastStart)
+      expect(recent.events).toEqual(whole.events.filter((e: { seq: number }) => e.seq >= lastStart.seq))
+      expect(recent.session).toEqual(whole.session)
+
+      const left = whole.events.filter((e: { seq: number }) => e.seq < lastStart.seq)
+      expect(recent.earlier.before).toBe(lastStart.seq)
+      const header = left.findLast((e: { type: string }) => e.type === 'request/header')
+      expect(recent.earlier.state).toContainEqual(header)
+      const replies = left.filter((e: { type: string }) => e.type === 'assistant/message')
+      expect(replies).toHaveLength(2)
+      const sum = (key: string) => replies.reduce((n: number, e: { data: { usage: Record<string, number> } }) => n + (e.data.usage[key] ?? 0), 0)
+      expect(recent.earlier.usage).toEqual([
+        { model: replies[0].data.message.source.model, usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens'), cacheReadTokens: sum('cacheReadTokens'), reasoningTokens: sum('reasoningTokens') } },
+      ])
+      expect(sum('outputTokens')).toBeGreaterThan(0)
+
+      const before = (await app.api('GET', `/api/sessions/${id}/events?before=${recent.earlier.before}`)).json
+      expect([...before.events, ...recent.events]).toEqual(whole.events)
+      // A tail longer than the log is the whole log.
+      expect((await app.api('GET', `/api/sessions/${id}?tail=100000`)).json).toEqual(whole)
+
+      expect(await call(app.port, 'GET', `/api/sessions/${id}?tail=0`)).toMatchObject({ status: 400, json: { error: { code: 'bad-request', message: expect.stringMatching(/^query: tail: /) } } })
+      expect((await call(app.port, 'GET', `/api/sessions/${id}?tail=many`)).json.error.message).toMatch(/^query: tail: /)
+      expect((await call(app.port, 'GET', `/api/sessions/${id}/events`)).json.error.message).toMatch(/^query: before: /)
+      expect((await call(app.port, 'GET', `/api/sessions/${id}/events?before=-1`)).json.error.message).toMatch(/^query: before: /)
+      expect(await call(app.port, 'GET', '/api/sessions/session-nope/events?before=3')).toMatchObject({ status: 404, json: { error: { code: 'unknown-session' } } })
+    })
+
     it('queues two senders to one session in order, one turn each, never interleaved', async () => {
       const id = await newSession()
       const socket = await open()

@@ -10,6 +10,7 @@ import type { Question, QuestionAnswer } from '@dsh/questions'
 import type { SessionEventMap } from '@dsh/session'
 import type { Todo } from '@dsh/todo'
 import type * as Wire from '../../../packages/client/web-client/src/types.ts'
+import type { EarlierHistory } from '../../../packages/host/web-server/src/gateway/history.ts'
 // The plugins that add the event types the web app shows (declaration merging).
 import type {} from '@dsh/compaction'
 import type {} from '@dsh/llm-retry'
@@ -71,6 +72,7 @@ const shapes: {
   permissionPreset: Reads<Wire.PermissionPreset, PermissionPreset>
   question: Reads<Wire.Question, Question>
   questionAnswer: Reads<Wire.QuestionAnswer, QuestionAnswer>
+  earlierHistory: Reads<Wire.EarlierHistory, EarlierHistory>
 } = {
   contentBlock: true,
   messageSource: true,
@@ -81,6 +83,7 @@ const shapes: {
   permissionPreset: true,
   question: true,
   questionAnswer: true,
+  earlierHistory: true,
 }
 
 export const wireTypesAgree = { events, shapes }

@@ -1,11 +1,12 @@
-import type { SessionEvent } from '@dsh/web-client'
+import type { DshApi, LiveConnection, SessionDetail, SessionEvent, SessionHandlers } from '@dsh/web-client'
 import { Marked } from 'marked'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { parseCommand } from '../src/lib/commands.ts'
 import { additionDiff, parseUnifiedDiff } from '../src/lib/diff.ts'
 import { plainParagraphs } from '../src/lib/plain-markdown.ts'
 import { insertMention, triggerAt } from '../src/lib/triggers.ts'
 import { ConversationModel } from '../src/model/conversation.ts'
+import { SessionController } from '../src/model/session-controller.ts'
 
 let seq = 0
 function event(type: string, data: unknown): SessionEvent {
@@ -95,6 +96,101 @@ describe('ConversationModel', () => {
     expect(m.snapshot().nodes[1]).toMatchObject({ text: 'again', partial: true })
     m.applyEvent(event('turn/end', { turn: 1, reason: 'error', error: { code: 'AUTH', message: 'bad key', status: 401 } }))
     expect(m.snapshot().nodes.at(-1)).toMatchObject({ kind: 'turn-end', error: { code: 'AUTH', status: 401 } })
+  })
+})
+
+describe('opening a session from its recent part', () => {
+  /** Turns of a user question and a priced reply; the first also sets a title, todos and plan mode. */
+  function log(turns: number): SessionEvent[] {
+    seq = 0
+    const events: SessionEvent[] = [event('session/title', { title: 'Long one', source: 'user' })]
+    for (let turn = 1; turn <= turns; turn++) {
+      events.push(event('turn/start', { turn }), user(`Question ${turn}`))
+      events.push(event('request/header', { reason: 'initial', provider: 'deepseek', model: 'deepseek-chat', reasoningEffort: 'high', tools: [] }))
+      if (turn === 1) events.push(event('todo/write', { todos: [{ content: 'Read the code', status: 'in_progress' }] }), event('plan/mode', { active: true }))
+      const usage = { inputTokens: 1000 * turn, outputTokens: 100, cacheReadTokens: 10, reasoningTokens: 5 }
+      events.push(event('assistant/message', { turn, step: 1, finish: 'stop', usage, message: { id: `a${turn}`, role: 'assistant', source: model(), content: [{ type: 'text', text: `Answer ${turn}` }] } }))
+      events.push(event('turn/end', { turn, reason: 'completed' }))
+    }
+    return events
+  }
+
+  /** What `GET /api/sessions/:id?tail=` answers for the turns from `fromTurn` on (the server's sums, written out). */
+  function recent(events: SessionEvent[], fromTurn: number): SessionDetail {
+    const start = events.findIndex((e) => e.type === 'turn/start' && (e.data as { turn: number }).turn === fromTurn)
+    const left = events.slice(0, start)
+    const replies = left.filter((e) => e.type === 'assistant/message').map((e) => (e.data as { usage: Record<string, number> }).usage)
+    const sum = (key: string) => replies.reduce((n, u) => n + (u[key] ?? 0), 0)
+    const latest = (type: string) => left.findLast((e) => e.type === type) as SessionEvent
+    return {
+      session: { sessionId: 's', cwd: '/w', createdAt: 0, running: false, permissionPreset: 'workspace-write' },
+      events: events.slice(start),
+      earlier: {
+        before: (events[start] as SessionEvent).seq,
+        state: [latest('session/title'), latest('todo/write'), latest('plan/mode'), latest('request/header')].sort((a, b) => a.seq - b.seq),
+        usage: [{ model: 'deepseek-chat', usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens'), cacheReadTokens: sum('cacheReadTokens'), reasoningTokens: sum('reasoningTokens') } }],
+      },
+    }
+  }
+
+  function open(detail: SessionDetail, earlier: () => Promise<{ events: SessionEvent[] }>) {
+    vi.stubGlobal('requestAnimationFrame', (callback: () => void) => setTimeout(callback))
+    vi.stubGlobal('cancelAnimationFrame', (id: number) => clearTimeout(id))
+    let handlers: SessionHandlers | undefined
+    const api = { getSession: async () => detail, getEvents: earlier } as unknown as DshApi
+    const live = { subscribe: (_id: string, _after: number, h: SessionHandlers) => ((handlers = h), () => {}) } as unknown as LiveConnection
+    const controller = new SessionController(api, live, 's' as SessionDetail['session']['sessionId'])
+    return { controller, live: () => handlers as SessionHandlers }
+  }
+
+  it('shows the whole session totals and state at once, then the whole conversation exactly as a full load would', async () => {
+    const events = log(8)
+    const next = event('turn/start', { turn: 9 })
+    const full = new ConversationModel()
+    for (const e of [...events, next]) full.applyEvent(e)
+    full.applyDelta({ turn: 9, step: 1, kind: 'text', index: 0, delta: 'Stream' })
+
+    const detail = recent(events, 7)
+    const { controller, live } = open(detail, async () => ({ events: events.filter((e) => e.seq < (detail.earlier?.before ?? 0)) }))
+    await controller.load()
+    const first = controller.get().conversation
+    const wanted = full.snapshot()
+    expect(first.totalUsage).toEqual(wanted.totalUsage)
+    expect(first.totalCost).toBeCloseTo(wanted.totalCost as number, 12)
+    expect({ title: first.title, todos: first.todos, planMode: first.planMode, model: first.model, effort: first.reasoningEffort }).toEqual({
+      title: 'Long one',
+      todos: [{ content: 'Read the code', status: 'in_progress' }],
+      planMode: true,
+      model: 'deepseek-chat',
+      effort: 'high',
+    })
+    expect(first.nodes[0]).toMatchObject({ kind: 'notice', text: 'Loading earlier messages…' })
+    expect(first.nodes.filter((n) => n.kind === 'user').map((n) => (n as { text: string }).text)).toEqual(['Question 7', 'Question 8'])
+
+    // Live changes that arrive before the earlier part are kept through the rebuild.
+    live().event(next)
+    live().delta({ turn: 9, step: 1, kind: 'text', index: 0, delta: 'Stream' })
+    await controller.loadEarlier()
+    const whole = controller.get().conversation
+    expect(whole.nodes).toEqual(wanted.nodes)
+    expect({ ...whole, nodes: [] }).toEqual({ ...wanted, nodes: [] })
+    // Rows already on screen keep their keys.
+    const keys = whole.nodes.map((n) => n.key)
+    expect(keys.slice(keys.indexOf(first.nodes[1]?.key as string))).toEqual([...first.nodes.slice(1).map((n) => n.key), 'm:9:1:0'])
+    controller.dispose()
+  })
+
+  it('says so in the conversation when the earlier part cannot be read, and keeps the recent part', async () => {
+    const events = log(4)
+    const { controller } = open(recent(events, 4), async () => {
+      throw new Error('the server went away')
+    })
+    await controller.load()
+    await controller.loadEarlier()
+    const nodes = controller.get().conversation.nodes
+    expect(nodes[0]).toMatchObject({ kind: 'notice', tone: 'error', text: 'Earlier messages could not be loaded: the server went away' })
+    expect(nodes.filter((n) => n.kind === 'user')).toHaveLength(1)
+    controller.dispose()
   })
 })
 

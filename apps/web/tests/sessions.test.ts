@@ -1,7 +1,37 @@
 /// <reference types="node" />
+import { mkdir, writeFile } from 'node:fs/promises'
+import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { reply } from '@dsh/llm-mock'
+import { formatCost, formatTokens } from '../src/lib/format.ts'
 import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
+
+/** A stored log of `turns` question-and-answer turns, as a finished run leaves it, with priced usage. */
+async function storeLongSession(home: string, cwd: string, turns: number): Promise<{ id: string; tokens: number; cost: number }> {
+  const id = `session-long-${turns}`
+  let seq = 0
+  let time = Date.UTC(2026, 10, 1)
+  const line = (type: string, data: unknown) => JSON.stringify({ seq: seq++, time: (time += 1000), type, data })
+  const lines = [JSON.stringify({ type: 'session', format: 1, id, createdAt: time, cwd }), line('session/title', { title: 'A long conversation', source: 'user' })]
+  let tokens = 0
+  let cost = 0
+  for (let turn = 1; turn <= turns; turn++) {
+    const usage = { inputTokens: 2000, outputTokens: 300, cacheReadTokens: 1000, reasoningTokens: 0 }
+    tokens += usage.inputTokens + usage.cacheReadTokens + usage.outputTokens
+    cost += (usage.inputTokens * 0.28 + usage.cacheReadTokens * 0.028 + usage.outputTokens * 0.42) / 1e6
+    const source = { kind: 'model', provider: 'deepseek', model: 'deepseek-chat' }
+    lines.push(
+      line('turn/start', { turn }),
+      line('user/message', { message: { id: `u${turn}`, role: 'user', content: [{ type: 'text', text: `Question ${turn}` }], source: { kind: 'user' } } }),
+      line('request/header', { reason: 'initial', provider: 'deepseek', model: 'deepseek-chat', tools: [] }),
+      line('assistant/message', { turn, step: 1, finish: 'stop', usage, message: { id: `a${turn}`, role: 'assistant', content: [{ type: 'text', text: `Answer ${turn}` }], source } }),
+      line('turn/end', { turn, reason: 'completed' }),
+    )
+  }
+  await mkdir(path.join(home, 'sessions'), { recursive: true })
+  await writeFile(path.join(home, 'sessions', `${id}.jsonl`), `${lines.join('\n')}\n`)
+  return { id, tokens, cost }
+}
 
 describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
   const t = useWebApp()
@@ -59,6 +89,45 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
     await appleItem.waitFor({ state: 'detached' })
     expect(page.url()).toBe(forkUrl)
     await expect(t.api('GET', `/api/sessions/${appleId}`)).rejects.toThrow(/404/)
+  })
+
+  it('opens a long session at its end from the recent part of its log, then reads the rest without moving what is on screen', async () => {
+    const { id, tokens, cost } = await storeLongSession(t.home, t.work, 120)
+    const { page } = t
+    const reads: string[] = []
+    page.on('request', (request) => {
+      const url = new URL(request.url())
+      if (url.pathname.startsWith('/api/sessions/')) reads.push(url.pathname.replace(`/api/sessions/${id}`, '') + url.search)
+    })
+    // The earlier part is held back until the reader has scrolled.
+    let release = () => {}
+    const released = new Promise<void>((resolve) => (release = resolve))
+    await page.route(/\/events\?before=/, async (route) => {
+      await released
+      await route.continue()
+    })
+    await page.goto(`${t.url}/#/session/${id}`)
+    await page.getByText('Answer 120').waitFor()
+    // The totals and the title come from the part not yet read.
+    await page.getByText(`${formatTokens(tokens)} tokens · ${formatCost(cost)}`).waitFor()
+    await page.getByRole('heading', { name: 'A long conversation' }).waitFor()
+
+    const conversation = page.getByRole('region', { name: 'Conversation' })
+    await conversation.evaluate((el) => el.scrollTo({ top: 0 }))
+    await page.getByText('Loading earlier messages…').waitFor()
+    await page.getByText('Question 82', { exact: true }).evaluate((el) => el.scrollIntoView({ block: 'start' }))
+    const question = page.getByText('Question 83', { exact: true })
+    const top = (await question.boundingBox())?.y
+    release()
+    await page.getByText('Loading earlier messages…').waitFor({ state: 'detached' })
+    await page.getByText('Question 80', { exact: true }).waitFor({ state: 'attached' })
+    expect((await question.boundingBox())?.y).toBeCloseTo(top as number, 0)
+    // The title, then five events a turn: the last 200 events are turns 81 to 120, from turn 81's start.
+    expect(reads).toEqual(['?tail=200', `/events?before=${1 + 5 * 80}`])
+
+    await conversation.evaluate((el) => el.scrollTo({ top: 0 }))
+    await page.getByText('Question 1', { exact: true }).waitFor()
+    expect(await page.locator('[data-node="user"]').first().textContent()).toBe('Question 1')
   })
 
   it('opens a session straight from its URL, highlights its code once highlight.js loads, and says when a URL names no session', async () => {

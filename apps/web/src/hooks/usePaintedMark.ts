@@ -3,13 +3,17 @@ import { afterNextPaint } from '../lib/after-paint.ts'
 
 /**
  * Sets the performance mark `dsh:session-painted` once a restored session is
- * on screen (right after the frame that drew it), for the web benchmark.
+ * on screen (right after the frame that drew it), for the web benchmark, then
+ * runs `then`: work that waits for the first paint.
  */
-export function usePaintedMark(ready: boolean): void {
+export function usePaintedMark(ready: boolean, then: () => void): void {
   useEffect(() => {
     if (!ready) return
     const stop = new AbortController()
-    afterNextPaint(() => performance.mark('dsh:session-painted'), stop.signal)
+    afterNextPaint(() => {
+      performance.mark('dsh:session-painted')
+      then()
+    }, stop.signal)
     return () => stop.abort()
   }, [ready])
 }

@@ -1,6 +1,7 @@
 import { type ConnectionState, DshApi, type Info, LiveConnection, type SessionDetail, type SessionId } from '@dsh/web-client'
 import { addPrices } from '../lib/cost.ts'
 import { takeEarlyLoad } from '../lib/early-load.ts'
+import { readRecent } from '../lib/recent-history.ts'
 import { Store } from '../lib/store.ts'
 import { RequestsStore } from './requests.ts'
 import { SessionsStore } from './sessions.ts'
@@ -53,7 +54,7 @@ export class AppModel {
   prefetch(sessionId: SessionId): void {
     // A failed early load is asked again here, so errors read the same as any other load's.
     const early = takeEarlyLoad(sessionId)
-    const request = early ? early.then((detail) => detail ?? this.api.getSession(sessionId)) : this.api.getSession(sessionId)
+    const request = early ? early.then((detail) => detail ?? readRecent(this.api, sessionId)) : readRecent(this.api, sessionId)
     request.then(
       (detail) => {
         if (this.prefetched.get(sessionId) === request) this.prefetched.set(sessionId, detail)

@@ -1,6 +1,9 @@
-import { type ContentBlock, type Delta, type ImageAttachment, isEvent, type Message, type SessionEvent, type TokenUsage } from '@dsh/web-client'
+import { type ContentBlock, type Delta, type EarlierHistory, type ImageAttachment, isEvent, type Message, type SessionEvent, type TokenUsage } from '@dsh/web-client'
 import { addUsage, costOf, NO_USAGE } from '../lib/cost.ts'
 import type { ConversationNode, ConversationState, ToolNode } from './nodes.ts'
+
+/** The key of the row that stands for the part of the log a recent-history start left out. */
+const EARLIER_KEY = 'earlier'
 
 interface TurnBook {
   start?: number
@@ -89,19 +92,15 @@ export class ConversationModel {
         code: error.code,
         text: `${error.message} Retrying in ${Math.round(delayMs / 100) / 10} s (attempt ${attempt + 1}).`,
       })
-    } else if (isEvent(event, 'request/header')) {
-      const { provider, model, reasoningEffort } = event.data
-      this.update({ provider, model, ...(reasoningEffort ? { reasoningEffort } : {}) })
+    } else if (this.applyState(event)) {
+      if (isEvent(event, 'plan/mode')) {
+        this.put({ kind: 'notice', key: `e:${event.seq}`, tone: 'info', text: event.data.active ? 'Plan mode on' : 'Plan mode off' })
+      }
     } else if (isEvent(event, 'permission/decision')) {
       const key = this.callKeys.get(event.data.callId)
       const node = key ? this.get(key) : undefined
       const { decision, answer, reason } = event.data
       if (node?.kind === 'tool') this.put({ ...node, decision: { decision, reason, ...(answer ? { answer } : {}) } })
-    } else if (isEvent(event, 'todo/write')) this.update({ todos: event.data.todos })
-    else if (isEvent(event, 'session/title')) this.update({ title: event.data.title })
-    else if (isEvent(event, 'plan/mode')) {
-      this.update({ planMode: event.data.active })
-      this.put({ kind: 'notice', key: `e:${event.seq}`, tone: 'info', text: event.data.active ? 'Plan mode on' : 'Plan mode off' })
     } else if (isEvent(event, 'context/compaction')) {
       const { replaced, error, reason } = event.data
       this.put(
@@ -110,6 +109,33 @@ export class ConversationModel {
           : { kind: 'notice', key: `e:${event.seq}`, tone: 'info', text: `Context compacted (${reason}): ${replaced.length} earlier messages summarised` },
       )
     }
+  }
+
+  /**
+   * Starts from the recent part of a log: the state and usage of the part
+   * left out, and a row at the top saying it is on its way.
+   */
+  startFromRecent(earlier: EarlierHistory): void {
+    for (const event of earlier.state) this.applyState(event)
+    for (const { model, usage } of earlier.usage) this.addTotal(usage, model)
+    this.put({ kind: 'notice', key: EARLIER_KEY, tone: 'info', text: 'Loading earlier messages…' })
+  }
+
+  /** The part a recent-history start left out could not be read. */
+  earlierFailed(message: string): void {
+    this.put({ kind: 'notice', key: EARLIER_KEY, tone: 'error', text: `Earlier messages could not be loaded: ${message}` })
+  }
+
+  /** Session-wide state from the events that set it; false for other events. */
+  private applyState(event: SessionEvent): boolean {
+    if (isEvent(event, 'request/header')) {
+      const { provider, model, reasoningEffort } = event.data
+      this.update({ provider, model, ...(reasoningEffort ? { reasoningEffort } : {}) })
+    } else if (isEvent(event, 'todo/write')) this.update({ todos: event.data.todos })
+    else if (isEvent(event, 'session/title')) this.update({ title: event.data.title })
+    else if (isEvent(event, 'plan/mode')) this.update({ planMode: event.data.active })
+    else return false
+    return true
   }
 
   private userMessage(seq: number, time: number, message: Message): void {
@@ -207,6 +233,11 @@ export class ConversationModel {
       ...(cost !== undefined ? { cost: (book.cost ?? 0) + cost } : {}),
       ...(model ? { model } : {}),
     })
+    this.addTotal(usage, model)
+  }
+
+  private addTotal(usage: TokenUsage, model: string | undefined): void {
+    const cost = costOf(model, usage)
     const total = this.state.totalCost
     this.update({
       totalUsage: addUsage(this.state.totalUsage, usage),

@@ -1,4 +1,5 @@
-import { ApiError, type DshApi, type ImageAttachment, isEvent, type LiveConnection, type SessionDetail, type SessionId } from '@dsh/web-client'
+import { ApiError, type DshApi, type ImageAttachment, isEvent, type LiveConnection, type SessionDetail, type SessionEvent, type SessionId } from '@dsh/web-client'
+import { readRecent } from '../lib/recent-history.ts'
 import type { Readable } from '../lib/store.ts'
 import { ConversationModel, textOf } from './conversation.ts'
 import type { ConversationState } from './nodes.ts'
@@ -24,7 +25,13 @@ export interface SessionView {
  * socket from the last seq loaded. Renders are batched to one per frame.
  */
 export class SessionController implements Readable<SessionView> {
-  private readonly model = new ConversationModel()
+  private model = new ConversationModel()
+  /**
+   * While the conversation shows only the recent part of the log: where the
+   * part left out ends, and every change made to the model since, to replay
+   * over the whole log once it is read.
+   */
+  private partial: { before: number; changes: Array<(model: ConversationModel) => void>; reading: boolean } | undefined
   private view: SessionView
   private readonly listeners = new Set<() => void>()
   private unsubscribe: (() => void) | undefined
@@ -58,7 +65,7 @@ export class SessionController implements Readable<SessionView> {
       detail = prefetched
     } else {
       try {
-        detail = await (prefetched ?? this.api.getSession(this.id))
+        detail = await (prefetched ?? readRecent(this.api, this.id))
       } catch (error) {
         if (this.disposed) return
         const missing = error instanceof ApiError && (error.status === 404 || error.code === 'unknown-session' || error.code === 'not-found')
@@ -67,33 +74,75 @@ export class SessionController implements Readable<SessionView> {
       }
     }
     if (this.disposed) return
-    for (const event of detail.events) this.model.applyEvent(event)
-    this.model.setRunning(detail.session.running)
+    if (detail.earlier) {
+      this.model.startFromRecent(detail.earlier)
+      this.partial = { before: detail.earlier.before, changes: [], reading: false }
+    }
+    const { events, session } = detail
+    this.change((model) => {
+      for (const event of events) model.applyEvent(event)
+      model.setRunning(session.running)
+    })
     this.patch({ status: 'ready', meta: detail.session })
     this.unsubscribe = this.live.subscribe(this.id, this.model.snapshot().lastSeq, {
       event: (event) => {
-        this.model.applyEvent(event)
+        this.change((model) => model.applyEvent(event))
         if (isEvent(event, 'user/message')) this.dequeue(textOf(event.data.message.content))
         this.schedule()
       },
       delta: (delta) => {
-        this.model.applyDelta(delta)
+        this.change((model) => model.applyDelta(delta))
         this.schedule()
       },
       status: (status) => {
-        this.model.setRunning(status === 'running')
+        this.change((model) => model.setRunning(status === 'running'))
         if (status === 'idle') this.patch({ queued: this.view.queued.filter((q) => q.state === 'sending') })
         this.schedule()
       },
       subscribed: ({ running }) => {
-        this.model.setRunning(running)
+        this.change((model) => model.setRunning(running))
         this.schedule()
       },
       resumed: () => {
-        this.model.markResumed()
+        this.change((model) => model.markResumed())
         this.schedule()
       },
     })
+  }
+
+  /**
+   * When only the recent part of the log was loaded: reads the part left out
+   * and shows the whole conversation, the same as if it had been loaded at
+   * once (rows keep their keys, so the ones on screen stay as they are).
+   */
+  async loadEarlier(): Promise<void> {
+    const partial = this.partial
+    if (!partial || partial.reading) return
+    partial.reading = true
+    let events: SessionEvent[]
+    try {
+      ;({ events } = await this.api.getEvents(this.id, partial.before))
+    } catch (error) {
+      if (this.disposed) return
+      this.partial = undefined
+      this.model.earlierFailed(error instanceof Error ? error.message : String(error))
+      this.patch({})
+      return
+    }
+    if (this.disposed) return
+    const whole = new ConversationModel()
+    for (const event of events) whole.applyEvent(event)
+    for (const change of partial.changes) change(whole)
+    this.partial = undefined
+    this.model = whole
+    this.patch({})
+    performance.mark('dsh:session-whole')
+  }
+
+  /** Applies a change to the model, kept for the replay over the whole log while only part of it is loaded. */
+  private change(apply: (model: ConversationModel) => void): void {
+    apply(this.model)
+    this.partial?.changes.push(apply)
   }
 
   /** Sends a prompt; while a turn runs the server queues it as a follow-up, shown until it starts. */
@@ -106,7 +155,7 @@ export class SessionController implements Readable<SessionView> {
       if (queued && stillThere) this.patch({ queued: this.view.queued.map((q) => (q.id === item.id ? { ...q, state: 'queued' } : q)) })
       else if (!queued) this.patch({ queued: this.view.queued.filter((q) => q.id !== item.id) })
       if (!this.view.conversation.running) {
-        this.model.setRunning(true)
+        this.change((model) => model.setRunning(true))
         this.schedule()
       }
     } catch (error) {

@@ -8,6 +8,7 @@ import type {
   QuestionAnswer,
   RequestId,
   SessionDetail,
+  SessionEvent,
   SessionId,
   SessionList,
   SessionPatch,
@@ -72,8 +73,14 @@ export class DshApi {
     return this.call('POST', '/api/sessions', body)
   }
 
-  getSession(id: SessionId): Promise<SessionDetail> {
-    return this.call('GET', `/api/sessions/${enc(id)}`)
+  /** The session and its log; with `tail`, only the recent part of it (at least that many events, whole turns). */
+  getSession(id: SessionId, options: { tail?: number } = {}): Promise<SessionDetail> {
+    return this.call('GET', `/api/sessions/${enc(id)}${search({ tail: options.tail })}`)
+  }
+
+  /** The events of a session's log before `before` (a seq), oldest first. */
+  getEvents(id: SessionId, before: number): Promise<{ events: SessionEvent[] }> {
+    return this.call('GET', `/api/sessions/${enc(id)}/events${search({ before })}`)
   }
 
   sendMessage(id: SessionId, message: OutgoingMessage): Promise<{ queued: boolean }> {

@@ -168,7 +168,20 @@ export interface SessionDetail {
     reasoningEffort?: string
     permissionPreset: string
   }
+  /** The whole log, or with `tail` its recent part (whole turns). */
   events: SessionEvent[]
+  /** Present when `tail` left earlier events out: `GET /api/sessions/:id/events?before=` reads them. */
+  earlier?: EarlierHistory
+}
+
+/** What the client needs of the events left out of a recent-history read to show the session as a whole. */
+export interface EarlierHistory {
+  /** The seq of the first event sent. */
+  before: number
+  /** The last event of each type that sets session-wide state (model, title, todos, plan mode, preset). */
+  state: SessionEvent[]
+  /** The token usage of the left-out events, summed per model. */
+  usage: Array<{ model?: string; usage: TokenUsage }>
 }
 
 export interface NewSession {

@@ -42,6 +42,8 @@ export function MessageList({ nodes, footer }: { nodes: readonly ConversationNod
     // for the scroller's until it is measured (a bit taller, so the first rows cover the view).
     initialOffset: () => Number.MAX_SAFE_INTEGER,
     initialRect: { width: window.innerWidth, height: window.innerHeight },
+    // Rows added above (the earlier part of the log arriving) leave the rows on screen where they are.
+    anchorTo: 'end',
   })
   const total = virtualizer.getTotalSize()
 

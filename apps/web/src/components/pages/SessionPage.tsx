@@ -31,7 +31,8 @@ function OpenSession({ controller }: { controller: SessionController }) {
   const app = useApp()
   const view = useStore(controller)
   const { conversation, meta } = view
-  usePaintedMark(view.status === 'ready')
+  // The part of the log left out of the first screen is read once that screen is painted.
+  usePaintedMark(view.status === 'ready', () => void controller.loadEarlier())
 
   const onCommand = async ({ name, arg }: ParsedCommand) => {
     if (name === 'new') {

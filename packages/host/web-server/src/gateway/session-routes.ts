@@ -10,6 +10,7 @@ import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
 import { type ApiRequest, JsonReply } from '../server.ts'
 import { absolutePath, existingFolder } from './files.ts'
+import { recentHistory } from './history.ts'
 import type { SocketHub } from './hub.ts'
 import { type SessionAccess, unknownSession } from './sessions.ts'
 
@@ -51,6 +52,9 @@ const ListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().optional(),
 })
+
+const DetailQuery = z.object({ tail: z.coerce.number().int().min(1).optional() })
+const EventsQuery = z.object({ before: z.coerce.number().int().min(0) })
 
 function unavailable(what: string, plugin: string): HttpError {
   return new HttpError(503, 'unavailable', `${what} needs the ${plugin} plugin, which is not loaded`)
@@ -100,8 +104,16 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
   })
 
   server.route(ctx, 'GET', '/api/sessions/:id', async (request) => {
+    const q = parseWith(DetailQuery, Object.fromEntries(request.query), 'query')
     const view = await sessions.view(idOf(request))
-    return { session: sessions.describe(view), events: view.events }
+    const history = q.tail ? recentHistory(view.events, q.tail) : { events: view.events }
+    return { session: sessions.describe(view), ...history }
+  })
+
+  server.route(ctx, 'GET', '/api/sessions/:id/events', async (request) => {
+    const q = parseWith(EventsQuery, Object.fromEntries(request.query), 'query')
+    const { events } = await sessions.view(idOf(request))
+    return { events: events.filter((event) => event.seq < q.before) }
   })
 
   server.route(ctx, 'POST', '/api/sessions/:id/messages', async (request) => {
