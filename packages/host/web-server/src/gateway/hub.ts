@@ -130,18 +130,18 @@ export class SocketHub {
     })
   }
 
-  /**
-   * Replays the events after `afterSeq`, then goes live. The log is read (a
-   * stored one asynchronously), and the replay and the switch to live
-   * delivery happen in one synchronous step, so an event appended meanwhile
-   * is either in the replay or delivered live, never both, never neither.
-   */
   /** Whether any client is subscribed to the session. */
   isWatched(sessionId: string): boolean {
     for (const client of this.clients) if (client.subscriptions.has(sessionId)) return true
     return false
   }
 
+  /**
+   * Replays the events after `afterSeq`, then goes live. The log is read (a
+   * stored one asynchronously), and the replay and the switch to live
+   * delivery happen in one synchronous step, so an event appended meanwhile
+   * is either in the replay or delivered live, never both, never neither.
+   */
   private async subscribe(client: Client, sessionId: string, afterSeq: number): Promise<void> {
     const sub: Subscription = { lastSeq: afterSeq, ready: false }
     client.subscriptions.set(sessionId, sub)
