@@ -115,6 +115,7 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
     const conversation = page.getByRole('region', { name: 'Conversation' })
     await conversation.evaluate((el) => el.scrollTo({ top: 0 }))
     await page.getByText('Loading earlier messages…').waitFor()
+    await t.screenshot('session-loading-earlier')
     await page.getByText('Question 82', { exact: true }).evaluate((el) => el.scrollIntoView({ block: 'start' }))
     const question = page.getByText('Question 83', { exact: true })
     const top = (await question.boundingBox())?.y
