@@ -3,7 +3,7 @@ import type { SessionEvent } from '@dsh/session'
 import { eventUsage } from '@dsh/token-meter'
 
 /** Event types whose latest instance holds state of the whole session (title, model, todos, modes). */
-export const SESSION_STATE_TYPES: readonly string[] = ['request/header', 'session/title', 'todo/write', 'plan/mode', 'permission/preset']
+const SESSION_STATE_TYPES: readonly string[] = ['request/header', 'session/title', 'todo/write', 'plan/mode', 'permission/preset']
 
 /** What a client needs of the events it was not sent to show the session as a whole. */
 export interface EarlierHistory {
