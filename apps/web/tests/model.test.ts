@@ -1,4 +1,4 @@
-import type { DshApi, LiveConnection, SessionDetail, SessionEvent, SessionHandlers } from '@dsh/web-client'
+import type { DshApi, LiveConnection, SessionDetail, SessionEvent, SessionHandlers, SessionId } from '@dsh/web-client'
 import { Marked } from 'marked'
 import { describe, expect, it, vi } from 'vitest'
 import { parseCommand } from '../src/lib/commands.ts'
@@ -123,7 +123,7 @@ describe('opening a session from its recent part', () => {
     const sum = (key: string) => replies.reduce((n, u) => n + (u[key] ?? 0), 0)
     const latest = (type: string) => left.findLast((e) => e.type === type) as SessionEvent
     return {
-      session: { sessionId: 's', cwd: '/w', createdAt: 0, running: false, permissionPreset: 'workspace-write' },
+      session: { sessionId: 's' as SessionId, cwd: '/w', createdAt: 0, running: false, permissionPreset: 'workspace-write' },
       events: events.slice(start),
       earlier: {
         before: (events[start] as SessionEvent).seq,
@@ -139,7 +139,7 @@ describe('opening a session from its recent part', () => {
     let handlers: SessionHandlers | undefined
     const api = { getSession: async () => detail, getEvents: earlier } as unknown as DshApi
     const live = { subscribe: (_id: string, _after: number, h: SessionHandlers) => ((handlers = h), () => {}) } as unknown as LiveConnection
-    const controller = new SessionController(api, live, 's' as SessionDetail['session']['sessionId'])
+    const controller = new SessionController(api, live, 's' as SessionId)
     return { controller, live: () => handlers as SessionHandlers }
   }
 
@@ -168,8 +168,8 @@ describe('opening a session from its recent part', () => {
     expect(first.nodes.filter((n) => n.kind === 'user').map((n) => (n as { text: string }).text)).toEqual(['Question 7', 'Question 8'])
 
     // Live changes that arrive before the earlier part are kept through the rebuild.
-    live().event(next)
-    live().delta({ turn: 9, step: 1, kind: 'text', index: 0, delta: 'Stream' })
+    live().event?.(next)
+    live().delta?.({ turn: 9, step: 1, kind: 'text', index: 0, delta: 'Stream' })
     await controller.loadEarlier()
     const whole = controller.get().conversation
     expect(whole.nodes).toEqual(wanted.nodes)
