@@ -27,8 +27,9 @@ interface Entry {
   parent: Entry | null
   children: Entry[]
   plugin: unknown
-  wrapper: object
+  /** The row's own fiber: a wrapper plugin's, or the plugin's when it is mounted directly (then `fiber === inner`). */
   fiber?: Fiber
+  /** The plugin's fiber. */
   inner?: Fiber
   groupCtx?: Context
   error?: unknown
@@ -201,7 +202,35 @@ export class Loader extends Service {
       if (!entry.parent) this.mount(entry, this.home)
       else if (entry.parent.groupCtx) this.mount(entry, entry.parent.groupCtx)
     }
-    await Promise.all(changed.map((entry) => (entry.fiber ? entry.fiber.update(entry.row) : undefined)))
+    await Promise.all(changed.map((entry) => this.refresh(entry)))
+  }
+
+  /** Brings a mounted row in line with its changed `disabled` or `config`. */
+  private async refresh(entry: Entry): Promise<void> {
+    const { fiber } = entry
+    if (fiber && fiber !== entry.inner) return fiber.update(entry.row)
+    if (!fiber || fiber.uid === null) {
+      const parent = entry.parent ? entry.parent.groupCtx : this.home
+      if (parent) this.mount(entry, parent)
+      return
+    }
+    let config: unknown
+    try {
+      config = this.resolve(entry, fiber.parent)
+    } catch (error) {
+      fiber.parent.logger(entry.row.id).error(error)
+      entry.fiber = entry.inner = undefined
+      await fiber.dispose()
+      throw error
+    }
+    if (config === DISABLED) {
+      entry.fiber = entry.inner = undefined
+      return fiber.dispose()
+    }
+    entry.error = undefined
+    await fiber.update(config)?.catch((error: unknown) => {
+      if (entry.inner === fiber) entry.error = error
+    })
   }
 
   private forget(entry: Entry): void {
@@ -234,43 +263,86 @@ export class Loader extends Service {
   }
 
   private createEntry(row: Row, plugin: unknown): Entry {
-    const entry: Entry = { row, parent: null, children: [], plugin, wrapper: {} }
-    entry.wrapper = {
-      name: row.id,
-      inject: row.inject ?? [],
-      apply: async (ctx: Context) => {
-        entry.error = undefined
-        entry.inner = undefined
-        try {
-          if (this.evaluate(entry.row.disabled, ctx, entry.row.id)) return
-          if (entry.row.group) {
-            entry.groupCtx = ctx
-            ctx.effect(() => () => {
-              entry.groupCtx = undefined
-              for (const child of entry.children) child.fiber = child.inner = undefined
-            }, 'group children')
-            for (const child of entry.children) this.mount(child, ctx)
-            return
-          }
-          const config = this.evaluate(entry.row.config, ctx, entry.row.id)
-          if (containsJs(entry.row.config)) checkConfig(entry.row.id, entry.plugin, config)
-          const inner = ctx.plugin(entry.plugin as never, config as never)
-          entry.inner = inner
-          inner.then(null, (error: unknown) => {
-            if (entry.inner === inner) entry.error = error
-          })
-        } catch (error) {
-          entry.error = error
-          throw error
-        }
-      },
-    }
-    return entry
+    return { row, parent: null, children: [], plugin }
   }
 
   private mount(entry: Entry, parent: Context): void {
     if (entry.fiber && entry.fiber.uid !== null) return
-    entry.fiber = parent.plugin(entry.wrapper as never, entry.row as never)
+    if (needsWrapper(entry)) {
+      entry.fiber = parent.plugin(this.wrapper(entry) as never, entry.row as never)
+      return
+    }
+    entry.fiber = entry.inner = undefined
+    let config: unknown
+    try {
+      config = this.resolve(entry, parent)
+    } catch (error) {
+      parent.logger(entry.row.id).error(error)
+      return
+    }
+    if (config === DISABLED) return
+    entry.fiber = this.start(entry, parent, config)
+  }
+
+  /**
+   * A row with `inject` evaluates its `!!js` once those services exist, and a
+   * group holds its children: both get a wrapper plugin, mounted with the row
+   * as its config, whose context is the one expressions and children see.
+   * The plugin itself is mounted inside it.
+   */
+  private wrapper(entry: Entry): object {
+    return {
+      name: entry.row.id,
+      inject: entry.row.inject ?? [],
+      apply: (ctx: Context) => {
+        entry.inner = undefined
+        if (entry.row.group) {
+          if (this.resolveDisabled(entry, ctx)) return
+          entry.groupCtx = ctx
+          ctx.effect(() => () => {
+            entry.groupCtx = undefined
+            for (const child of entry.children) child.fiber = child.inner = undefined
+          }, 'group children')
+          for (const child of entry.children) this.mount(child, ctx)
+          return
+        }
+        const config = this.resolve(entry, ctx)
+        if (config !== DISABLED) this.start(entry, ctx, config)
+      },
+    }
+  }
+
+  /** The row's evaluated config, checked when it holds `!!js`, or DISABLED. Records and rethrows a failure. */
+  private resolve(entry: Entry, ctx: Context): unknown {
+    if (this.resolveDisabled(entry, ctx)) return DISABLED
+    return this.recordFailure(entry, () => {
+      const config = this.evaluate(entry.row.config, ctx, entry.row.id)
+      if (containsJs(entry.row.config)) checkConfig(entry.row.id, entry.plugin, config)
+      return config
+    })
+  }
+
+  private resolveDisabled(entry: Entry, ctx: Context): boolean {
+    entry.error = undefined
+    return this.recordFailure(entry, () => !!this.evaluate(entry.row.disabled, ctx, entry.row.id))
+  }
+
+  private recordFailure<T>(entry: Entry, run: () => T): T {
+    try {
+      return run()
+    } catch (error) {
+      entry.error = error
+      throw error
+    }
+  }
+
+  private start(entry: Entry, ctx: Context, config: unknown): Fiber {
+    const inner = ctx.plugin(entry.plugin as never, config as never)
+    entry.inner = inner
+    inner.then(null, (error: unknown) => {
+      if (entry.inner === inner) entry.error = error
+    })
+    return inner
   }
 
   private evaluate(value: unknown, ctx: Context, id: string): unknown {
@@ -291,6 +363,21 @@ export class Loader extends Service {
     }
     return value
   }
+}
+
+const DISABLED = Symbol('disabled')
+
+/**
+ * Most rows mount their plugin straight under the parent context. Rows with
+ * `inject` and groups need a wrapper fiber (see `Loader.wrapper`); so do
+ * plugins without a name of their own, whose logs a wrapper names after the row.
+ */
+function needsWrapper(entry: Entry): boolean {
+  const { row, plugin } = entry
+  if (row.group || (row.inject?.length ?? 0) > 0) return true
+  if (plugin === undefined) return false
+  const name = (plugin as { name?: unknown }).name
+  return typeof name !== 'string' || name === '' || name === 'apply'
 }
 
 function checkConfig(id: string, plugin: unknown, config: unknown): void {

@@ -180,3 +180,71 @@ describe('disabled rows', () => {
     expect(loader.rows().map((r) => r.id)).toEqual(['off', 'a'])
   })
 })
+
+describe('rows without inject (one fiber each)', () => {
+  const picky = (label: string, fail: boolean) => rows(`- insert: [{ id: p, name: picky, config: { label: ${label}, fail: ${fail} } }, { id: ok, name: recorder, config: { label: ok } }]`)
+
+  it('evaluate !!js at mount and again when the expression changes', async () => {
+    await loader.apply(rows(`- insert: [{ id: a, name: recorder, config: { label: !!js "'x' + (1 + 1)" } }]`))
+    await loader.settle()
+    await loader.apply(rows(`- insert: [{ id: a, name: recorder, config: { label: !!js "'x' + (1 + 2)" } }]`))
+    expect(await loader.settle()).toEqual({ failed: [], pending: [] })
+    expect(log()).toEqual(['start x2=0', 'stop x2=0', 'start x3=0'])
+  })
+
+  it('restart on update, stop when switched off and start again when switched on', async () => {
+    await loader.apply(rows('- insert: [{ id: a, name: recorder, config: { label: a } }]'))
+    await loader.apply(rows('- insert: [{ id: a, name: recorder, config: { label: a, value: 2 } }]'))
+    expect(loader.fiberOf('a')).toBeDefined()
+    await loader.apply(rows('- insert: [{ id: a, name: recorder, disabled: true, config: { label: a, value: 2 } }]'))
+    expect(loader.fiberOf('a')).toBeUndefined()
+    await loader.apply(rows('- insert: [{ id: a, name: recorder, config: { label: a, value: 2 } }]'))
+    expect(await loader.settle()).toEqual({ failed: [], pending: [] })
+    expect(log()).toEqual(['start a=0', 'stop a=0', 'start a=2', 'stop a=2', 'start a=2'])
+  })
+
+  it('report a plugin that fails after an update, and recover when the config is fixed', async () => {
+    await loader.apply(picky('p', false))
+    await loader.settle()
+    await loader.apply(picky('p', true))
+    expect((await loader.settle()).failed).toEqual([{ id: 'p', message: 'picky p refuses this config' }])
+    await loader.apply(picky('p', false))
+    expect(await loader.settle()).toEqual({ failed: [], pending: [] })
+    expect(log()).toEqual(['start p', 'start ok=0', 'stop p', 'start p'])
+  })
+
+  it('report a failing !!js at mount without stopping the other rows', async () => {
+    await loader.apply(rows(`- insert: [{ id: bad, name: recorder, config: { label: !!js "nope.label" } }, { id: ok, name: recorder, config: { label: ok } }]`))
+    const health = await loader.settle()
+    expect(health.failed).toEqual([{ id: 'bad', message: expect.stringMatching(/^row "bad": !!js nope\.label failed: nope is not defined/) }])
+    expect(log()).toEqual(['start ok=0'])
+  })
+
+  it('reject an update whose !!js fails, stopping the old instance', async () => {
+    const tree = (label: string) => rows(`- insert: [{ id: a, name: recorder, config: { label: !!js "${label}" } }]`)
+    await loader.apply(tree("'one'"))
+    await loader.settle()
+    await expect(loader.apply(tree('nope.label'))).rejects.toThrow(/row "a": !!js nope\.label failed/)
+    expect((await loader.settle()).failed).toEqual([{ id: 'a', message: expect.stringMatching(/nope is not defined/) }])
+    await loader.apply(tree("'two'"))
+    expect(await loader.settle()).toEqual({ failed: [], pending: [] })
+    expect(log()).toEqual(['start one=0', 'stop one=0', 'start two=0'])
+  })
+
+  it('name the logs of a plugin without a name after its row', async () => {
+    await loader.apply(rows('- insert: [{ id: nameless, name: unnamed }]'))
+    await loader.settle()
+    expect(log()).toEqual(['logger nameless'])
+  })
+
+  it('stop with their group, and start again when it is switched back on', async () => {
+    const tree = (disabled: boolean) => rows(`- insert: [{ id: g, group: true, disabled: ${disabled}, config: [{ id: c, name: recorder, config: { label: c } }] }]`)
+    await loader.apply(tree(false))
+    await loader.apply(tree(true))
+    await loader.apply(tree(false))
+    await loader.settle()
+    expect(log()).toEqual(['start c=0', 'stop c=0', 'start c=0'])
+    await root.fiber.dispose()
+    expect(log()).toEqual(['start c=0', 'stop c=0', 'start c=0', 'stop c=0'])
+  })
+})
