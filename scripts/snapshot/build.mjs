@@ -6,7 +6,8 @@
 //    exports of apps/cli's @dsh dependencies, plus cordis, schemastery and
 //    zod) from their TypeScript sources into one CommonJS script, keeping
 //    native packages, and code the start of a task does not run, outside;
-// 2. runs `node --build-snapshot` on it, which evaluates those modules and
+// 2. runs `node --build-snapshot` on it, which evaluates those modules, runs
+//    the warm-up (warm-up.mjs: the code every start runs gets compiled) and
 //    serializes the heap into apps/cli/lib/snapshot/dsh.blob. A module whose
 //    load needs what a snapshot cannot hold (a socket module, a native addon)
 //    is deferred: it is still in the bundle, evaluated at run time;
@@ -27,6 +28,8 @@ const outDir = path.join(cliDir, 'lib/snapshot')
 const bundleFile = path.join(outDir, 'dsh.cjs')
 const blobFile = path.join(outDir, 'dsh.blob')
 const launcherFile = path.join(cliDir, 'lib/dsh')
+/** Holds the modification time of the node binary that built the blob (see `writeLauncher`). */
+const stampFile = path.join(outDir, 'node.stamp')
 const importHelper = 'apps/cli/lib/snapshot/import.cjs'
 
 /** Packages shared with out-of-tree plugins besides the in-box ones (what plugins import). */
@@ -50,6 +53,7 @@ const DEFER = []
 const KEEP_NAMES_HELPER = 'var __name = (target, value) => __defProp(target, "name", { value, configurable: true });'
 const ENTRY = '\0dsh-snapshot-entry'
 const DEFER_MARK = 'dsh-snapshot-defer:'
+const WARN_MARK = 'dsh-snapshot-warning:'
 
 const log = (text) => console.log(`snapshot: ${text}`)
 const relative = (file) => path.relative(root, file).split(path.sep).join('/')
@@ -151,8 +155,23 @@ async function bundle(modules, sharedFrom) {
     load(id) {
       if (id !== ENTRY) return null
       const main = JSON.stringify(path.join(cliDir, 'src/snapshot/main.ts'))
+      const warm = JSON.stringify(fileURLToPath(new URL('./warm-up.mjs', import.meta.url)))
       const importers = entryImports.map((s) => `  ${JSON.stringify(s)}: () => import(${JSON.stringify(s)}),`)
-      return `import { prepare } from ${main}\nprepare({\n${importers.join('\n')}\n}, (process.env.DSH_SNAPSHOT_DEFER ?? '').split(','))\n`
+      return [
+        `import { prepare } from ${main}`,
+        `import { warmUp } from ${warm}`,
+        `const importers = {\n${importers.join('\n')}\n}`,
+        // Once every module is evaluated, and before the build puts back what it changed, run the warm-up.
+        `const host = globalThis[Symbol.for('dsh.snapshot')]`,
+        `const finishBuild = host.finishBuild`,
+        `const deferred = (process.env.DSH_SNAPSHOT_DEFER ?? '').split(',')`,
+        `const evaluated = Object.keys(importers).filter((specifier) => !deferred.includes(specifier))`,
+        `host.finishBuild = () => warmUp((specifier) => importers[specifier](), evaluated)`,
+        `  .catch((error) => console.error(${JSON.stringify(WARN_MARK)} + JSON.stringify(\`the warm-up failed, a start will compile more: \${error?.stack ?? error}\`)))`,
+        `  .finally(finishBuild)`,
+        `prepare(importers, deferred)`,
+        '',
+      ].join('\n')
     },
     transform(code, id) {
       // cordis and schemastery ship esbuild's keepNames helper, which sets the
@@ -223,7 +242,10 @@ function attempt(script, tmpBlob, deferred) {
   const output = `${result.stdout}\n${result.stderr}`
   const mark = result.stderr.split('\n').find((line) => line.startsWith(DEFER_MARK))
   if (result.status === 3 && mark) return { defer: JSON.parse(mark.slice(DEFER_MARK.length)) }
-  if (result.status === 0 && existsSync(tmpBlob)) return { ok: true }
+  if (result.status === 0 && existsSync(tmpBlob)) {
+    for (const line of result.stderr.split('\n')) if (line.startsWith(WARN_MARK)) console.warn(`snapshot: WARNING: ${JSON.parse(line.slice(WARN_MARK.length))}`)
+    return { ok: true }
+  }
   // V8 names what it could not serialize ("global handle not serialized: ... <BlockList ...>").
   const kinds = [...new Set([...output.matchAll(/- prototype: \S+ <(\w+)/g)].map((m) => m[1]))]
   const first = output.split('\n').find((line) => line.trim() && !/Warning: It's not yet fully verified|^It may still work|^To request support|trace-warnings/.test(line))
@@ -268,17 +290,20 @@ function buildBlob(script, tmpBlob, order) {
 /**
  * The shell launcher: exec node with the blob when it fits, else the plain
  * entry. It fits when the node on PATH is the binary that built it, unchanged
- * (path, size, modification time), and NODE_OPTIONS holds only options that
- * leave V8's configuration alone: any V8 flag (--max-old-space-size, ...)
- * makes node refuse the blob ("built with different V8 configurations").
- * Commands that boot no tree (dumps, help, version) take the plain entry,
- * which is faster for them; both entries behave the same, so an app argument
- * that looks like one of these flags only changes the speed.
+ * (path, and a modification time equal to the stamp file's, copied from the
+ * binary at build time), and NODE_OPTIONS holds only options that leave V8's
+ * configuration alone: any V8 flag (--max-old-space-size, ...) makes node
+ * refuse the blob ("built with different V8 configurations"). Commands that
+ * boot no tree (dumps, help, version) take the plain entry, which is faster
+ * for them; both entries behave the same, so an app argument that looks like
+ * one of these flags only changes the speed. The script starts no process
+ * of its own before node (a fork costs several ms on small machines): it
+ * searches PATH itself and compares times with `test`.
  */
 function writeLauncher(withBlob) {
   const node = process.execPath
   const quoted = `'${node.replaceAll("'", "'\\''")}'`
-  const stamp = withBlob ? nodeStamp(node) : 'none'
+  const fits = withBlob && copyTime(node, stampFile)
   const script = `#!/bin/sh
 # The dsh launcher, written by scripts/snapshot/build.mjs. Runs node from the
 # startup snapshot lib/snapshot/dsh.blob when the blob fits (see below), else
@@ -290,11 +315,26 @@ while [ -L "$self" ]; do
 done
 case $self in /*) ;; *) self=$PWD/$self ;; esac
 lib=\${self%/*}
-node=$(command -v node)
 blob=$lib/snapshot/dsh.blob
+stamp=$lib/snapshot/node.stamp
 fits=
-# Built by ${node}; any other node binary, or this one replaced since, cannot load it.
-if [ -n "$node" ] && [ -f "$blob" ] && [ "$node" -ef ${quoted} ] && [ "$(stat -L -c '%s %Y' "$node" 2>/dev/null)" = '${stamp}' ]; then
+${
+  fits
+    ? `# The first node on PATH, found without a subshell.
+node=
+set -f
+ifs=$IFS
+IFS=:
+for dir in $PATH; do
+  if [ -f "\${dir:-.}/node" ] && [ -x "\${dir:-.}/node" ]; then node=\${dir:-.}/node; break; fi
+done
+IFS=$ifs
+set +f
+# Built by ${node}; any other node binary, or this one replaced since (its time differs from the stamp's), cannot load it.
+if [ -n "$node" ] && [ -f "$blob" ] && [ "$node" -ef ${quoted} ] && [ -f "$stamp" ] && ! [ "$node" -nt "$stamp" ] && ! [ "$node" -ot "$stamp" ]; then`
+    : `# No startup snapshot was built.
+if false; then`
+}
   fits=1
   # Node options that change no V8 flag; anything else in NODE_OPTIONS runs the plain entry.
   set -f
@@ -322,9 +362,18 @@ exec node "$lib/bin.js" "$@"
   renameSync(`${launcherFile}.tmp`, launcherFile)
 }
 
-function nodeStamp(file) {
-  const stat = statSync(file)
-  return `${stat.size} ${Math.floor(stat.mtimeMs / 1000)}`
+/** Gives `to` the modification time of `from`, to the nanosecond (`touch -r`); false when that fails. */
+function copyTime(from, to) {
+  const tmp = `${to}.${process.pid}.tmp`
+  writeFileSync(tmp, `${from}\n`)
+  const result = spawnSync('touch', ['-r', from, tmp], { stdio: 'ignore' })
+  if (result.status !== 0) {
+    rmSync(tmp, { force: true })
+    console.warn(`snapshot: WARNING: touch -r ${from} failed; dsh will start the slower plain way`)
+    return false
+  }
+  renameSync(tmp, to)
+  return true
 }
 
 // Other builds may run at the same time: everything is written under
