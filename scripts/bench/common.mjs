@@ -14,7 +14,14 @@ export const root = fileURLToPath(new URL('../..', import.meta.url))
 export const launcher = path.join(root, 'apps/cli/lib/dsh')
 /** The plain entry (`node bin.js`), and the snapshot the launcher starts from instead when it fits. */
 export const bin = path.join(root, 'apps/cli/lib/bin.js')
-const snapshotBlob = path.join(root, 'apps/cli/lib/snapshot/dsh.blob')
+const builtBlob = path.join(root, 'apps/cli/lib/snapshot/dsh.blob')
+/**
+ * `DSH_BENCH_BLOB=<file>` runs every dsh child from that snapshot (a copy of
+ * an earlier build's `dsh.blob`) with `node --snapshot-blob`, not through the
+ * launcher: set it to each of two copies in turn to compare two builds.
+ */
+const chosenBlob = process.env.DSH_BENCH_BLOB || undefined
+const snapshotBlob = chosenBlob ?? builtBlob
 const rssProbe = path.join(root, 'scripts/bench/rss-probe.mjs')
 
 /**
@@ -96,7 +103,8 @@ export function usePlainEntry() {
  * `usePlainEntry()` every run takes the plain entry.
  */
 function command(args) {
-  if (nodeFlags.length === 0 && !plain) return [launcher, args]
+  if (chosenBlob && !existsSync(chosenBlob)) throw new Error(`DSH_BENCH_BLOB: no file ${chosenBlob}`)
+  if (nodeFlags.length === 0 && !plain && !chosenBlob) return [launcher, args]
   const entry = existsSync(snapshotBlob) && !plain ? ['--snapshot-blob', snapshotBlob, bin] : [bin]
   return [process.execPath, [...nodeFlags, ...entry, ...args]]
 }
