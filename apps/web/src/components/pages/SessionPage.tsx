@@ -1,7 +1,7 @@
 import type { SessionId } from '@dsh/web-client'
 import { useMemo } from 'react'
 import { useApp } from '../../hooks/app-context.ts'
-import { usePaintedMark } from '../../hooks/usePaintedMark.ts'
+import { useFirstPaint } from '../../hooks/useFirstPaint.ts'
 import { MemoryContext } from '../../hooks/useRemembered.ts'
 import { useSession } from '../../hooks/useSession.ts'
 import type { ParsedCommand } from '../../lib/commands.ts'
@@ -32,7 +32,7 @@ function OpenSession({ controller }: { controller: SessionController }) {
   const view = useStore(controller)
   const { conversation, meta } = view
   // The part of the log left out of the first screen is read once that screen is painted.
-  usePaintedMark(view.status === 'ready', () => void controller.loadEarlier())
+  useFirstPaint(view.status === 'ready', () => void controller.loadEarlier())
 
   const onCommand = async ({ name, arg }: ParsedCommand) => {
     if (name === 'new') {

@@ -6,7 +6,7 @@ import { afterNextPaint } from '../lib/after-paint.ts'
  * on screen (right after the frame that drew it), for the web benchmark, then
  * runs `then`: work that waits for the first paint.
  */
-export function usePaintedMark(ready: boolean, then: () => void): void {
+export function useFirstPaint(ready: boolean, then: () => void): void {
   useEffect(() => {
     if (!ready) return
     const stop = new AbortController()
