@@ -1,6 +1,6 @@
 import { type Context, ExclusiveSlot, Schema, Service } from '@dsh/cordis'
 import { type ApprovalAnswer, type PreToolDecision, type ToolApprover, type ToolExecution, untilAborted } from '@dsh/tools'
-import type {} from '@dsh/session'
+import type { Session } from '@dsh/session'
 import { classify, writeScope } from './classify.ts'
 import { PRESETS, type ApprovalPolicy, type PermissionAnswer, type PermissionDecisionEvent, type PermissionPreset, type SandboxPolicy } from './types.ts'
 
@@ -75,15 +75,17 @@ export class PermissionService extends Service {
     ctx.sessions.registerEventType(ctx, DECISION_EVENT)
     ctx.sessions.registerEventType(ctx, PRESET_EVENT)
     ctx.on('tools/pre-execute', (execution, next) => this.decide(execution, next), { prepend: true })
+    ctx.on('session/created', (session) => this.adoptLoggedPreset(session))
+    for (const session of ctx.sessions.list()) this.adoptLoggedPreset(session)
     ctx.on('session/closed', async (session) => {
       this.overrides.delete(session.id)
       this.allowed.delete(session.id)
     })
   }
 
-  /** The preset a session runs under: its override, else the last one its log holds, else the configured one. */
+  /** The preset a session runs under: its override (set, or read from its log when it opened), else the configured one. */
   preset(sessionId: string): PermissionPreset {
-    return this.overrides.get(sessionId) ?? this.loggedPreset(sessionId) ?? this.settings.preset
+    return this.overrides.get(sessionId) ?? this.settings.preset
   }
 
   /**
@@ -105,9 +107,10 @@ export class PermissionService extends Service {
     this.logPreset(sessionId, null)
   }
 
-  private loggedPreset(sessionId: string): PermissionPreset | undefined {
-    const preset = this.home.sessions.get(sessionId)?.last(PRESET_EVENT)?.data.preset
-    return preset && PRESETS.includes(preset) ? preset : undefined
+  /** A session whose log holds a preset (resumed, forked, or open before this plugin started) runs under it again. */
+  private adoptLoggedPreset(session: Session): void {
+    const preset = session.last(PRESET_EVENT)?.data.preset
+    if (preset && PRESETS.includes(preset)) this.overrides.set(session.id, preset)
   }
 
   /** Appends `permission/preset` unless the log already says so. */
