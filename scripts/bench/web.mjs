@@ -66,6 +66,12 @@ function startWeb(home, cwd, env) {
   }
 }
 
+/** Waits for the app's performance mark `name`; resolves with its time from navigation start. */
+async function markTime(page, name) {
+  const mark = await page.waitForFunction((mark) => performance.getEntriesByName(mark)[0]?.startTime, name, { timeout: 30_000 })
+  return mark.jsonValue()
+}
+
 /** In-page frame recorder: every animation frame's timestamp and the layout shifts, until `stop()`. */
 function recordFrames() {
   const w = window
@@ -118,10 +124,9 @@ export async function run({ runs }) {
     const paint = async () => {
       const page = await context.newPage()
       await page.goto(`${origin}/#/session/${encodeURIComponent(id)}`)
-      const painted = await page.waitForFunction(() => performance.getEntriesByName('dsh:session-painted')[0]?.startTime, undefined, { timeout: 30_000 })
-      const value = await painted.jsonValue()
+      const value = await markTime(page, 'dsh:session-painted')
       // The first paint shows the recent part of the log; the app reads the rest after it.
-      const whole = await (await page.waitForFunction(() => performance.getEntriesByName('dsh:session-whole')[0]?.startTime, undefined, { timeout: 30_000 })).jsonValue()
+      const whole = await markTime(page, 'dsh:session-whole')
       const [start, api] = await page.evaluate(() => [
         performance.getEntriesByName('dsh:app-start')[0]?.startTime ?? Number.NaN,
         performance.getEntriesByType('resource').find((e) => e.name.includes('/api/sessions/')),
