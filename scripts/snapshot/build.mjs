@@ -353,6 +353,19 @@ if false; then`
     case $arg in --dump-config|--dump-default-config|--help|-h|--version|-V) fits= ;; esac
   done
 fi
+# glibc's malloc asks for transparent huge pages for its large blocks (the
+# blob as node reads and copies it, above all): page faults are costly on
+# virtual machines, and this saves about 70 ms of a start there. A value the
+# user set for it wins. dsh puts the user's GLIBC_TUNABLES back as it starts,
+# so the commands it runs get theirs.
+case \${GLIBC_TUNABLES-} in
+  *glibc.malloc.hugetlb=*) ;;
+  *)
+    DSH_LAUNCHER_GLIBC_TUNABLES=\${GLIBC_TUNABLES+=$GLIBC_TUNABLES}
+    GLIBC_TUNABLES=\${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1
+    export DSH_LAUNCHER_GLIBC_TUNABLES GLIBC_TUNABLES
+    ;;
+esac
 if [ -n "$fits" ]; then
   exec "$node" --snapshot-blob "$blob" "$lib/bin.js" "$@"
 fi

@@ -9,8 +9,23 @@ export interface StartOptions {
   preloaded?: PreloadedModules
 }
 
+/**
+ * Puts back the GLIBC_TUNABLES the `dsh` launcher changed for node itself
+ * (see scripts/snapshot/build.mjs), so the commands dsh runs get the user's.
+ * The launcher keeps the user's value in DSH_LAUNCHER_GLIBC_TUNABLES: empty
+ * when it was unset, else `=` and the value.
+ */
+export function restoreLauncherEnvironment(env: NodeJS.ProcessEnv = process.env): void {
+  const saved = env.DSH_LAUNCHER_GLIBC_TUNABLES
+  if (saved === undefined) return
+  delete env.DSH_LAUNCHER_GLIBC_TUNABLES
+  if (saved === '') delete env.GLIBC_TUNABLES
+  else env.GLIBC_TUNABLES = saved.slice(1)
+}
+
 /** Runs the launcher on the process arguments and exits with its code. */
 export async function start(options: StartOptions): Promise<void> {
+  restoreLauncherEnvironment()
   // undici parses HTTP with a WebAssembly module; V8's optimising tier compiles
   // it in the background and process exit waits for that (~150 ms per run).
   // The baseline tier is fast enough for response parsing.

@@ -65,4 +65,30 @@ describe('the dsh launcher', () => {
     writeFileSync(path.join(bin, 'node'), `#!/bin/sh\necho other node\n`, { mode: 0o755 })
     expect(launch({ PATH: `${bin}:${process.env.PATH ?? ''}` })).toBe('other node')
   })
+
+  describe('GLIBC_TUNABLES for node', () => {
+    /** What a stand-in node first on PATH gets: GLIBC_TUNABLES, and the user's value the launcher keeps for dsh. */
+    function tunablesFor(env: Record<string, string>): string {
+      const bin = path.join(install.dir, 'env-node')
+      mkdirSync(bin)
+      writeFileSync(path.join(bin, 'node'), `#!/bin/sh\necho "[\${GLIBC_TUNABLES-(unset)}] [\${DSH_LAUNCHER_GLIBC_TUNABLES-(unset)}]"\n`, { mode: 0o755 })
+      return launch({ PATH: `${bin}:${process.env.PATH ?? ''}`, ...env })
+    }
+
+    it('asks malloc for huge pages, and keeps that the variable was unset', () => {
+      expect(tunablesFor({})).toBe('[glibc.malloc.hugetlb=1] []')
+    })
+
+    it('adds to the tunables the user set, and keeps their value', () => {
+      expect(tunablesFor({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' })).toBe('[glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1] [=glibc.malloc.arena_max=2]')
+    })
+
+    it('keeps a set but empty value apart from an unset one', () => {
+      expect(tunablesFor({ GLIBC_TUNABLES: '' })).toBe('[glibc.malloc.hugetlb=1] [=]')
+    })
+
+    it('leaves a hugetlb setting of the user alone', () => {
+      expect(tunablesFor({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' })).toBe('[glibc.malloc.hugetlb=0] [(unset)]')
+    })
+  })
 })

@@ -15,10 +15,12 @@ interface Probe {
   fromSnapshot: boolean
   sameCordis: boolean
   preloaded: boolean
+  tunables: string | null
+  launcherVariables: string[]
 }
 
 /** Boots a custom profile whose only extra row is the probe, in a fresh home; resolves with what the probe saw. */
-async function probe(env: Record<string, string> = {}): Promise<Probe> {
+async function probe(env: Record<string, string | undefined> = {}): Promise<Probe> {
   const { dir: home, dispose } = await tempDir()
   try {
     const file = path.join(home, 'probe.json')
@@ -42,15 +44,34 @@ describe('startup snapshot', () => {
   })
 
   it('starts dsh, and a plugin that imports @dsh/cordis gets the running instance', async () => {
-    expect(await probe()).toEqual({ fromSnapshot: true, sameCordis: true, preloaded: false })
+    expect(await probe()).toMatchObject({ fromSnapshot: true, sameCordis: true, preloaded: false })
   })
 
   it('runs NODE_OPTIONS preloads as plain node does', async () => {
     const preload = path.join(fixtures, 'snapshot-preload.mjs')
-    expect(await probe({ NODE_OPTIONS: `--import=${preload}` })).toEqual({ fromSnapshot: true, sameCordis: true, preloaded: true })
+    expect(await probe({ NODE_OPTIONS: `--import=${preload}` })).toMatchObject({ fromSnapshot: true, sameCordis: true, preloaded: true })
   })
 
   it('gives way to the plain entry when NODE_OPTIONS sets a V8 flag, which the snapshot cannot take', async () => {
-    expect(await probe({ NODE_OPTIONS: '--max-old-space-size=512' })).toEqual({ fromSnapshot: false, sameCordis: true, preloaded: false })
+    expect(await probe({ NODE_OPTIONS: '--max-old-space-size=512' })).toMatchObject({ fromSnapshot: false, sameCordis: true, preloaded: false })
+  })
+
+  // The launcher adds glibc.malloc.hugetlb=1 for node (launcher-snapshot-check.test.ts); dsh puts the user's value back.
+  describe('GLIBC_TUNABLES', () => {
+    const seen = (p: Probe) => ({ tunables: p.tunables, launcherVariables: p.launcherVariables })
+
+    it('is unset again for dsh and the commands it runs when the user left it unset', async () => {
+      expect(seen(await probe({ GLIBC_TUNABLES: undefined }))).toEqual({ tunables: null, launcherVariables: [] })
+    })
+
+    it("is the user's own value again", async () => {
+      expect(seen(await probe({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }))).toEqual({ tunables: 'glibc.malloc.arena_max=2', launcherVariables: [] })
+    })
+
+    it('is put back by the plain entry too (here: set and empty)', async () => {
+      const p = await probe({ GLIBC_TUNABLES: '', NODE_OPTIONS: '--max-old-space-size=512' })
+      expect(p.fromSnapshot).toBe(false)
+      expect(seen(p)).toEqual({ tunables: '', launcherVariables: [] })
+    })
   })
 })

@@ -9,7 +9,7 @@ import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { startupSnapshot } from 'node:v8'
 import { type PreloadedModules, preparseShippedBundles } from '@dsh/app-boot'
-import { start } from '../start.ts'
+import { restoreLauncherEnvironment, start } from '../start.ts'
 import { preloadsOf } from './preloads.ts'
 
 type Importer = () => Promise<Record<string, unknown>>
@@ -67,6 +67,7 @@ export function prepare(importers: Record<string, Importer>, deferred: readonly 
 }
 
 async function run(preloaded: PreloadedModules): Promise<void> {
+  restoreLauncherEnvironment()
   // The launcher passes lib/bin.js as the first argument, as plain node would see it.
   const bin = path.resolve(process.argv[1] ?? '')
   const installDir = path.dirname(path.dirname(bin))
