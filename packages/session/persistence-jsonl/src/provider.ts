@@ -464,7 +464,9 @@ export class JsonlSessionPersistence extends SessionPersistence {
   /** Turns `<id>.jsonl.zst` back into `<id>.jsonl` (throws ENOENT when there is none). */
   private async unseal(id: string): Promise<void> {
     const sealed = this.sealedPath(id)
-    const data = (await zstd()).decompress(await readFile(sealed))
+    // Read first: a new session has no sealed log, and needs no zstd.
+    const compressed = await readFile(sealed)
+    const data = (await zstd()).decompress(compressed)
     await publishFile(this.plainPath(id), data)
     await rm(sealed)
     await syncDir(this.root)
