@@ -95,18 +95,19 @@ export function usePlainEntry() {
 }
 
 /**
- * How a run starts: the launcher, as users run it, with the RSS probe
- * preloaded through NODE_OPTIONS (the launcher keeps the snapshot for
- * --import). Node flags such as --cpu-prof cannot go through the launcher or
- * NODE_OPTIONS, so a profiled run starts node itself the way the launcher
- * would: from the snapshot when it is built, else the plain entry. With
- * `usePlainEntry()` every run takes the plain entry.
+ * How dsh starts: `[file, argv, env]`, where `env` is what to add to the
+ * child's environment. Normally the launcher, as users run it. Node flags
+ * such as --cpu-prof cannot go through the launcher or NODE_OPTIONS, so a
+ * profiled run (and one from `DSH_BENCH_BLOB`) starts node itself the way the
+ * launcher would: from the snapshot when it is built, else the plain entry,
+ * with the malloc tunable the launcher sets. With `usePlainEntry()` every
+ * run takes the plain entry.
  */
-function command(args) {
+export function dshCommand(args) {
   if (chosenBlob && !existsSync(chosenBlob)) throw new Error(`DSH_BENCH_BLOB: no file ${chosenBlob}`)
-  if (nodeFlags.length === 0 && !plain && !chosenBlob) return [launcher, args]
+  if (nodeFlags.length === 0 && !plain && !chosenBlob) return [launcher, args, {}]
   const entry = existsSync(snapshotBlob) && !plain ? ['--snapshot-blob', snapshotBlob, bin] : [bin]
-  return [process.execPath, [...nodeFlags, ...entry, ...args]]
+  return [process.execPath, [...nodeFlags, ...entry, ...args], { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' }]
 }
 
 /**
@@ -119,11 +120,11 @@ function command(args) {
  */
 export function runDsh(args, { home, cwd = root, env = {}, allowFailure = false } = {}) {
   return new Promise((resolve, reject) => {
-    const [file, argv] = command(args)
+    const [file, argv, launcherEnv] = dshCommand(args)
     const startedAt = performance.now()
     const child = spawn(file, argv, {
       cwd,
-      env: childEnv({ DSH_HOME: home, DSH_SESSION_TITLES: 'off', NODE_OPTIONS: `--import="${rssProbe}"`, ...env }),
+      env: childEnv({ DSH_HOME: home, DSH_SESSION_TITLES: 'off', NODE_OPTIONS: `--import="${rssProbe}"`, ...launcherEnv, ...env }),
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     })
     let stdout = ''

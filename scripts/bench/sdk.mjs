@@ -1,12 +1,13 @@
 // The SDK surface: `dsh --profile sdk` driven by the TypeScript client
 // (@dsh/sdk-client, built lib) against the instant mock. Two benchmarks:
 // the round trip of a prompt, and how many events per second reach a client.
-import { bin, childEnv, importLib, median, ms, percentile, range, row, sandbox, startTimedMock } from './common.mjs'
+import { childEnv, dshCommand, importLib, median, ms, percentile, range, row, sandbox, startTimedMock } from './common.mjs'
 
-/** A client on a fresh `dsh --profile sdk` in the sandbox; resolves once `initialize` was answered. */
+/** A client on a fresh `dsh --profile sdk` (started as the other benchmarks start dsh) in the sandbox; resolves once `initialize` was answered. */
 async function connect(box, env) {
   const { DshClient } = await importLib('packages/sdk/client/lib/index.js')
-  return DshClient.spawn({ command: process.execPath, args: [bin, '--profile', 'sdk'], cwd: box.workspace, env: childEnv({ DSH_HOME: box.home, ...env }) })
+  const [command, args, launcherEnv] = dshCommand(['--profile', 'sdk'])
+  return DshClient.spawn({ command, args, cwd: box.workspace, env: childEnv({ DSH_HOME: box.home, ...launcherEnv, ...env }) })
 }
 
 const ROUND_TRIP_TARGET_MS = 15

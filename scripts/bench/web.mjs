@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import { childEnv, bin, importLib, median, ms, range, root, row, sandbox, startTimedMock } from './common.mjs'
+import { childEnv, dshCommand, importLib, median, ms, range, root, row, sandbox, startTimedMock } from './common.mjs'
 import { sessionEvents } from './session-log.mjs'
 
 export const name = 'web'
@@ -39,7 +39,8 @@ function thousandMessages(cwd) {
 
 /** Starts `dsh web --port 0 --no-open` and resolves with its origin once it listens. */
 function startWeb(home, cwd, env) {
-  const child = spawn(process.execPath, [bin, 'web', '--port', '0', '--no-open'], { cwd, env: childEnv({ DSH_HOME: home, ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
+  const [command, args, launcherEnv] = dshCommand(['web', '--port', '0', '--no-open'])
+  const child = spawn(command, args, { cwd, env: childEnv({ DSH_HOME: home, ...launcherEnv, ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stderr.on('data', (chunk) => (stderr += chunk))
