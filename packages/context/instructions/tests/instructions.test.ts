@@ -1,13 +1,13 @@
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { format } from 'node:util'
 import { Context } from '@dsh/cordis'
 import { type Session, SessionStore } from '@dsh/session'
 import * as systemPrompt from '@dsh/system-prompt'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as instructions from '../src/index.ts'
 import type { InstructionsConfig } from '../src/index.ts'
+import { collectWarnings } from '@dsh/testkit'
 
 let base: string
 let home: string
@@ -25,12 +25,7 @@ beforeEach(async () => {
   await mkdir(path.join(project, '.git'), { recursive: true })
   await mkdir(workspace, { recursive: true })
   root = new Context()
-  warnings = []
-  root.logger.exporter({
-    export: (message) => {
-      if (message.type === 'warn' || message.type === 'error') warnings.push(format(...message.args))
-    },
-  })
+  warnings = collectWarnings(root)
   await root.plugin(SessionStore)
   await root.plugin(systemPrompt, { persona: '' })
 })

@@ -1,7 +1,6 @@
 import { mkdtemp, realpath, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { format } from 'node:util'
 import * as agentPlugin from '@dsh/agent'
 import type { Agent, AgentDelta } from '@dsh/agent'
 import { type Context as Ctx, Context, type Fiber } from '@dsh/cordis'
@@ -26,6 +25,7 @@ import { defineTool, type ParameterSchema, type ToolDefinition } from '@dsh/tool
 import { afterEach, expect } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
 import type { LoopConfig } from '../src/index.ts'
+import { collectWarnings } from '@dsh/testkit'
 
 export interface HarnessOptions {
   /** agent-loop config on top of its defaults. */
@@ -183,12 +183,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const workspace = await realpath(await mkdtemp(join(tmpdir(), 'dsh-agent-loop-')))
   const sessionsDir = join(workspace, '.home', 'sessions')
   const root = new Context()
-  const warnings: string[] = []
-  root.logger.exporter({
-    export: (message) => {
-      if (message.type === 'warn' || message.type === 'error') warnings.push(format(...message.args))
-    },
-  })
+  const warnings = collectWarnings(root)
 
   const retry: RetryConfig = { maxRetries: 2, initialDelayMs: 1, maxDelayMs: 50, jitterRatio: 0, retryableCodes: [...deepseekPlugin.DEFAULT_RETRYABLE], ...options.retry }
   await root.plugin(sessionPlugin)

@@ -5,7 +5,6 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { format } from 'node:util'
 import { type Context as Ctx, Context } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
 import { type ToolResult, ToolRuntime } from '@dsh/tools'
@@ -13,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as mcp from '../src/index.ts'
 import { Config, type McpConfig, type McpServerConfig, toolName } from '../src/index.ts'
 import { PIXEL, serveHttp } from './fixtures/tools.mjs'
+import { collectWarnings } from '@dsh/testkit'
 
 const fixture = fileURLToPath(new URL('./fixtures/server.mjs', import.meta.url))
 const stdio = (...modes: string[]): McpServerConfig => ({ command: process.execPath, args: [fixture, ...modes] })
@@ -23,12 +23,7 @@ let dir: string
 
 beforeEach(async () => {
   root = new Context()
-  warnings = []
-  root.logger.exporter({
-    export: (message) => {
-      if (message.type === 'warn' || message.type === 'error') warnings.push(format(...message.args))
-    },
-  })
+  warnings = collectWarnings(root)
   await root.plugin(ToolRuntime, {} as never)
   dir = await mkdtemp(path.join(os.tmpdir(), 'dsh-mcp-'))
 })

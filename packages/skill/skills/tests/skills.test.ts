@@ -1,7 +1,6 @@
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { format } from 'node:util'
 import { Context } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
 import * as systemPrompt from '@dsh/system-prompt'
@@ -9,6 +8,7 @@ import { textOf, type ToolResult, ToolRuntime } from '@dsh/tools'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as skills from '../src/index.ts'
 import { parseSkill, type SkillsConfig } from '../src/index.ts'
+import { collectWarnings } from '@dsh/testkit'
 
 let base: string
 let project: string
@@ -35,12 +35,7 @@ beforeEach(async () => {
   await mkdir(path.join(project, '.git'), { recursive: true })
   await mkdir(workspace, { recursive: true })
   root = new Context()
-  warnings = []
-  root.logger.exporter({
-    export: (message) => {
-      if (message.type === 'warn' || message.type === 'error') warnings.push(format(...message.args))
-    },
-  })
+  warnings = collectWarnings(root)
   await root.plugin(ToolRuntime, {} as never)
   await root.plugin(systemPrompt, { persona: '' })
 })

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { format } from 'node:util'
 
 /** The repository root, found from this file (src/ or lib/ of packages/test-support/testkit). */
 export const repoRoot = path.resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..')
@@ -121,4 +122,23 @@ export function startDsh(args: string[], options: DshOptions): DshProcess {
 /** Runs `dsh` to completion. */
 export function runDsh(args: string[], options: DshOptions): Promise<DshResult> {
   return new DshProcess(args, options).exited
+}
+
+/** What `collectWarnings` needs of a cordis context: its logger (typed here so testkit needs no cordis). */
+export interface LoggingContext {
+  logger: { exporter(exporter: { export(message: { type: string; args: unknown[] }): void }): unknown }
+}
+
+/**
+ * The warnings and errors `ctx` and the plugins under it log from now on, one
+ * formatted string each, in order; the returned array fills as they come.
+ */
+export function collectWarnings(ctx: LoggingContext): string[] {
+  const warnings: string[] = []
+  ctx.logger.exporter({
+    export: (message) => {
+      if (message.type === 'warn' || message.type === 'error') warnings.push(format(...message.args))
+    },
+  })
+  return warnings
 }
