@@ -131,6 +131,37 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(await page.locator('[data-node="user"]').first().textContent()).toBe('Question 1')
   })
 
+  it('keeps the first recent message in place when the rest arrives while the reader is on the "Loading earlier messages…" row', async () => {
+    const { id } = await storeLongSession(t.home, t.work, 120)
+    const { page } = t
+    let release = () => {}
+    const released = new Promise<void>((resolve) => (release = resolve))
+    await page.route(/\/events\?before=/, async (route) => {
+      await released
+      await route.continue()
+    })
+    await page.goto(`${t.url}/#/session/${id}`)
+    await page.getByText('Answer 120').waitFor()
+    const conversation = page.getByRole('region', { name: 'Conversation' })
+    await conversation.evaluate((el) => el.scrollTo({ top: 0 }))
+    await page.getByText('Loading earlier messages…').waitFor()
+    const question = page.getByText('Question 81', { exact: true })
+    // Where it rests once the rows on screen are measured (two frames without a move).
+    let top = Number.NaN
+    for (let moved = true; moved; ) {
+      const before = top
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))))
+      top = (await question.boundingBox())?.y as number
+      moved = top !== before
+    }
+    release()
+    await page.getByText('Loading earlier messages…').waitFor({ state: 'detached' })
+    // Still on screen, where it was, once the rows above are measured; the end of turn 80 now fills the place of the loading row.
+    const drift = async () => ((await question.count()) === 1 ? Math.abs(((await question.boundingBox())?.y ?? Number.NaN) - top) : Number.NaN)
+    await expect.poll(drift, { timeout: 5_000 }).toBeLessThanOrEqual(1)
+    await page.getByText('Question 80', { exact: true }).waitFor({ state: 'attached' })
+  })
+
   it('opens a session straight from its URL, highlights its code once highlight.js loads, and says when a URL names no session', async () => {
     t.script(reply.text('Here:\n\n```ts\nconst answer = 42\n```\n'))
     const { page } = t

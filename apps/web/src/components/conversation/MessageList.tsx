@@ -5,6 +5,7 @@ import type { ConversationNode } from '../../model/nodes.ts'
 import { Icon } from '../common/Icon.tsx'
 import styles from './MessageList.module.css'
 import { NodeView } from './NodeView.tsx'
+import { useHeldRow } from './useHeldRow.ts'
 
 /** Within this many pixels of the end, the list follows new content. */
 const STICK_PX = 48
@@ -23,6 +24,7 @@ const OPENING_OVERSCAN = 1
 export function MessageList({ nodes, footer }: { nodes: readonly ConversationNode[]; footer?: ReactNode }) {
   const scrollRef = useRef<HTMLDivElement>(null)
   const contentRef = useRef<HTMLDivElement>(null)
+  const canvasRef = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
   const [atEnd, setAtEnd] = useState(true)
   // Rows beyond the view are rendered only after the first paint: it needs just what is seen.
@@ -32,6 +34,8 @@ export function MessageList({ nodes, footer }: { nodes: readonly ConversationNod
     afterNextPaint(() => setOverscan(OVERSCAN), stop.signal)
     return () => stop.abort()
   }, [])
+  // When the row at the top of the view goes away, the row below it stays where it is (see useHeldRow).
+  const heldRow = useHeldRow(nodes, scrollRef, canvasRef, stick)
   const virtualizer = useVirtualizer({
     count: nodes.length,
     getScrollElement: () => scrollRef.current,
@@ -44,7 +48,9 @@ export function MessageList({ nodes, footer }: { nodes: readonly ConversationNod
     initialRect: { width: window.innerWidth, height: window.innerHeight },
     // Rows added above (the earlier part of the log arriving) leave the rows on screen where they are.
     anchorTo: 'end',
+    onChange: heldRow.hold,
   })
+  heldRow.track(virtualizer)
   const total = virtualizer.getTotalSize()
 
   // Rows of the first commit are measured once the virtualizer knows its scroll element (its own
@@ -93,7 +99,7 @@ export function MessageList({ nodes, footer }: { nodes: readonly ConversationNod
     <div className={styles.wrap}>
       <div ref={scrollRef} className={styles.scroller} onScroll={onScroll} tabIndex={0} role="region" aria-label="Conversation">
         <div ref={contentRef} className={styles.column}>
-          <div className={styles.canvas} style={{ height: total }}>
+          <div ref={canvasRef} className={styles.canvas} style={{ height: total }}>
             {virtualizer.getVirtualItems().map((item) => {
               const node = nodes[item.index] as ConversationNode
               return (
