@@ -1,12 +1,24 @@
 /// <reference types="node" />
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import type { Page } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
 import { reply } from '@dsh/llm-mock'
 import { formatCost, formatTokens } from '../src/lib/format.ts'
 import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
 
 /** A stored log of `turns` question-and-answer turns, as a finished run leaves it, with priced usage. */
+/** Holds back the read of a session's earlier part until the returned function is called. */
+async function holdBackEarlierPart(page: Page): Promise<() => void> {
+  let release = () => {}
+  const released = new Promise<void>((resolve) => (release = resolve))
+  await page.route(/\/events\?before=/, async (route) => {
+    await released
+    await route.continue()
+  })
+  return release
+}
+
 async function storeLongSession(home: string, cwd: string, turns: number): Promise<{ id: string; tokens: number; cost: number }> {
   const id = `session-long-${turns}`
   let seq = 0
@@ -100,12 +112,7 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
       if (url.pathname.startsWith('/api/sessions/')) reads.push(url.pathname.replace(`/api/sessions/${id}`, '') + url.search)
     })
     // The earlier part is held back until the reader has scrolled.
-    let release = () => {}
-    const released = new Promise<void>((resolve) => (release = resolve))
-    await page.route(/\/events\?before=/, async (route) => {
-      await released
-      await route.continue()
-    })
+    const release = await holdBackEarlierPart(page)
     await page.goto(`${t.url}/#/session/${id}`)
     await page.getByText('Answer 120').waitFor()
     // The totals and the title come from the part not yet read.
@@ -134,12 +141,7 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
   it('keeps the first recent message in place when the rest arrives while the reader is on the "Loading earlier messages…" row', async () => {
     const { id } = await storeLongSession(t.home, t.work, 120)
     const { page } = t
-    let release = () => {}
-    const released = new Promise<void>((resolve) => (release = resolve))
-    await page.route(/\/events\?before=/, async (route) => {
-      await released
-      await route.continue()
-    })
+    const release = await holdBackEarlierPart(page)
     await page.goto(`${t.url}/#/session/${id}`)
     await page.getByText('Answer 120').waitFor()
     const conversation = page.getByRole('region', { name: 'Conversation' })
