@@ -1,5 +1,5 @@
 import { type Context, Service } from '@dsh/cordis'
-import type { TokenUsage } from '@dsh/llm'
+import { addUsage, type TokenUsage } from '@dsh/llm'
 import type { Session, SessionEvent } from '@dsh/session'
 
 declare module '@dsh/cordis' {
@@ -25,10 +25,7 @@ export function eventUsage(event: SessionEvent): TokenUsage | undefined {
 
 function add(totals: UsageTotals, usage: TokenUsage | undefined): void {
   if (!usage) return
-  totals.inputTokens += usage.inputTokens
-  totals.outputTokens += usage.outputTokens
-  totals.cacheReadTokens += usage.cacheReadTokens ?? 0
-  totals.reasoningTokens += usage.reasoningTokens ?? 0
+  addUsage(totals, usage)
   totals.requests += 1
 }
 

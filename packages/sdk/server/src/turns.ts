@@ -1,4 +1,4 @@
-import type { Message } from '@dsh/llm'
+import { addUsage, type Message } from '@dsh/llm'
 import type { PromptContent as Content, PromptResult, StopReason, Usage } from '@dsh/sdk-protocol'
 import { newMessageId, type SessionEvent, type TurnEndReason } from '@dsh/session'
 
@@ -50,12 +50,7 @@ export function turnResult(events: readonly SessionEvent[]): PromptResult {
     if (event.type === 'turn/end') end = event as SessionEvent<'turn/end'>
     if (event.type !== 'assistant/message' && event.type !== 'assistant/attempt') continue
     const data = (event as SessionEvent<'assistant/message' | 'assistant/attempt'>).data
-    if (data.usage) {
-      usage.inputTokens += data.usage.inputTokens
-      usage.outputTokens += data.usage.outputTokens
-      usage.cacheReadTokens += data.usage.cacheReadTokens ?? 0
-      usage.reasoningTokens += data.usage.reasoningTokens ?? 0
-    }
+    if (data.usage) addUsage(usage, data.usage)
     if (event.type === 'assistant/message') text = replyText(event as SessionEvent<'assistant/message'>) || text
   }
   // No turn/end: the message never started a turn (the agent was stopped first).

@@ -1,4 +1,4 @@
-import type { TokenUsage } from '@dsh/llm'
+import { addUsage, type TokenUsage } from '@dsh/llm'
 import type { SessionEvent } from '@dsh/session'
 import { eventUsage } from '@dsh/token-meter'
 
@@ -48,12 +48,8 @@ function usageByModel(events: readonly SessionEvent[]): EarlierHistory['usage'] 
     const source = event.type === 'assistant/message' ? (event as SessionEvent<'assistant/message'>).data.message.source : undefined
     const model = source?.kind === 'model' ? source.model : requested
     const sum = totals.get(model) ?? { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, reasoningTokens: 0 }
-    totals.set(model, {
-      inputTokens: sum.inputTokens + usage.inputTokens,
-      outputTokens: sum.outputTokens + usage.outputTokens,
-      cacheReadTokens: sum.cacheReadTokens + (usage.cacheReadTokens ?? 0),
-      reasoningTokens: sum.reasoningTokens + (usage.reasoningTokens ?? 0),
-    })
+    addUsage(sum, usage)
+    totals.set(model, sum)
   }
   return [...totals].map(([model, usage]) => (model === undefined ? { usage } : { model, usage }))
 }

@@ -1,0 +1,9 @@
+import type { TokenUsage } from './types.ts'
+
+/** Adds `usage` to the running `total` in place; a figure the provider did not report counts as 0. */
+export function addUsage(total: Required<TokenUsage>, usage: TokenUsage): void {
+  total.inputTokens += usage.inputTokens
+  total.outputTokens += usage.outputTokens
+  total.cacheReadTokens += usage.cacheReadTokens ?? 0
+  total.reasoningTokens += usage.reasoningTokens ?? 0
+}
