@@ -125,8 +125,7 @@ const WHOLE_DECOMPRESS_BYTES = 256 * 1024
  */
 export async function readFirstLine(file: string, compressed: boolean, limit = 1024 * 1024, size?: number): Promise<string | undefined> {
   if (compressed && size !== undefined && size <= WHOLE_DECOMPRESS_BYTES) {
-    const compressed = await readFile(file)
-    const data = (await zstd()).decompress(compressed)
+    const data = (await zstd()).decompress(await readFile(file))
     const index = data.indexOf(NEWLINE)
     return index >= 0 && index <= limit ? data.toString('utf8', 0, index) : undefined
   }
