@@ -97,7 +97,8 @@ function rowBelowVanishingTop(
   const at = items.findIndex((item) => item.end > offset)
   const top = items[at]
   const next = items[at + 1]
-  if (!top || !next || nodes.some((node) => node.key === top.key)) return null
+  // Most updates (streaming) leave the row at its index: only a moved row costs a search.
+  if (!top || !next || nodes[top.index]?.key === top.key || nodes.some((node) => node.key === top.key)) return null
   const row = canvas.querySelector(`[data-index="${next.index}"]`)
   if (!row) return null
   const view = scroller.getBoundingClientRect().top
