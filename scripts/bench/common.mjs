@@ -22,7 +22,7 @@ const builtBlob = path.join(root, 'apps/cli/lib/snapshot/dsh.blob')
  */
 const chosenBlob = process.env.DSH_BENCH_BLOB || undefined
 const snapshotBlob = chosenBlob ?? builtBlob
-const rssProbe = path.join(root, 'scripts/bench/rss-probe.mjs')
+const probe = path.join(root, 'scripts/bench/probe.cjs')
 
 /**
  * Imports a workspace package through its built `lib/` (scripts/ has no
@@ -113,7 +113,8 @@ export function dshCommand(args) {
 /**
  * Runs the built `dsh` once (see `command`). Session titles are off: their
  * model call runs beside the task and would add a request to every figure.
- * Resolves with `{ code, stdout, stderr, startedAt, endedAt, wallMs, maxRssKiB }`;
+ * Resolves with `{ code, stdout, stderr, startedAt, endedAt, wallMs, maxRssKiB, marks }`;
+ * `marks` holds the probe's times in the dsh process (see probe.cjs);
  * `startedAt` is `performance.now()` just before the spawn, `endedAt` when the
  * child has exited and closed its output. Rejects when it exits non-zero
  * (unless `allowFailure`) or runs past the limit.
@@ -124,15 +125,15 @@ export function runDsh(args, { home, cwd = root, env = {}, allowFailure = false 
     const startedAt = performance.now()
     const child = spawn(file, argv, {
       cwd,
-      env: childEnv({ DSH_HOME: home, DSH_SESSION_TITLES: 'off', NODE_OPTIONS: `--import="${rssProbe}"`, ...launcherEnv, ...env }),
+      env: childEnv({ DSH_HOME: home, DSH_SESSION_TITLES: 'off', NODE_OPTIONS: `--require="${probe}"`, ...launcherEnv, ...env }),
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     })
     let stdout = ''
     let stderr = ''
-    let rss = ''
+    let report = ''
     child.stdout.on('data', (chunk) => (stdout += chunk))
     child.stderr.on('data', (chunk) => (stderr += chunk))
-    child.stdio[3].on('data', (chunk) => (rss += chunk))
+    child.stdio[3].on('data', (chunk) => (report += chunk))
     const limit = setTimeout(() => child.kill('SIGKILL'), RUN_LIMIT_MS)
     child.on('error', (error) => {
       clearTimeout(limit)
@@ -141,7 +142,8 @@ export function runDsh(args, { home, cwd = root, env = {}, allowFailure = false 
     child.on('close', (code, signal) => {
       clearTimeout(limit)
       const endedAt = performance.now()
-      const result = { code, stdout, stderr, startedAt, endedAt, wallMs: endedAt - startedAt, maxRssKiB: Number(rss.trim()) }
+      const { maxRssKiB = Number.NaN, ...marks } = report.trim() ? JSON.parse(report) : {}
+      const result = { code, stdout, stderr, startedAt, endedAt, wallMs: endedAt - startedAt, maxRssKiB, marks }
       if (code === 0 || allowFailure) return resolve(result)
       const why = signal === 'SIGKILL' ? `was killed after ${RUN_LIMIT_MS / 1000} s` : `exited ${code ?? signal}`
       reject(new Error(`dsh ${args.map((a) => JSON.stringify(a)).join(' ')} ${why}\n${stderr.trim() || stdout.trim()}`))
