@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
@@ -99,6 +99,35 @@ describe('dsh --profile headless', () => {
     expect(result.code).toBe(1)
     expect(result.stderr).toMatch(/^dsh: MISSING_CREDENTIAL: .*DEEPSEEK_API_KEY/)
     expect(t.mock.requests).toHaveLength(0)
+  })
+
+  it('reads the task from standard input for -, after the words given', async () => {
+    const userText = (index: number) => t.mock.requests[index]?.body.messages.filter((m: { role: string }) => m.role === 'user').at(-1)?.content
+    t.mock.enqueue(reply.text('Listed.'), reply.text('Reviewed.'))
+    const piped = await t.headless(['-'], {}, 'list the files\n')
+    expect(piped.stderr).toBe('')
+    expect(piped.code).toBe(0)
+    expect(piped.stdout).toBe('Listed.\n')
+    expect(userText(0)).toBe('list the files')
+
+    const diff = '--- a/x.ts\n+++ b/x.ts\n@@ -1 +1 @@\n-old\n+new\n'
+    const review = await t.headless(['review', 'this diff:', '-'], {}, diff)
+    expect(review.code).toBe(0)
+    expect(userText(1)).toBe(`review this diff:\n\n${diff.trimEnd()}`)
+  })
+
+  it('refuses empty, binary or oversized standard input before any session starts', async () => {
+    const empty = await t.headless(['-'], {}, ' \n')
+    expect(empty.code).toBe(1)
+    expect(empty.stderr).toBe('dsh: a task is required, and standard input was empty\n')
+    const binary = await t.headless(['explain', '-'], {}, 'abc\u0000def')
+    expect(binary.code).toBe(1)
+    expect(binary.stderr).toBe('dsh: standard input is binary (a NUL byte at offset 3); the task must be text\n')
+    const huge = await t.headless(['-'], {}, 'x'.repeat(4 * 1024 * 1024 + 1))
+    expect(huge.code).toBe(1)
+    expect(huge.stderr).toBe('dsh: standard input holds more than 4 MiB; save it to a file in the workspace and name the file in the task\n')
+    expect(t.mock.requests).toHaveLength(0)
+    expect(existsSync(path.join(t.home, 'sessions')) ? readdirSync(path.join(t.home, 'sessions')) : []).toEqual([])
   })
 
   it('takes the model from --model, else settings.yaml, else the agent row', async () => {

@@ -13,8 +13,11 @@ export interface MockedHeadless {
   work: string
   /** The environment that points dsh at the mock. */
   env(): Record<string, string>
-  /** Runs `dsh --profile headless <args>` in the workspace; `extraEnv` may unset variables with undefined. */
-  headless(args: string[], extraEnv?: Record<string, string | undefined>): Promise<DshResult>
+  /**
+   * Runs `dsh --profile headless <args>` in the workspace; `extraEnv` may unset
+   * variables with undefined; `input` is written to its standard input.
+   */
+  headless(args: string[], extraEnv?: Record<string, string | undefined>, input?: string): Promise<DshResult>
 }
 
 /** Registers the hooks of an end-to-end file that runs headless dsh against the mock server. */
@@ -23,7 +26,8 @@ export function useMockedHeadless(): MockedHeadless {
   // Filled in by the hooks below; tests read it only inside them.
   const t = {} as MockedHeadless
   t.env = () => ({ DEEPSEEK_BASE_URL: t.mock.url, DEEPSEEK_API_KEY: 'sk-test-key' })
-  t.headless = (args, extraEnv = {}) => runDsh(['--profile', 'headless', ...args], { home: t.home, cwd: t.work, env: { ...t.env(), ...extraEnv } })
+  t.headless = (args, extraEnv = {}, input) =>
+    runDsh(['--profile', 'headless', ...args], { home: t.home, cwd: t.work, env: { ...t.env(), ...extraEnv }, ...(input === undefined ? {} : { input }) })
   beforeAll(async () => {
     t.mock = await startMockLlm()
   })

@@ -3,6 +3,7 @@ import type {} from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId } from '@dsh/session'
 import type {} from './startup.ts'
+import { joinTask, readTaskInput } from './stdin.ts'
 
 export const name = 'headless-runner'
 export const inject = ['headlessStartup', 'agents', 'appExit']
@@ -25,6 +26,10 @@ export function apply(ctx: Context) {
   const err = (line: string) => process.stderr.write(`${line}\n`)
 
   const run = async () => {
+    // Read before any session exists, so bad input leaves nothing behind.
+    if (startup.stdin && process.stdin.isTTY) err('dsh: reading the task from standard input; end it with Ctrl+D')
+    const task = startup.stdin ? joinTask(startup.task, await readTaskInput(process.stdin)) : startup.task
+    if (!task) throw new Error('a task is required, and standard input was empty')
     let agent: Agent
     const overrides = startup.model ? { model: startup.model } : {}
     if (startup.resume) {
@@ -47,7 +52,7 @@ export function apply(ctx: Context) {
       if (startup.json) out(JSON.stringify({ type: 'delta', ...delta }))
       else if (startup.reasoning && delta.kind === 'reasoning') process.stderr.write(delta.delta)
     })
-    agent.followup(startup.task)
+    agent.followup(task)
     await agent.whenIdle()
 
     const events = agent.session.events.filter((e) => e.seq >= from)

@@ -9,7 +9,10 @@ declare module '@dsh/cordis' {
 }
 
 export interface HeadlessStartup {
+  /** The task's words, joined with spaces (without a `-`). */
   task: string
+  /** A `-` among the words: the runner reads standard input and adds it to the task. */
+  stdin: boolean
   /** Print one JSON object per line (events, deltas, result) instead of the plain answer. */
   json: boolean
   /** Stream the model's reasoning to stderr. */
@@ -32,7 +35,7 @@ export const inject = ['cmdlineArgs', 'appExit']
 export function apply(ctx: Context) {
   const program = new Command('dsh --profile headless')
     .description('Run one task in the current directory, print the answer and exit (0 when the task completed).')
-    .argument('[task...]', 'the task; several words are joined with spaces')
+    .argument('[task...]', 'the task; several words are joined with spaces, and - adds standard input after them')
     .option('--json', 'print JSON lines: every session event, live deltas, and a final result object')
     .option('--reasoning', "show the model's reasoning on stderr as it streams")
     .option('--resume <sessionId>', 'continue a stored session with this task')
@@ -40,9 +43,13 @@ export function apply(ctx: Context) {
     .option('--permission <preset>', `what tools may do without asking: ${PRESETS.join(', ')} (default workspace-write)`)
     .option('--approval <policy>', `calls outside the preset: ask (denied in headless, which cannot ask) or never (default ask)`)
   const startup = parseCmdline(ctx, program, ({ args, options }): HeadlessStartup => {
-    const task = args.join(' ').trim()
-    if (!task) program.error('error: a task is required, for example: dsh --profile headless "run the tests"')
-    const value: HeadlessStartup = { task, json: options.json === true, reasoning: options.reasoning === true }
+    const stdin = args.includes('-')
+    const task = args
+      .filter((word) => word !== '-')
+      .join(' ')
+      .trim()
+    if (!task && !stdin) program.error('error: a task is required, for example: dsh --profile headless "run the tests" (or - to read it from standard input)')
+    const value: HeadlessStartup = { task, stdin, json: options.json === true, reasoning: options.reasoning === true }
     if (typeof options.resume === 'string') {
       if (!/^[A-Za-z0-9._-]+$/.test(options.resume)) program.error(`error: --resume needs a session id, got "${options.resume}"`)
       value.resume = options.resume
