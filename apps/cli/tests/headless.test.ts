@@ -1,8 +1,8 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
-import { startDsh } from '@dsh/testkit'
+import { runDsh, startDsh } from '@dsh/testkit'
 import { describe, expect, it } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
 import { type LoggedEvent, ONE_TOOL_TURN, onlyStoredSession, readSessionLog } from './support/session-log.ts'
@@ -178,6 +178,33 @@ describe('dsh --profile headless', () => {
     expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.turn)).toEqual([1, 2])
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
     expect(events.find((e) => e.type === 'request/header' && e.data.reason === 'resume')).toBeDefined()
+  })
+
+  it('--continue resumes the latest session started in this directory', async () => {
+    const none = await t.headless(['--continue', 'anything there?'])
+    expect(none.code).toBe(1)
+    expect(none.stderr).toBe(`dsh: --continue: no stored session was started in ${realpathSync(t.work)}\n`)
+    const both = await t.headless(['--continue', '--resume', 'session-x', 'hi'])
+    expect(both.code).toBe(1)
+    expect(both.stderr).toContain('--continue and --resume cannot be used together')
+
+    t.mock.enqueue(reply.text('Older.'), reply.text('Newer.'), reply.text('Elsewhere.'), reply.text('Continued.'))
+    const sessionIdOf = (stdout: string) => JSON.parse(stdout.split('\n')[0] as string).sessionId as string
+    const older = sessionIdOf((await t.headless(['--json', 'older question'])).stdout)
+    const newer = sessionIdOf((await t.headless(['--json', 'newer question'])).stdout)
+    const elsewhere = path.join(t.root, 'elsewhere')
+    await mkdir(elsewhere)
+    const other = await runDsh(['--profile', 'headless', 'question elsewhere'], { home: t.home, cwd: elsewhere, env: t.env() })
+    expect(other.code).toBe(0)
+
+    const continued = await t.headless(['--json', '-c', 'follow-up'])
+    expect(continued.code).toBe(0)
+    expect(JSON.parse(continued.stdout.split('\n')[0] as string)).toEqual({ type: 'session', sessionId: newer, resumed: true })
+    const texts = t.mock.requests[3]?.body.messages.map((m: { content: unknown }) => m.content)
+    expect(texts).toEqual(expect.arrayContaining(['newer question', 'Newer.', 'follow-up']))
+    expect(texts).not.toContain('older question')
+    expect((await readLog(older)).events.filter((e) => e.type === 'turn/end')).toHaveLength(1)
+    expect((await readLog(newer)).events.filter((e) => e.type === 'turn/end')).toHaveLength(2)
   })
 
   it('after a crash mid-turn, resume closes the turn as interrupted and goes on', async () => {

@@ -2,6 +2,7 @@ import type { Agent } from '@dsh/agent'
 import type {} from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId } from '@dsh/session'
+import type {} from '@dsh/session-persistence'
 import type {} from './startup.ts'
 import { joinTask, readTaskInput } from './stdin.ts'
 
@@ -25,6 +26,18 @@ export function apply(ctx: Context) {
   const out = (line: string) => process.stdout.write(`${line}\n`)
   const err = (line: string) => process.stderr.write(`${line}\n`)
 
+  /** The id of the most recently written top-level session started in the current directory. */
+  const latestSessionHere = async (): Promise<string> => {
+    const persistence = ctx.get('sessionPersistence')
+    if (!persistence) throw new Error('--continue needs stored sessions, and this profile has no session persistence')
+    const cwd = process.cwd()
+    const here = (await persistence.list()).filter((stored) => stored.cwd === cwd && !stored.parentSession)
+    // Some file systems keep whole seconds: the later start breaks a tie.
+    const latest = here.sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt)[0]
+    if (!latest) throw new Error(`--continue: no stored session was started in ${cwd}`)
+    return latest.id
+  }
+
   const run = async () => {
     // Read before any session exists, so bad input leaves nothing behind.
     if (startup.stdin && process.stdin.isTTY) err('dsh: reading the task from standard input; end it with Ctrl+D')
@@ -32,8 +45,9 @@ export function apply(ctx: Context) {
     if (!task) throw new Error('a task is required, and standard input was empty')
     let agent: Agent
     const overrides = startup.model ? { model: startup.model } : {}
-    if (startup.resume) {
-      const resumed = await ctx.agents.resume(startup.resume as SessionId, overrides)
+    const resume = startup.continue ? await latestSessionHere() : startup.resume
+    if (resume) {
+      const resumed = await ctx.agents.resume(resume as SessionId, overrides)
       for (const problem of resumed.problems) err(`dsh: warning: ${problem}`)
       agent = resumed.agent
     } else {
@@ -41,7 +55,7 @@ export function apply(ctx: Context) {
     }
     const from = agent.session.nextSeq
     if (startup.json) {
-      out(JSON.stringify({ type: 'session', sessionId: agent.id, resumed: !!startup.resume }))
+      out(JSON.stringify({ type: 'session', sessionId: agent.id, resumed: !!resume }))
       for (const event of agent.session.events.slice(from)) out(JSON.stringify({ type: 'event', event }))
       ctx.on('session/event', (session, event) => {
         if (session === agent.session) out(JSON.stringify({ type: 'event', event }))

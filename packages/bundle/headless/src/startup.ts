@@ -18,6 +18,8 @@ export interface HeadlessStartup {
   /** Stream the model's reasoning to stderr. */
   reasoning: boolean
   resume?: string
+  /** Continue the most recent stored session started in the current directory. */
+  continue: boolean
   model?: string
   /** Permission preset for this run; the permission row's default when absent. */
   permission?: 'read-only' | 'workspace-write' | 'danger-full-access'
@@ -39,6 +41,7 @@ export function apply(ctx: Context) {
     .option('--json', 'print JSON lines: every session event, live deltas, and a final result object')
     .option('--reasoning', "show the model's reasoning on stderr as it streams")
     .option('--resume <sessionId>', 'continue a stored session with this task')
+    .option('-c, --continue', 'continue the most recent stored session started in this directory')
     .option('--model <id>', 'the model to use (default from the agent config, e.g. deepseek-v4-flash)')
     .option('--permission <preset>', `what tools may do without asking: ${PRESETS.join(', ')} (default workspace-write)`)
     .option('--approval <policy>', `calls outside the preset: ask (denied in headless, which cannot ask) or never (default ask)`)
@@ -49,7 +52,8 @@ export function apply(ctx: Context) {
       .join(' ')
       .trim()
     if (!task && !stdin) program.error('error: a task is required, for example: dsh --profile headless "run the tests" (or - to read it from standard input)')
-    const value: HeadlessStartup = { task, stdin, json: options.json === true, reasoning: options.reasoning === true }
+    const value: HeadlessStartup = { task, stdin, json: options.json === true, reasoning: options.reasoning === true, continue: options.continue === true }
+    if (value.continue && options.resume !== undefined) program.error('error: --continue and --resume cannot be used together')
     if (typeof options.resume === 'string') {
       if (!/^[A-Za-z0-9._-]+$/.test(options.resume)) program.error(`error: --resume needs a session id, got "${options.resume}"`)
       value.resume = options.resume
