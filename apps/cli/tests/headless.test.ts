@@ -207,6 +207,32 @@ describe('dsh --profile headless', () => {
     expect((await readLog(newer)).events.filter((e) => e.type === 'turn/end')).toHaveLength(2)
   })
 
+  it('refuses to resume a session another dsh has open, and resumes it once that one has exited', async () => {
+    t.mock.enqueue(reply.text('First answer.'))
+    const first = await t.headless(['--json', 'first question'])
+    const sessionId = JSON.parse(first.stdout.split('\n')[0] as string).sessionId as string
+
+    t.mock.enqueue(reply.stall(2, reply.text('A long answer that the server never finishes')))
+    const holder = startDsh(['--profile', 'headless', '--resume', sessionId, 'second question'], { home: t.home, cwd: t.work, env: t.env() })
+    await t.mock.waitForRequests(2)
+    const refused = await t.headless(['--continue', 'third question'])
+    expect(refused.code).toBe(1)
+    const lease = path.join(t.home, 'sessions', `${sessionId}.lock`)
+    expect(refused.stderr).toMatch(new RegExp(`^dsh: session ${sessionId} is open in another dsh \\(process ${holder.child.pid} on .+, since .+\\); finish or close it there first \\(if that process is gone, remove ${lease.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)\n$`))
+    expect(t.mock.requests).toHaveLength(2)
+
+    expect((await holder.kill('SIGINT')).code).toBe(130)
+    expect(existsSync(lease)).toBe(false)
+    t.mock.enqueue(reply.text('Third answer.'))
+    const third = await t.headless(['--continue', 'third question'])
+    expect(third.stderr).toBe('')
+    expect(third.code).toBe(0)
+    const { events } = await readLog(sessionId)
+    // The second turn ends as the holder saw it (cancelled), not as a crash someone else repaired.
+    expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'aborted', 'completed'])
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
+  })
+
   it('after a crash mid-turn, resume closes the turn as interrupted and goes on', async () => {
     t.mock.enqueue(
       reply.toolCalls([{ name: 'bash', arguments: { command: 'sleep 30' } }]),

@@ -110,6 +110,20 @@ describe('dsh --profile sdk', () => {
     expect((await second.shutdown()).code).toBe(0)
   })
 
+  it('answers SessionBusy to a resume of a session another dsh process has open', async () => {
+    t.mock.enqueue(reply.text('Noted.'))
+    const holder = await started()
+    const sessionId = await newSession(holder)
+    await holder.call('session/prompt', { sessionId, content: 'Remember 42.' })
+    const other = await started()
+    const busy = await other.request('session/resume', { sessionId })
+    expect(busy.error).toMatchObject({ code: -32002, data: { sessionId } })
+    expect(busy.error.message).toContain(`session ${sessionId} is open in another dsh (process ${holder.proc.child.pid} on `)
+    expect((await holder.shutdown()).code).toBe(0)
+    expect(await other.call('session/resume', { sessionId })).toEqual({ sessionId })
+    expect((await other.shutdown()).code).toBe(0)
+  })
+
   it('forks a session at a finished turn into a new session that continues from there', async () => {
     t.mock.enqueue(reply.text('First.'), reply.text('Second.'), reply.text('Forked answer.'))
     const wire = await started()

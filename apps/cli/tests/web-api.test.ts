@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { type IncomingHttpHeaders, request as httpRequest } from 'node:http'
 import path from 'node:path'
 import { type MockLlm, type RecordedRequest, reply, startMockLlm } from '@dsh/llm-mock'
-import { type DshProcess, startDsh, tempDir } from '@dsh/testkit'
+import { type DshProcess, runDsh, startDsh, tempDir } from '@dsh/testkit'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 
@@ -807,5 +807,44 @@ describe('dsh web processes', () => {
     expect(result.code).toBe(0)
     expect(result.stderr).not.toMatch(/fatal|Error/)
     await expect(call(app.port, 'GET', '/api/info')).rejects.toThrow()
+  })
+
+  it('shares sessions with other dsh processes one writer at a time: 409 busy for a session one has open', async () => {
+    const app = await startWeb(mock, root)
+    running = app.proc
+    const env = { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-test-key' }
+    // The server has this one open: a headless resume is refused, naming the server's process.
+    const held = (await app.api('POST', '/api/sessions', {})).json.sessionId
+    const socket = await app.socket()
+    socket.send({ type: 'subscribe', sessionId: held })
+    await socket.next((f) => f.type === 'subscribed')
+    await app.api('POST', `/api/sessions/${held}/messages`, { text: 'hello there' })
+    await settled(socket, held)
+    const refused = await runDsh(['--profile', 'headless', '--resume', held, 'me too'], { home: app.home, cwd: app.work, env })
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`dsh: session ${held} is open in another dsh (process ${app.proc.child.pid} on `)
+
+    // A headless run has this one open mid-turn: the server answers 409 to a message and to a delete.
+    let open: () => void = () => {}
+    gate = new Promise((resolve) => (open = resolve))
+    const headless = startDsh(['--profile', 'headless', '--json', 'list the files'], { home: app.home, cwd: app.work, env })
+    await headless.waitFor(/"type":"tool\/result"/, { stream: 'stdout' })
+    const id = JSON.parse(headless.stdout.split('\n')[0] as string).sessionId as string
+    await vi.waitFor(() => expect(existsSync(path.join(app.home, 'sessions', `${id}.lock`))).toBe(true), { timeout: 10_000, interval: 20 })
+    const busy = await app.api('POST', `/api/sessions/${id}/messages`, { text: 'me too' })
+    expect({ status: busy.status, json: busy.json }).toMatchObject({ status: 409 })
+    expect(busy.json.error.code).toBe('busy')
+    expect(busy.json.error.message).toContain(`session ${id} is open in another dsh (process ${headless.child.pid} on `)
+    const deleted = await app.api('DELETE', `/api/sessions/${id}`)
+    expect({ status: deleted.status, json: deleted.json }).toMatchObject({ status: 409, json: { error: { code: 'busy' } } })
+    open()
+    gate = undefined
+    expect((await headless.exited).code).toBe(0)
+    // It has exited: the server may take the session now.
+    socket.send({ type: 'subscribe', sessionId: id })
+    await socket.next((f) => f.type === 'subscribed' && f.sessionId === id)
+    expect((await app.api('POST', `/api/sessions/${id}/messages`, { text: 'now me' })).status).toBe(202)
+    expect((await settled(socket, id, 2)).event.data.reason).toBe('completed')
+    await socket.close()
   })
 })

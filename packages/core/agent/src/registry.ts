@@ -2,9 +2,9 @@ import { existsSync, readFileSync } from 'node:fs'
 import { type Context, emitIsolated, Schema, Service } from '@dsh/cordis'
 import type { LlmFailure, ReasoningEffort } from '@dsh/llm'
 import { isPlainObject, parseYaml } from '@dsh/loader/compose'
-import { closersForOpenTurn, type Session, type SessionId } from '@dsh/session'
+import { closersForOpenTurn, type Session, type SessionEvent, type SessionId } from '@dsh/session'
 import type {} from '@dsh/cmdline'
-import type {} from '@dsh/session-persistence'
+import type { OpenedLog } from '@dsh/session-persistence'
 import type {
   Agent,
   AgentDelta,
@@ -128,8 +128,17 @@ export class AgentRegistry extends Service {
     if (this.live.has(id)) throw new Error(`session ${id} is already open in this process`)
     const persistence = this.home.get('sessionPersistence')
     if (!persistence) throw new Error('no session storage is configured, so sessions cannot be resumed')
-    const opened = await persistence.open(id)
-    const events = this.home.sessions.checkLoadable(opened.events, opened.file)
+    // Before reading: a session another process has open must not be read as if it had crashed mid-turn.
+    await persistence.claim(id)
+    let opened: OpenedLog
+    let events: SessionEvent[]
+    try {
+      opened = await persistence.open(id)
+      events = this.home.sessions.checkLoadable(opened.events, opened.file)
+    } catch (error) {
+      await persistence.release(id).catch(() => {})
+      throw error
+    }
     const session = this.home.sessions.create({
       id: opened.meta.id,
       cwd: opened.meta.cwd,

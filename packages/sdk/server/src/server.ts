@@ -251,6 +251,7 @@ export class SdkServer {
       resumed = await this.ctx.agents.resume(id as SessionId)
     } catch (error) {
       if (error instanceof Error && error.name === 'SessionNotFoundError') throw unknownSession(id)
+      if (error instanceof Error && error.name === 'SessionBusyError') throw new RpcError(ErrorCodes.SessionBusy, error.message, { sessionId: id })
       throw error
     }
     return resumed.problems.length ? { sessionId: id, problems: resumed.problems } : { sessionId: id }

@@ -15,12 +15,14 @@ import {
   type StoredSession,
 } from '@dsh/session-persistence'
 import { completeLength, isMissing, isTempName, linesBackward, publishFile, readFirstLine, syncDir, writeAll, zstd } from './files.ts'
+import { acquireLease, checkNotHeldElsewhere, releaseLease } from './lease.ts'
 
 /** The log format this dsh writes and the newest it reads. */
 export const SESSION_LOG_FORMAT = 1
 
 const PLAIN = '.jsonl'
 const SEALED = '.jsonl.zst'
+const LEASE = '.lock'
 /** How many headers `list()` reads at once. */
 const LIST_CONCURRENCY = 16
 /** Files `list({ changedSince })` stats between two turns of the event loop. */
@@ -179,6 +181,8 @@ export class JsonlSessionPersistence extends SessionPersistence {
   readonly root: string
   private readonly tails = new Map<string, Tail>()
   private readonly locks = new Map<string, Promise<void>>()
+  /** The sessions whose lease this provider holds (see lease.ts). */
+  private readonly leases = new Set<string>()
   private disposed = false
   private readonly logger = this.home.logger('session-persistence-jsonl')
 
@@ -198,6 +202,32 @@ export class JsonlSessionPersistence extends SessionPersistence {
     return path.join(this.root, checkSessionId(id) + SEALED)
   }
 
+  /** The lease of `id`: which process has the session open. */
+  leasePath(id: string): string {
+    return path.join(this.root, checkSessionId(id) + LEASE)
+  }
+
+  override async claim(id: SessionId): Promise<void> {
+    checkSessionId(id)
+    await this.exclusive(id, () => this.hold(id))
+  }
+
+  override async release(id: SessionId): Promise<void> {
+    checkSessionId(id)
+    await this.exclusive(id, () => this.letGo(id))
+  }
+
+  private async hold(id: string): Promise<void> {
+    if (this.leases.has(id)) return
+    await mkdir(this.root, { recursive: true, mode: 0o700 })
+    await acquireLease(this.leasePath(id), id)
+    this.leases.add(id)
+  }
+
+  private async letGo(id: string): Promise<void> {
+    if (this.leases.delete(id)) await releaseLease(this.leasePath(id))
+  }
+
   async append(meta: SessionMeta, events: readonly SessionEvent[]): Promise<void> {
     const id = checkSessionId(meta.id)
     if (events.length === 0) return
@@ -207,12 +237,16 @@ export class JsonlSessionPersistence extends SessionPersistence {
     }
     await this.exclusive(id, async () => {
       try {
+        await this.hold(id)
         const tail = await this.attach(id)
         if (tail) await this.appendTo(id, tail, events)
         else await this.create(meta, events)
       } finally {
         // Disposed: keep nothing open between operations.
-        if (this.disposed) await this.forget(id)
+        if (this.disposed) {
+          await this.forget(id)
+          await this.letGo(id)
+        }
       }
     })
   }
@@ -331,6 +365,7 @@ export class JsonlSessionPersistence extends SessionPersistence {
   async delete(id: SessionId): Promise<void> {
     checkSessionId(id)
     await this.exclusive(id, async () => {
+      if (!this.leases.has(id)) await checkNotHeldElsewhere(this.leasePath(id), id)
       await this.forget(id)
       let removed = false
       for (const file of [this.plainPath(id), this.sealedPath(id)]) {
@@ -342,6 +377,7 @@ export class JsonlSessionPersistence extends SessionPersistence {
         }
       }
       if (!removed) throw new SessionNotFoundError(id, this.root)
+      await this.letGo(id)
       await syncDir(this.root)
     })
   }
@@ -482,6 +518,14 @@ export class JsonlSessionPersistence extends SessionPersistence {
 
   private async closeAll(): Promise<void> {
     this.disposed = true
-    await Promise.all([...this.tails.keys()].map((id) => this.exclusive(id, () => this.forget(id))))
+    const ids = new Set([...this.tails.keys(), ...this.leases])
+    await Promise.all(
+      [...ids].map((id) =>
+        this.exclusive(id, async () => {
+          await this.forget(id)
+          await this.letGo(id)
+        }),
+      ),
+    )
   }
 }

@@ -1,8 +1,11 @@
-import { appendFile, mkdir, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { appendFile, mkdir, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 import { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId, SessionMeta } from '@dsh/session'
-import { SessionLogError, SessionLogVersionError, SessionNotFoundError, type SessionPersistence } from '@dsh/session-persistence'
+import { SessionBusyError, SessionLogError, SessionLogVersionError, SessionNotFoundError, type SessionPersistence } from '@dsh/session-persistence'
 import { afterEach, describe, expect, it } from 'vitest'
 import { decompress } from 'zstd-napi'
 import * as jsonl from '../src/index.ts'
@@ -52,6 +55,7 @@ describe('JSONL session persistence', () => {
     await p.append(meta('s1'), events(0, 2))
     const plain = await readFile(fileOf('s1'), 'utf8')
     await p.seal(id('s1'))
+    await p.release(id('s1'))
     expect((await readdir(h.sessionsDir)).sort()).toEqual(['s1.jsonl.zst'])
     expect(decompress(await readFile(`${fileOf('s1')}.zst`)).toString('utf8')).toBe(plain)
     await p.seal(id('s1')) // already sealed: nothing to do
@@ -62,7 +66,7 @@ describe('JSONL session persistence', () => {
     expect(await p.stat(id('s1'))).toMatchObject({ id: 's1', sealed: true, file: `${fileOf('s1')}.zst` })
 
     await p.append(meta('s1'), events(3, 3))
-    expect((await readdir(h.sessionsDir)).sort()).toEqual(['s1.jsonl'])
+    expect((await readdir(h.sessionsDir)).sort()).toEqual(['s1.jsonl', 's1.lock'])
     expect((await p.open(id('s1'))).events).toEqual(events(0, 3))
     expect(await p.stat(id('s1'))).toMatchObject({ sealed: false, file: fileOf('s1') })
   })
@@ -211,3 +215,89 @@ describe('JSONL session persistence', () => {
     expect(other.get('sessionPersistence') === undefined).toBe(true)
   })
 })
+
+describe('session leases', () => {
+  const leaseOf = (sessionId: string) => path.join(h.sessionsDir, `${sessionId}.lock`)
+  const startTicks = (pid: number) => {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return text.slice(text.lastIndexOf(')') + 2).split(' ')[19]
+  }
+  /** A lease as another live dsh process would write it: a sleeping child's pid. */
+  async function heldByOtherProcess(sessionId: string, edit: (record: Record<string, unknown>) => void = () => {}) {
+    const child = spawn('sleep', ['30'], { stdio: 'ignore' })
+    await new Promise((resolve) => child.once('spawn', resolve))
+    const record: Record<string, unknown> = { pid: child.pid, host: os.hostname(), since: 1_700_000_000_000, start: startTicks(child.pid as number) }
+    edit(record)
+    await mkdir(h.sessionsDir, { recursive: true })
+    await writeFile(leaseOf(sessionId), JSON.stringify(record))
+    return {
+      pid: child.pid as number,
+      stop: () => new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve).kill() : resolve(undefined))),
+    }
+  }
+
+  it('holds a session from its first append until release, in a file naming this process', async () => {
+    await setup()
+    await p.append(meta('s1'), events(0, 0))
+    const record = JSON.parse(await readFile(leaseOf('s1'), 'utf8'))
+    expect(record).toMatchObject({ pid: process.pid, host: os.hostname() })
+    expect((await stat(leaseOf('s1'))).mode & 0o777).toBe(0o600)
+    await p.claim(id('s1')) // already held: fine
+    await p.release(id('s1'))
+    expect(await readdir(h.sessionsDir)).toEqual(['s1.jsonl'])
+    await p.release(id('s1')) // holds none: a no-op
+  })
+
+  it('refuses claim, append and delete while another live process holds the session, naming it', async () => {
+    await setup()
+    await p.append(meta('s1'), events(0, 0))
+    await p.release(id('s1'))
+    const other = await heldByOtherProcess('s1')
+    try {
+      const refused = await p.claim(id('s1')).catch((error: unknown) => error)
+      expect(refused).toBeInstanceOf(SessionBusyError)
+      expect((refused as SessionBusyError).holder).toMatchObject({ pid: other.pid, host: os.hostname() })
+      expect((refused as Error).message).toBe(
+        `session s1 is open in another dsh (process ${other.pid} on ${os.hostname()}, since 2023-11-14T22:13:20.000Z); finish or close it there first (if that process is gone, remove ${leaseOf('s1')})`,
+      )
+      await expect(p.append(meta('s1'), events(1, 1))).rejects.toThrow(SessionBusyError)
+      await expect(p.delete(id('s1'))).rejects.toThrow(SessionBusyError)
+      expect((await p.open(id('s1'))).events).toEqual(events(0, 0)) // reading is always allowed
+    } finally {
+      await other.stop()
+    }
+    // Its process is gone: the lease is stale and taken over.
+    await p.append(meta('s1'), events(1, 1))
+    expect(JSON.parse(await readFile(leaseOf('s1'), 'utf8')).pid).toBe(process.pid)
+  })
+
+  it('takes over a lease whose pid now belongs to another process, or that holds no record', async () => {
+    await setup()
+    const reused = await heldByOtherProcess('s1', (record) => (record.start = '1'))
+    try {
+      await p.claim(id('s1'))
+      expect(JSON.parse(await readFile(leaseOf('s1'), 'utf8')).pid).toBe(process.pid)
+    } finally {
+      await reused.stop()
+    }
+    await writeFile(leaseOf('s2'), 'garbage')
+    await expect(p.claim(id('s2'))).rejects.toThrow('a process that left no readable record') // it may be being written
+    const old = new Date(Date.now() - 5000)
+    await utimes(leaseOf('s2'), old, old)
+    await p.claim(id('s2'))
+    expect(JSON.parse(await readFile(leaseOf('s2'), 'utf8')).pid).toBe(process.pid)
+  })
+
+  it('lets go of every lease when disposed, and deleting a log ends its lease', async () => {
+    await setup()
+    await p.append(meta('a'), events(0, 0))
+    await p.append(meta('b'), events(0, 0))
+    await p.delete(id('a'))
+    expect((await readdir(h.sessionsDir)).sort()).toEqual(['b.jsonl', 'b.lock'])
+    const sessionsDir = h.sessionsDir
+    await h.root.fiber.dispose()
+    expect(await readdir(sessionsDir)).toEqual(['b.jsonl'])
+    await rm(h.dir, { recursive: true, force: true })
+  })
+})
+

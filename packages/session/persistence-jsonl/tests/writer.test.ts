@@ -1,4 +1,4 @@
-import { rename, rm, stat, writeFile } from 'node:fs/promises'
+import { readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { SessionEvent, SessionMeta } from '@dsh/session'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -174,6 +174,8 @@ describe('session-persistence writer with the JSONL provider', () => {
     await h.store.close(session)
     expect(await storedEvents(fileOf(session.id))).toHaveLength(3)
     await expect(stat(`${fileOf(session.id)}.zst`)).rejects.toThrow(/ENOENT/)
+    // Closed, sealed or not: other processes may open it now.
+    await expect(stat(path.join(h.sessionsDir, `${session.id}.lock`))).rejects.toThrow(/ENOENT/)
     const empty = h.store.create({ cwd: '/work' })
     await h.store.close(empty)
     expect(await h.root.sessionPersistence.list()).toHaveLength(1)
@@ -186,7 +188,9 @@ describe('session-persistence writer with the JSONL provider', () => {
     await h.store.flush(session)
     expect((await stat(h.sessionsDir)).mode & 0o777).toBe(0o700)
     expect((await stat(fileOf(session.id))).mode & 0o777).toBe(0o600)
+    expect((await stat(path.join(h.sessionsDir, `${session.id}.lock`))).mode & 0o777).toBe(0o600)
     await h.store.close(session)
     expect((await stat(`${fileOf(session.id)}.zst`)).mode & 0o777).toBe(0o600)
+    expect(await readdir(h.sessionsDir)).toEqual([`${session.id}.jsonl.zst`])
   })
 })

@@ -2,6 +2,8 @@ export {
   type ListOptions,
   type LogProblem,
   type OpenedLog,
+  SessionBusyError,
+  type SessionHolder,
   SessionInUseError,
   SessionLogError,
   SessionLogVersionError,

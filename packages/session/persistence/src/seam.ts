@@ -70,6 +70,28 @@ export class SessionInUseError extends Error {
   }
 }
 
+/** Who holds a session's log: a dsh process, as its provider recorded it. */
+export interface SessionHolder {
+  pid: number
+  host: string
+  /** Epoch milliseconds: when it took the session. */
+  since: number
+}
+
+/** Another dsh process holds the session's log (it has the session open), so this one may not write it. */
+export class SessionBusyError extends Error {
+  override name = 'SessionBusyError'
+  constructor(
+    readonly sessionId: string,
+    readonly holder: SessionHolder | undefined,
+    /** Where the hold is recorded, to remove by hand if its holder is known to be gone. */
+    readonly lease: string,
+  ) {
+    const who = holder ? `process ${holder.pid}${holder.host ? ` on ${holder.host}` : ''}, since ${new Date(holder.since).toISOString()}` : 'a process that left no readable record'
+    super(`session ${sessionId} is open in another dsh (${who}); finish or close it there first (if that process is gone, remove ${lease})`)
+  }
+}
+
 /** The log was written in a format newer than this dsh reads. */
 export class SessionLogVersionError extends SessionLogError {
   override name = 'SessionLogVersionError'
@@ -127,8 +149,25 @@ export abstract class SessionPersistence extends Service {
   /** The session is closed: compress its log. A no-op when already sealed. */
   abstract seal(id: SessionId): Promise<void>
 
-  /** Removes the stored log; throws `SessionNotFoundError` for an unknown id. */
+  /**
+   * Removes the stored log; throws `SessionNotFoundError` for an unknown id
+   * and `SessionBusyError` when another process holds it.
+   */
   abstract delete(id: SessionId): Promise<void>
+
+  /**
+   * Takes this process's hold on the log of `id`, so that no other process
+   * writes it while this one has the session open (resume calls it before it
+   * reads the log; `append` takes it too). Throws `SessionBusyError` when a
+   * live process holds it; a hold whose process is gone is taken over. The
+   * hold lasts until `release(id)` or until the provider is disposed. This
+   * default keeps no hold: a provider whose store other processes share
+   * overrides it.
+   */
+  async claim(_id: SessionId): Promise<void> {}
+
+  /** Gives up this process's hold on `id` (a no-op when it holds none). */
+  async release(_id: SessionId): Promise<void> {}
 
   /**
    * Removes the stored log of a session that is not open in this process

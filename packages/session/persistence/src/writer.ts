@@ -174,12 +174,15 @@ export function apply(ctx: Context, config: SessionWriterConfig) {
     if (!writer) return
     if (!(await writer.write())) return // kept; dispose tries once more
     writers.delete(session)
-    if (!config.seal || !writer.stored) return
-    try {
-      await persistence.seal(session.id)
-    } catch (error) {
-      logger.error('session %s: sealing the log failed: %s', session.id, describe(error))
+    if (config.seal && writer.stored) {
+      try {
+        await persistence.seal(session.id)
+      } catch (error) {
+        logger.error('session %s: sealing the log failed: %s', session.id, describe(error))
+      }
     }
+    // Other processes may open the session now.
+    await persistence.release(session.id).catch((error: unknown) => logger.error('session %s: giving up its lease failed: %s', session.id, describe(error)))
   })
 
   // Dispose (also how Ctrl+C saves): write everything pending, then stop.

@@ -4,7 +4,7 @@ import { type ContentBlock, type Message, REASONING_EFFORTS, type ReasoningEffor
 import { type PermissionPreset, PRESETS } from '@dsh/permission'
 import { newMessageId, type SessionId } from '@dsh/session'
 import type {} from '@dsh/session-catalog'
-import { SessionNotFoundError } from '@dsh/session-persistence'
+import { SessionBusyError, SessionNotFoundError } from '@dsh/session-persistence'
 import type {} from '@dsh/session-titles'
 import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
@@ -199,8 +199,13 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
       throw error
     }
     const catalog = ctx.get('sessionCatalog')
-    if (catalog) await catalog.remove(id)
-    else await ctx.get('sessionPersistence')?.delete(id as SessionId)
+    try {
+      if (catalog) await catalog.remove(id)
+      else await ctx.get('sessionPersistence')?.delete(id as SessionId)
+    } catch (error) {
+      if (error instanceof SessionBusyError) throw new HttpError(409, 'busy', error.message)
+      throw error
+    }
     changed()
     return {}
   })

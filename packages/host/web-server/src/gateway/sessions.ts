@@ -3,7 +3,7 @@ import type { Context } from '@dsh/cordis'
 import type { PermissionPreset } from '@dsh/permission'
 import { Session, type SessionEvent, type SessionId, type SessionMeta } from '@dsh/session'
 import type { CatalogEntry } from '@dsh/session-catalog'
-import { SessionNotFoundError } from '@dsh/session-persistence'
+import { SessionBusyError, SessionNotFoundError } from '@dsh/session-persistence'
 import { HttpError } from '../http.ts'
 
 /** What the list needs of a stored session: a catalog entry, or the storage's own header. */
@@ -95,6 +95,7 @@ export class SessionAccess {
       return agent
     } catch (error) {
       if (error instanceof SessionNotFoundError) throw unknownSession(id)
+      if (error instanceof SessionBusyError) throw new HttpError(409, 'busy', error.message)
       throw error
     }
   }
