@@ -8,6 +8,7 @@ import * as jsonl from '@dsh/session-persistence-jsonl'
 import { Config, storeOptions } from './config.ts'
 import { digestEvents } from './digest.ts'
 import { buildFromLogs, catchUpWithLogs } from './reindex.ts'
+import { removeSessionTree } from './remove.ts'
 import { openDatabase } from './schema.ts'
 import { CatalogStore } from './store.ts'
 import type { CatalogEntry } from './types.ts'
@@ -39,6 +40,8 @@ Commands:
   show <id>                   facts and the conversation, tool calls one line each
   export <id> [--format jsonl|markdown] [-o FILE]
                               the raw log (jsonl, the default) or a readable document
+  delete <id...>              delete sessions (their logs and entries) with their
+                              subagent sessions; refused for one a dsh has open
   reindex                     rebuild the catalog from the logs
 `
 
@@ -175,6 +178,17 @@ const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options
     const file = path.resolve(cwd, flags.output)
     await writeFile(file, text, { mode: 0o600 })
     writeErr(`dsh: wrote ${file}\n`)
+  },
+
+  async delete(args, stores, { writeOut }) {
+    const { positionals } = parse('delete', args, {})
+    if (positionals.length === 0) throw new UsageError('sessions delete: give the ids of the sessions to delete (see dsh sessions list)')
+    const { store } = await stores.catalog()
+    for (const id of positionals) {
+      const removed = await removeSessionTree(store, stores.persistence, id)
+      const children = removed.length - 1
+      writeOut(`deleted ${id}${children ? ` and its ${children} subagent session${children === 1 ? '' : 's'}` : ''}\n`)
+    }
   },
 
   async reindex(args, stores, { writeOut }) {

@@ -1,9 +1,9 @@
 import { type Context, Service } from '@dsh/cordis'
-import type { Session, SessionEvent, SessionId } from '@dsh/session'
-import { SessionNotFoundError } from '@dsh/session-persistence'
+import type { Session, SessionEvent } from '@dsh/session'
 import { checkCatalogPath, type SessionCatalogConfig, storeOptions } from './config.ts'
 import { digestEvents, foldEvent, type SessionDigest } from './digest.ts'
 import { type BuildOptions, buildFromLogs, catchUpWithLogs } from './reindex.ts'
+import { removeSessionTree } from './remove.ts'
 import { openDatabase } from './schema.ts'
 import { CatalogStore, type IndexedSession } from './store.ts'
 import type { CatalogEntry, ListPage, ListQuery, SearchHit, SearchOptions } from './types.ts'
@@ -110,16 +110,12 @@ export class SessionCatalog extends Service {
     return this.maintain(store, 'rebuild')
   }
 
-  /** Deletes a session's log (refused while it is open in this process) and its catalog entry. */
-  async remove(id: string): Promise<void> {
-    const store = await this.settled()
-    try {
-      await this.home.sessionPersistence.remove(id as SessionId)
-    } catch (error) {
-      if (!(error instanceof SessionNotFoundError) || !store.remove(id)) throw error
-      return
-    }
-    store.remove(id)
+  /**
+   * Deletes a session's log and catalog entry, and those of its subagent
+   * sessions (see `removeSessionTree`); resolves with the ids deleted.
+   */
+  async remove(id: string): Promise<string[]> {
+    return removeSessionTree(await this.settled(), this.home.sessionPersistence, id)
   }
 
   private track(session: Session): void {

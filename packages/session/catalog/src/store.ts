@@ -236,6 +236,11 @@ export class CatalogStore {
     return true
   }
 
+  /** The ids of the sessions whose parent is `sessionId` (its subagents). */
+  children(sessionId: string): string[] {
+    return (this.sql('SELECT id FROM sessions WHERE parent = ?').all(sessionId) as { id: string }[]).map((row) => row.id)
+  }
+
   get(sessionId: string): CatalogEntry | undefined {
     const row = this.sql(`SELECT ${COLUMNS} FROM sessions s WHERE s.id = ?`).get(sessionId) as SessionRow | undefined
     return row && entryOf(row)

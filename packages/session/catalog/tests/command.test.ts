@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, statSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -108,6 +109,38 @@ describe('dsh sessions (command module)', () => {
     expect(statSync(file).mode & 0o777).toBe(0o600)
   })
 
+  it('deletes sessions with their subagent sessions, and refuses one another dsh has open', async () => {
+    await store([
+      { id: 'parent', events: storedTurn(0, 1000, 'plan the work', 'delegated'), seal: true },
+      { id: 'other', events: storedTurn(0, 2000, 'something else', 'kept') },
+    ])
+    const root = new Context()
+    await root.plugin(jsonl, { root: path.join(home, 'sessions') })
+    await root.sessionPersistence.append(meta('child', { parentSession: 'parent' as never }), storedTurn(0, 1500, 'do a part', 'done'))
+    await root.sessionPersistence.append(meta('grandchild', { parentSession: 'child' as never }), storedTurn(0, 1600, 'a smaller part', 'done'))
+    await root.fiber.dispose()
+
+    const deleted = await run('delete', 'parent')
+    expect(deleted).toEqual({ code: 0, stdout: 'deleted parent and its 2 subagent sessions\n', stderr: '' })
+    expect(readdirSync(path.join(home, 'sessions')).sort()).toEqual(['other.jsonl'])
+    expect((await run('list', '--all')).stdout).toContain('other')
+    expect((await run('list', '--all')).stdout).not.toMatch(/parent|child/)
+
+    // Another live dsh process holds "other" (a sleeping child stands in for it).
+    const holder = spawn('sleep', ['30'], { stdio: 'ignore' })
+    await new Promise((resolve) => holder.once('spawn', resolve))
+    const lease = path.join(home, 'sessions', 'other.lock')
+    await writeFile(lease, JSON.stringify({ pid: holder.pid, host: os.hostname(), since: 1_700_000_000_000 }))
+    try {
+      const refused = await run('delete', 'other')
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toBe(`dsh: session other is open in another dsh (process ${holder.pid} on ${os.hostname()}, since 2023-11-14T22:13:20.000Z); finish or close it there first (if that process is gone, remove ${lease})\n`)
+      expect(existsSync(path.join(home, 'sessions', 'other.jsonl'))).toBe(true)
+    } finally {
+      holder.kill()
+    }
+  })
+
   it('reindexes, reporting a log it cannot read', async () => {
     await store([{ id: 'one', events: storedTurn(0, 1000, 'alpha', 'beta') }])
     await writeFile(path.join(home, 'sessions', 'bad.jsonl'), '{"type":"session","format":99,"id":"bad","createdAt":1,"cwd":"/"}\n')
@@ -118,8 +151,8 @@ describe('dsh sessions (command module)', () => {
   })
 
   it.each([
-    [[], /^dsh: sessions needs a command: list, search, show, export, reindex\n/],
-    [['frobnicate'], /^dsh: unknown sessions command "frobnicate" \(use list, search, show, export, reindex\)\n$/],
+    [[], /^dsh: sessions needs a command: list, search, show, export, delete, reindex\n/],
+    [['frobnicate'], /^dsh: unknown sessions command "frobnicate" \(use list, search, show, export, delete, reindex\)\n$/],
     [['list', '--limit', 'ten'], /^dsh: sessions list: --limit needs a whole number from 1 to 1000, got "ten"\n$/],
     [['list', '--bogus'], /^dsh: sessions list: Unknown option '--bogus'\n$/],
     [['list', 'extra'], /^dsh: sessions list: unexpected argument "extra"\n$/],
@@ -130,6 +163,8 @@ describe('dsh sessions (command module)', () => {
     [['show', '../etc'], /^dsh: invalid session id "..\/etc"/],
     [['export', 'nobody', '--format', 'pdf'], /^dsh: sessions export: --format must be jsonl or markdown, got "pdf"\n$/],
     [['export', 'nobody'], /^dsh: no session nobody under /],
+    [['delete'], /^dsh: sessions delete: give the ids of the sessions to delete \(see dsh sessions list\)\n$/],
+    [['delete', 'nobody'], /^dsh: no session nobody under /],
   ])('fails with exit 1 naming the culprit: %j', async (args, message) => {
     const result = await run(...args)
     expect(result.code).toBe(1)
