@@ -160,12 +160,19 @@ describe('dsh --profile headless', () => {
   })
 
   it('resumes a finished session with a follow-up task', async () => {
-    t.mock.enqueue(reply.text('First answer.'), reply.text('Second answer.'))
+    const usage = { promptCacheHitTokens: 1200, promptCacheMissTokens: 34, completionTokens: 56, reasoningTokens: 7 }
+    t.mock.enqueue(reply.completion({ content: 'First answer.', usage }), reply.text('Second answer.'))
     const first = await t.headless(['--json', 'first question'])
     expect(first.code).toBe(0)
     const lines = first.stdout.trim().split('\n').map((l) => JSON.parse(l))
     expect(lines[0]).toMatchObject({ type: 'session' })
-    expect(lines.at(-1)).toMatchObject({ type: 'result', reason: 'completed', text: 'First answer.' })
+    expect(lines.at(-1)).toEqual({
+      type: 'result',
+      sessionId: lines[0].sessionId,
+      reason: 'completed',
+      text: 'First answer.',
+      usage: { inputTokens: 34, outputTokens: 56, cacheReadTokens: 1200, reasoningTokens: 7 },
+    })
     expect(lines.some((l) => l.type === 'delta' && l.kind === 'text')).toBe(true)
     const sessionId = lines[0].sessionId as string
 

@@ -1,4 +1,4 @@
-import type { Agent } from '@dsh/agent'
+import { type Agent, summarizeTurns } from '@dsh/agent'
 import type {} from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId } from '@dsh/session'
@@ -8,13 +8,6 @@ import { joinTask, readTaskInput } from './stdin.ts'
 
 export const name = 'headless-runner'
 export const inject = ['headlessStartup', 'agents', 'appExit']
-
-function text(event: SessionEvent<'assistant/message'>): string {
-  return event.data.message.content
-    .map((b) => (b.type === 'text' ? b.text : ''))
-    .join('')
-    .trim()
-}
 
 /**
  * Runs the task from the command line as one turn of a new (or resumed)
@@ -69,14 +62,11 @@ export function apply(ctx: Context) {
     agent.followup(task)
     await agent.whenIdle()
 
-    const events = agent.session.events.filter((e) => e.seq >= from)
-    const end = [...events].reverse().find((e) => e.type === 'turn/end') as SessionEvent<'turn/end'> | undefined
-    const replies = events.filter((e) => e.type === 'assistant/message') as SessionEvent<'assistant/message'>[]
-    const answer = [...replies].reverse().map(text).find((t) => t.length > 0) ?? ''
+    const { end, text: answer, usage } = summarizeTurns(agent.session.events.filter((e) => e.seq >= from))
     const reason = end?.data.reason ?? 'aborted'
     const failure = end?.data.error
     if (startup.json) {
-      out(JSON.stringify({ type: 'result', sessionId: agent.id, reason, text: answer, ...(failure ? { error: failure } : {}) }))
+      out(JSON.stringify({ type: 'result', sessionId: agent.id, reason, text: answer, usage, ...(failure ? { error: failure } : {}) }))
     } else {
       if (startup.reasoning) err('')
       if (answer) out(answer)

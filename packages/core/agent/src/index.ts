@@ -2,6 +2,7 @@ import type { Context } from '@dsh/cordis'
 import { AgentRegistry, type AgentRegistryConfig } from './registry.ts'
 
 export * from './types.ts'
+export { type TurnSummary, summarizeTurns } from './summary.ts'
 export { AgentRegistry, type AgentRegistryConfig, Config, readAgentSettings } from './registry.ts'
 
 export const name = 'agent'

@@ -1,4 +1,5 @@
-import { addUsage, type Message } from '@dsh/llm'
+import { summarizeTurns } from '@dsh/agent'
+import type { Message } from '@dsh/llm'
 import type { PromptContent as Content, PromptResult, StopReason, Usage } from '@dsh/sdk-protocol'
 import { newMessageId, type SessionEvent, type TurnEndReason } from '@dsh/session'
 
@@ -23,13 +24,6 @@ export function promptText(content: Content): string | undefined {
   return content.map((block) => (block.type === 'text' ? block.text : '')).join('')
 }
 
-function replyText(event: SessionEvent<'assistant/message'>): string {
-  return event.data.message.content
-    .map((b) => (b.type === 'text' ? b.text : ''))
-    .join('')
-    .trim()
-}
-
 const STOP_REASONS: Record<TurnEndReason, StopReason> = {
   completed: 'completed',
   'max-tokens': 'max-tokens',
@@ -43,16 +37,7 @@ const STOP_REASONS: Record<TurnEndReason, StopReason> = {
  * the last non-empty reply text, and the tokens of every model call.
  */
 export function turnResult(events: readonly SessionEvent[]): PromptResult {
-  let end: SessionEvent<'turn/end'> | undefined
-  let text = ''
-  const usage = { ...NO_USAGE }
-  for (const event of events) {
-    if (event.type === 'turn/end') end = event as SessionEvent<'turn/end'>
-    if (event.type !== 'assistant/message' && event.type !== 'assistant/attempt') continue
-    const data = (event as SessionEvent<'assistant/message' | 'assistant/attempt'>).data
-    if (data.usage) addUsage(usage, data.usage)
-    if (event.type === 'assistant/message') text = replyText(event as SessionEvent<'assistant/message'>) || text
-  }
+  const { end, text, usage } = summarizeTurns(events)
   // No turn/end: the message never started a turn (the agent was stopped first).
   const result: PromptResult = { stopReason: end ? STOP_REASONS[end.data.reason] : 'cancelled', text, usage }
   if (end) result.turn = end.data.turn
