@@ -130,6 +130,21 @@ describe('dsh --profile headless', () => {
     expect(existsSync(path.join(t.home, 'sessions')) ? readdirSync(path.join(t.home, 'sessions')) : []).toEqual([])
   })
 
+  it('--max-steps ends a task that keeps calling tools, with exit 1', async () => {
+    t.mock.setFallback(reply.toolCalls([{ name: 'read', arguments: { path: 'missing.txt' } }]))
+    try {
+      const result = await t.headless(['--max-steps', '3', 'read forever'])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toBe("dsh: INTERNAL: the turn reached 3 steps (the agent's maxSteps) and was stopped\n")
+      expect(t.mock.requests).toHaveLength(3)
+    } finally {
+      t.mock.setFallback(undefined)
+    }
+    const bad = await t.headless(['--max-steps', 'many', 'x'])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain('error: --max-steps needs a whole number from 1 to 999999, got "many"')
+  })
+
   it('takes the model from --model, else settings.yaml, else the agent row', async () => {
     t.mock.enqueue(reply.text('a'), reply.text('b'), reply.text('c'))
     expect((await t.headless(['one'])).code).toBe(0)

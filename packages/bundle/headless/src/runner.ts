@@ -37,7 +37,7 @@ export function apply(ctx: Context) {
     const task = startup.stdin ? joinTask(startup.task, await readTaskInput(process.stdin)) : startup.task
     if (!task) throw new Error('a task is required, and standard input was empty')
     let agent: Agent
-    const overrides = startup.model ? { model: startup.model } : {}
+    const overrides = { ...(startup.model ? { model: startup.model } : {}), ...(startup.maxSteps ? { maxSteps: startup.maxSteps } : {}) }
     const resume = startup.continue ? await latestSessionHere() : startup.resume
     if (resume) {
       const resumed = await ctx.agents.resume(resume as SessionId, overrides)

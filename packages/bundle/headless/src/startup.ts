@@ -25,6 +25,8 @@ export interface HeadlessStartup {
   permission?: 'read-only' | 'workspace-write' | 'danger-full-access'
   /** What happens to a call outside the preset: `ask` (denied here, since headless cannot ask) or `never`. */
   approval?: 'ask' | 'never'
+  /** Model calls the task may make before it ends with an error; the agent loop's limit when absent. */
+  maxSteps?: number
 }
 
 const PRESETS = ['read-only', 'workspace-write', 'danger-full-access'] as const
@@ -45,6 +47,7 @@ export function apply(ctx: Context) {
     .option('--model <id>', 'the model to use (default from the agent config, e.g. deepseek-v4-flash)')
     .option('--permission <preset>', `what tools may do without asking: ${PRESETS.join(', ')} (default workspace-write)`)
     .option('--approval <policy>', `calls outside the preset: ask (denied in headless, which cannot ask) or never (default ask)`)
+    .option('--max-steps <n>', 'model calls the task may make before it stops with an error (default 200)')
   const startup = parseCmdline(ctx, program, ({ args, options }): HeadlessStartup => {
     const stdin = args.includes('-')
     const task = args
@@ -68,6 +71,11 @@ export function apply(ctx: Context) {
       const approval = APPROVALS.find((a) => a === options.approval)
       if (!approval) program.error(`error: --approval must be ask or never, got "${String(options.approval)}"`)
       value.approval = approval
+    }
+    if (options.maxSteps !== undefined) {
+      const text = String(options.maxSteps)
+      if (!/^[1-9]\d{0,5}$/.test(text)) program.error(`error: --max-steps needs a whole number from 1 to 999999, got "${text}"`)
+      value.maxSteps = Number(text)
     }
     return value
   })

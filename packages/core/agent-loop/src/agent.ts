@@ -159,8 +159,10 @@ export class LoopAgent implements Agent {
     let hitMaxTokens = false
     for (let step = 1; ; step++) {
       if (signal.aborted) return { turn, reason: 'aborted' }
-      if (step > this.config.maxStepsPerTurn) {
-        return { turn, reason: 'error', error: internal(`the turn reached ${this.config.maxStepsPerTurn} steps (maxStepsPerTurn) and was stopped`) }
+      const limit = this.options.maxSteps ?? this.config.maxStepsPerTurn
+      if (step > limit) {
+        const source = this.options.maxSteps === undefined ? 'maxStepsPerTurn' : "the agent's maxSteps"
+        return { turn, reason: 'error', error: internal(`the turn reached ${limit} steps (${source}) and was stopped`) }
       }
       const info: StepInfo = { turn, step, signal }
       const decision = await this.ctx.waterfall('agent/pre-step', this, info, async () => ({ kind: 'enter' }) as const)

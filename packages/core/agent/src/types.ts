@@ -8,6 +8,8 @@ export interface AgentOptions {
   model: string
   reasoningEffort?: ReasoningEffort
   maxTokens?: number
+  /** Model calls one turn may make before it ends with an error; the driver's own limit when absent. */
+  maxSteps?: number
 }
 
 export type AgentStatus = 'idle' | 'running'
