@@ -148,6 +148,8 @@ export class AgentRegistry extends Service {
       ...(opened.meta.title ? { title: opened.meta.title } : {}),
       seed: events,
       seedStored: true,
+      // Parsed from the log for this session alone: no copy needed.
+      adoptSeed: true,
     })
     const problems = opened.problems.map((p) => `${opened.file}:${p.line}: ${p.message}`)
     const closers = closersForOpenTurn(events)

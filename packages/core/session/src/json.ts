@@ -5,10 +5,20 @@
  * Object keys whose value is undefined are left out.
  */
 export function frozenJsonCopy<T>(value: T, path = 'data'): T {
-  return copy(value, path, new Set()) as T
+  return walk(value, path, new Set(), true) as T
 }
 
-function copy(value: unknown, path: string, seen: Set<object>): unknown {
+/**
+ * Checks `value` as `frozenJsonCopy` does and freezes it in place, for data
+ * the caller hands over and no longer touches (objects fresh from
+ * `JSON.parse`): no copy is made, and keys whose value is undefined are
+ * deleted. Returns `value`.
+ */
+export function adoptFrozenJson<T>(value: T, path = 'data'): T {
+  return walk(value, path, new Set(), false) as T
+}
+
+function walk(value: unknown, path: string, seen: Set<object>, copy: boolean): unknown {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return value
   if (typeof value === 'number') {
     if (!Number.isFinite(value) || Object.is(value, -0)) throw new TypeError(`${path} is ${value}, which JSON cannot carry`)
@@ -19,19 +29,27 @@ function copy(value: unknown, path: string, seen: Set<object>): unknown {
   seen.add(value)
   try {
     if (Array.isArray(value)) {
-      const out: unknown[] = []
+      const out: unknown[] = copy ? [] : value
       for (let i = 0; i < value.length; i++) {
         if (!(i in value)) throw new TypeError(`${path}[${i}] is a hole in a sparse array`)
-        out.push(copy(value[i], `${path}[${i}]`, seen))
+        const item = walk(value[i], `${path}[${i}]`, seen, copy)
+        if (copy) out.push(item)
       }
       return Object.freeze(out)
     }
     const proto = Object.getPrototypeOf(value)
     if (proto !== Object.prototype && proto !== null) throw new TypeError(`${path} is a ${proto?.constructor?.name ?? 'class'} instance, not plain data`)
-    const out: Record<string, unknown> = {}
-    for (const [key, item] of Object.entries(value)) {
-      if (item === undefined) continue
-      out[key] = copy(item, `${path}.${key}`, seen)
+    const source = value as Record<string, unknown>
+    const out: Record<string, unknown> = copy ? {} : source
+    for (const [key, item] of Object.entries(source)) {
+      if (item === undefined) {
+        if (copy) continue
+        if (Object.isFrozen(source)) throw new TypeError(`${path}.${key} is undefined, which JSON cannot carry`)
+        delete out[key]
+        continue
+      }
+      const checked = walk(item, `${path}.${key}`, seen, copy)
+      if (copy) out[key] = checked
     }
     return Object.freeze(out)
   } finally {

@@ -1,7 +1,7 @@
 import type { Message } from '@dsh/llm'
 import type { AnySessionEvent, SessionEvent, SessionEventMap, SessionEventType, SessionMeta, SurfaceEventType } from './events.ts'
 import { SURFACE_TYPES } from './events.ts'
-import { frozenJsonCopy } from './json.ts'
+import { adoptFrozenJson, frozenJsonCopy } from './json.ts'
 
 export interface AppendOptions {
   /** Surface events only: earlier surface seqs this event replaces in the model's history. */
@@ -47,10 +47,12 @@ export class Session {
   private publishing = false
   private readonly publish: (event: SessionEvent) => void
 
-  constructor(meta: SessionMeta, seed: readonly SessionEvent[], publish: (event: SessionEvent) => void) {
+  /** `adoptSeed`: the seed's objects are handed over, so they are frozen in place rather than copied (see `adoptFrozenJson`). */
+  constructor(meta: SessionMeta, seed: readonly SessionEvent[], publish: (event: SessionEvent) => void, adoptSeed = false) {
     this.meta = Object.freeze({ ...meta })
     this.publish = publish
-    for (const event of seed) this.admit(frozenJsonCopy(event, `event ${event.seq}`))
+    const freeze = adoptSeed ? adoptFrozenJson : frozenJsonCopy
+    for (const event of seed) this.admit(freeze(event, `event ${event.seq}`))
     this.seedLength = this.log.length
   }
 

@@ -54,6 +54,11 @@ export interface CreateSessionOptions {
   /** Earlier events: a resumed log (already stored) or a fork's inherited prefix (not yet stored). */
   seed?: readonly SessionEvent[]
   seedStored?: boolean
+  /**
+   * The seed's objects are handed over (fresh from `JSON.parse`, touched by
+   * nothing else): they are checked and frozen in place instead of copied.
+   */
+  adoptSeed?: boolean
   createdAt?: number
 }
 
@@ -104,9 +109,14 @@ export class SessionStore extends Service {
     if (options.seed?.length) meta.seedLength = options.seed.length
     if (this.live.has(meta.id)) throw new Error(`session ${meta.id} is already open`)
     let session: Session | undefined
-    session = new Session(meta, options.seed ?? [], (event) => {
-      void emitIsolated(this.home, 'session/event', session as Session, event)
-    })
+    session = new Session(
+      meta,
+      options.seed ?? [],
+      (event) => {
+        void emitIsolated(this.home, 'session/event', session as Session, event)
+      },
+      options.adoptSeed === true,
+    )
     if (options.seedStored) this.stored.add(session)
     this.live.set(meta.id, session)
     void emitIsolated(this.home, 'session/created', session)
