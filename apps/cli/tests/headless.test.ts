@@ -145,6 +145,18 @@ describe('dsh --profile headless', () => {
     expect(bad.stderr).toContain('error: --max-steps needs a whole number from 1 to 999999, got "many"')
   })
 
+  it('waits for an agent driver whose row starts after the runner', async () => {
+    // The loop now waits for headlessStartup, which the last rows provide: it starts together with the runner.
+    const patch = path.join(t.root, 'late-driver.yml')
+    const { writeFileSync } = await import('node:fs')
+    writeFileSync(patch, '- id: agent-loop\n  inject: [headlessStartup]\n')
+    t.mock.enqueue(reply.text('Driven.'))
+    const result = await runDsh(['--profile', 'headless', '--patch', patch, 'hello'], { home: t.home, cwd: t.work, env: t.env() })
+    expect(result.stderr).toBe('')
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe('Driven.\n')
+  })
+
   it('takes the model from --model, else settings.yaml, else the agent row', async () => {
     t.mock.enqueue(reply.text('a'), reply.text('b'), reply.text('c'))
     expect((await t.headless(['one'])).code).toBe(0)

@@ -1,6 +1,7 @@
 import { type Agent, summarizeTurns } from '@dsh/agent'
 import type {} from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
+import type {} from '@dsh/loader'
 import type { SessionEvent, SessionId } from '@dsh/session'
 import type {} from '@dsh/session-persistence'
 import type {} from './startup.ts'
@@ -36,6 +37,8 @@ export function apply(ctx: Context) {
     if (startup.stdin && process.stdin.isTTY) err('dsh: reading the task from standard input; end it with Ctrl+D')
     const task = startup.stdin ? joinTask(startup.task, await readTaskInput(process.stdin)) : startup.task
     if (!task) throw new Error('a task is required, and standard input was empty')
+    // A driver whose row starts after this one (it waits for a service) is waited for.
+    if (!ctx.agents.driven) await ctx.get('loader')?.settle()
     let agent: Agent
     const overrides = { ...(startup.model ? { model: startup.model } : {}), ...(startup.maxSteps ? { maxSteps: startup.maxSteps } : {}) }
     const resume = startup.continue ? await latestSessionHere() : startup.resume

@@ -105,6 +105,11 @@ export class AgentRegistry extends Service {
     return off
   }
 
+  /** Whether a driver (an agent loop) is registered, so that `create` and `resume` can start agents. */
+  get driven(): boolean {
+    return this.factory !== undefined
+  }
+
   get(id: string): Agent | undefined {
     return this.live.get(id)
   }
