@@ -5,6 +5,7 @@ import { Session, type SessionEvent, type SessionId, type SessionMeta } from '@d
 import type { CatalogEntry } from '@dsh/session-catalog'
 import { SessionBusyError, SessionNotFoundError } from '@dsh/session-persistence'
 import { HttpError } from '../http.ts'
+import { RecentReads } from './recent-reads.ts'
 
 /** What the list needs of a stored session: a catalog entry, or the storage's own header. */
 type StoredSummary = Pick<CatalogEntry, 'sessionId' | 'title' | 'cwd' | 'createdAt' | 'updatedAt' | 'parentSession'>
@@ -50,6 +51,7 @@ function lastHeader(events: readonly SessionEvent[]): SessionEvent<'request/head
  */
 export class SessionAccess {
   private readonly resuming = new Map<string, Promise<Agent>>()
+  private readonly recentReads = new RecentReads()
   /** Agents being unloaded: a request for one waits until its session is closed, then resumes it. */
   private readonly unloading = new Map<string, Promise<void>>()
 
@@ -122,7 +124,7 @@ export class SessionAccess {
     const persistence = this.ctx.get('sessionPersistence')
     if (!persistence) throw unknownSession(id)
     try {
-      const opened = await persistence.open(id as SessionId)
+      const opened = await this.recentReads.read(id, () => persistence.open(id as SessionId))
       return { meta: opened.meta, events: opened.events }
     } catch (error) {
       if (error instanceof SessionNotFoundError) throw unknownSession(id)
