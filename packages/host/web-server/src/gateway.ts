@@ -49,9 +49,9 @@ export const Config: Schema<WebApiConfig> = Schema.object({
   filesTimeoutMs: Schema.natural().min(1).default(10_000).description('How long listing a workspace may take.'),
   maxFrameBytes: Schema.natural().min(1024).default(64 * 1024).description('Largest WebSocket frame a client may send.'),
   idleUnloadMs: Schema.natural()
-    .default(15 * 60_000)
+    .default(60_000)
     .description(
-      'An agent of a top-level session is unloaded (its session closed and its log sealed) this long after it went idle with no tab watching it; the next message resumes it from the log. 0 keeps agents until exit.',
+      'An agent of a top-level session is unloaded (its session closed, its log sealed and its lease given up, so other dsh processes may open it) this long after it went idle with no tab watching it; the next message resumes it from the log. 0 keeps agents until exit.',
     ),
 })
 
