@@ -157,6 +157,25 @@ describe('dsh --profile headless', () => {
     expect(result.stdout).toBe('Driven.\n')
   })
 
+  it('--verbose says on stderr what each tool call does, and which ones fail', async () => {
+    t.mock.enqueue(
+      reply.toolCalls([
+        { name: 'write', arguments: { path: 'notes/hello.txt', content: 'hi\n' } },
+        { name: 'read', arguments: { path: 'missing.txt' } },
+      ]),
+      reply.toolCalls([{ name: 'bash', arguments: { command: 'cat notes/hello.txt' } }]),
+      reply.text('Done.'),
+    )
+    const result = await t.headless(['-v', 'make a note'])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe('Done.\n')
+    const lines = result.stderr.trimEnd().split('\n')
+    expect(lines[0]).toBe('→ Write notes/hello.txt')
+    expect(lines[1]).toBe('→ Read missing.txt')
+    expect(lines[2]).toMatch(/^ {2}✗ read: \w+: .*missing\.txt/)
+    expect(lines.slice(3)).toEqual(['→ `cat notes/hello.txt`'])
+  })
+
   it('takes the model from --model, else settings.yaml, else the agent row', async () => {
     t.mock.enqueue(reply.text('a'), reply.text('b'), reply.text('c'))
     expect((await t.headless(['one'])).code).toBe(0)

@@ -1,6 +1,7 @@
 import path from 'node:path'
 import type { ToolCallContent, ToolCallLocation, ToolKind } from '@agentclientprotocol/sdk'
 import type { ContentBlock } from '@dsh/llm'
+import { type CallArguments, callTarget, describeToolCall, parseCallArguments } from '@dsh/tools'
 
 export const TOOL_KINDS = ['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other'] as const
 
@@ -37,19 +38,6 @@ export interface ToolCallView {
   rawInput: unknown
 }
 
-type Args = Record<string, unknown>
-
-function parseArguments(raw: string): Args | undefined {
-  try {
-    const value: unknown = JSON.parse(raw || '{}')
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Args) : undefined
-  } catch {
-    return undefined
-  }
-}
-
-const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined)
-
 /** Renders tool calls for one session: paths resolve against its workspace; `kinds` maps tool names to ACP kinds. */
 export class ToolViews {
   constructor(
@@ -66,58 +54,19 @@ export class ToolViews {
     return path.resolve(this.cwd, given)
   }
 
-  /** A path as the user reads it: relative inside the workspace, absolute outside. */
-  private shown(given: string): string {
-    const absolute = this.absolute(given)
-    const relative = path.relative(this.cwd, absolute)
-    if (relative === '') return '.'
-    return relative.startsWith('..') || path.isAbsolute(relative) ? absolute : relative
-  }
-
   view(name: string, rawArguments: string): ToolCallView {
-    const args = parseArguments(rawArguments)
+    const args = parseCallArguments(rawArguments)
     const kind = this.kindOf(name)
     const rawInput = args ?? rawArguments
-    if (!args) return { title: name, kind, locations: [], content: [], rawInput }
-    const target = text(args.path) ?? text(args.file_path)
+    const title = describeToolCall(name, args, this.cwd)
+    if (!args) return { title, kind, locations: [], content: [], rawInput }
+    const target = callTarget(args)
     const locations: ToolCallLocation[] = target ? [{ path: this.absolute(target) }] : []
-    return { title: this.title(name, args, target), kind, locations, content: this.callContent(name, args, target), rawInput }
-  }
-
-  private title(name: string, args: Args, target: string | undefined): string {
-    const where = target ? this.shown(target) : undefined
-    switch (name) {
-      case 'read': {
-        const from = typeof args.offset === 'number' ? args.offset : undefined
-        const count = typeof args.limit === 'number' ? args.limit : undefined
-        const range = from !== undefined || count !== undefined ? ` (from line ${from ?? 1}${count !== undefined ? `, ${count} lines` : ''})` : ''
-        return where ? `Read ${where}${range}` : 'Read'
-      }
-      case 'write':
-        return where ? `Write ${where}` : 'Write'
-      case 'edit':
-        return where ? `Edit ${where}` : 'Edit'
-      case 'ls':
-        return `List ${where ?? '.'}`
-      case 'glob':
-        return `Find ${text(args.pattern) ?? ''}${where ? ` in ${where}` : ''}`.trim()
-      case 'grep':
-        return `Search ${JSON.stringify(text(args.pattern) ?? '')}${where ? ` in ${where}` : ''}`
-      case 'bash':
-        return text(args.command) ? `\`${oneLine(args.command as string)}\`` : 'Run a command'
-      case 'todo_write':
-        return 'Update the todo list'
-      default: {
-        const mcp = /^mcp__(.+?)__(.+)$/.exec(name)
-        if (mcp) return `${mcp[2]} (${mcp[1]})`
-        const about = text(args.description) ?? where
-        return about ? `${name}: ${oneLine(about)}` : name
-      }
-    }
+    return { title, kind, locations, content: this.callContent(name, args, target), rawInput }
   }
 
   /** What a call shows before it runs: the diff of a file change. */
-  private callContent(name: string, args: Args, target: string | undefined): ToolCallContent[] {
+  private callContent(name: string, args: CallArguments, target: string | undefined): ToolCallContent[] {
     if (!target) return []
     if (name === 'edit' && typeof args.old_string === 'string' && typeof args.new_string === 'string') {
       return [{ type: 'diff', path: this.absolute(target), oldText: args.old_string, newText: args.new_string }]
@@ -146,11 +95,6 @@ export class ToolViews {
     }
     return out
   }
-}
-
-function oneLine(value: string): string {
-  const line = value.replace(/\s*\n\s*/g, ' ').trim()
-  return line.length > 200 ? `${line.slice(0, 199)}…` : line
 }
 
 /** A Markdown code block around `body`, with a fence longer than any run of backticks inside it. */

@@ -2,7 +2,8 @@ import { type Agent, summarizeTurns } from '@dsh/agent'
 import type {} from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
 import type {} from '@dsh/loader'
-import type { SessionId } from '@dsh/session'
+import type { SessionEvent, SessionId } from '@dsh/session'
+import { describeToolCall, parseCallArguments } from '@dsh/tools'
 import type {} from '@dsh/session-persistence'
 import type {} from './startup.ts'
 import { joinTask, readTaskInput } from './stdin.ts'
@@ -55,6 +56,18 @@ export function apply(ctx: Context) {
       for (const event of agent.session.events.slice(from)) out(JSON.stringify({ type: 'event', event }))
       ctx.on('session/event', (session, event) => {
         if (session === agent.session) out(JSON.stringify({ type: 'event', event }))
+      })
+    }
+    if (startup.verbose) {
+      ctx.on('session/event', (session, event) => {
+        if (session !== agent.session) return
+        if (event.type === 'tool/call') {
+          const { name, arguments: raw } = (event as SessionEvent<'tool/call'>).data
+          err(`→ ${describeToolCall(name, parseCallArguments(raw), session.meta.cwd)}`)
+        } else if (event.type === 'tool/result') {
+          const { name, error } = (event as SessionEvent<'tool/result'>).data
+          if (error) err(`  ✗ ${name}: ${error.code}: ${error.message}`)
+        }
       })
     }
     ctx.on('agent/delta', (source, delta) => {

@@ -17,6 +17,8 @@ export interface HeadlessStartup {
   json: boolean
   /** Stream the model's reasoning to stderr. */
   reasoning: boolean
+  /** Say on stderr what each tool call does as it starts, and which calls fail. */
+  verbose: boolean
   resume?: string
   /** Continue the most recent stored session started in the current directory. */
   continue: boolean
@@ -42,6 +44,7 @@ export function apply(ctx: Context) {
     .argument('[task...]', 'the task; several words are joined with spaces, and - adds standard input after them')
     .option('--json', 'print JSON lines: every session event, live deltas, and a final result object')
     .option('--reasoning', "show the model's reasoning on stderr as it streams")
+    .option('-v, --verbose', 'show on stderr what each tool call does as it starts, and the calls that fail')
     .option('--resume <sessionId>', 'continue a stored session with this task')
     .option('-c, --continue', 'continue the most recent stored session started in this directory')
     .option('--model <id>', 'the model to use (default from the agent config, e.g. deepseek-v4-flash)')
@@ -55,7 +58,7 @@ export function apply(ctx: Context) {
       .join(' ')
       .trim()
     if (!task && !stdin) program.error('error: a task is required, for example: dsh --profile headless "run the tests" (or - to read it from standard input)')
-    const value: HeadlessStartup = { task, stdin, json: options.json === true, reasoning: options.reasoning === true, continue: options.continue === true }
+    const value: HeadlessStartup = { task, stdin, json: options.json === true, reasoning: options.reasoning === true, verbose: options.verbose === true, continue: options.continue === true }
     if (value.continue && options.resume !== undefined) program.error('error: --continue and --resume cannot be used together')
     if (typeof options.resume === 'string') {
       if (!/^[A-Za-z0-9._-]+$/.test(options.resume)) program.error(`error: --resume needs a session id, got "${options.resume}"`)
