@@ -1,9 +1,10 @@
 import { writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
 import path from 'node:path'
 import { format, parseArgs } from 'node:util'
 import { Context } from '@dsh/cordis'
 import type { SessionId } from '@dsh/session'
-import type { SessionPersistence } from '@dsh/session-persistence'
+import type { SessionHolder, SessionPersistence } from '@dsh/session-persistence'
 import * as jsonl from '@dsh/session-persistence-jsonl'
 import { Config, storeOptions } from './config.ts'
 import { digestEvents } from './digest.ts'
@@ -80,10 +81,21 @@ function idOf(command: string, positionals: string[]): SessionId {
   return id as SessionId
 }
 
-function entryLine(entry: CatalogEntry): string {
+function entryLine(entry: CatalogEntry & { openIn?: SessionHolder }): string {
   const label = entry.title ?? (entry.preview ? `"${entry.preview}"` : '(no prompt)')
   const messages = entry.userMessages + entry.assistantMessages
-  return `${formatTime(entry.updatedAt)}  ${entry.sessionId}  ${oneLine(label, 80)}  · ${entry.cwd} · ${messages} message${messages === 1 ? '' : 's'}`
+  const open = entry.openIn ? ` · open in process ${entry.openIn.pid}${entry.openIn.host === hostname() ? '' : ` on ${entry.openIn.host}`}` : ''
+  return `${formatTime(entry.updatedAt)}  ${entry.sessionId}  ${oneLine(label, 80)}  · ${entry.cwd} · ${messages} message${messages === 1 ? '' : 's'}${open}`
+}
+
+/** The entries, each with the dsh process that has it open (`openIn`) when there is one. */
+async function withHolders<E extends CatalogEntry>(entries: readonly E[], persistence: SessionPersistence): Promise<Array<E & { openIn?: SessionHolder }>> {
+  return Promise.all(
+    entries.map(async (entry) => {
+      const openIn = await persistence.holder(entry.sessionId as SessionId)
+      return openIn ? { ...entry, openIn } : entry
+    }),
+  )
 }
 
 /** The stores the command works on: the JSONL provider on a bare context, and the catalog's tables. */
@@ -139,8 +151,9 @@ const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options
       ...(typeof flags.cursor === 'string' ? { cursor: flags.cursor } : {}),
       includeChildren: flags.all === true,
     })
-    if (flags.json) return writeOut(`${JSON.stringify(page, null, 2)}\n`)
-    for (const entry of page.sessions) writeOut(`${entryLine(entry)}\n`)
+    const sessions = await withHolders(page.sessions, stores.persistence)
+    if (flags.json) return writeOut(`${JSON.stringify({ ...page, sessions }, null, 2)}\n`)
+    for (const entry of sessions) writeOut(`${entryLine(entry)}\n`)
     if (page.sessions.length === 0) writeErr('dsh: no sessions\n')
     if (page.nextCursor) writeOut(`more: dsh sessions list --cursor ${page.nextCursor}\n`)
   },
@@ -152,8 +165,9 @@ const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options
     const limit = limitOf('search', flags, stores.config.maxLimit)
     const { store } = await stores.catalog()
     const hits = store.search(text, { ...(typeof flags.cwd === 'string' ? { cwd: path.resolve(cwd, flags.cwd) } : {}), ...(limit ? { limit } : {}) })
-    if (flags.json) return writeOut(`${JSON.stringify(hits, null, 2)}\n`)
-    for (const hit of hits) writeOut(`${entryLine(hit)}\n    ${oneLine(hit.snippet, 200)}\n`)
+    const held = await withHolders(hits, stores.persistence)
+    if (flags.json) return writeOut(`${JSON.stringify(held, null, 2)}\n`)
+    for (const hit of held) writeOut(`${entryLine(hit)}\n    ${oneLine(hit.snippet, 200)}\n`)
     if (hits.length === 0) writeErr(`dsh: no session matches ${JSON.stringify(text)}\n`)
   },
 

@@ -151,3 +151,10 @@ export async function checkNotHeldElsewhere(file: string, sessionId: string): Pr
   const current = await readRecord(file)
   if (current) await settle(file, sessionId, current)
 }
+
+/** The live process other than this one that holds the lease `file`, if any. */
+export async function liveHolder(file: string): Promise<SessionHolder | undefined> {
+  const record = (await readRecord(file))?.record
+  if (!record || isThisProcess(record) || isGone(record)) return undefined
+  return { pid: record.pid, host: record.host, since: record.since }
+}

@@ -11,11 +11,12 @@ import {
   SessionLogError,
   SessionLogVersionError,
   SessionNotFoundError,
+  type SessionHolder,
   SessionPersistence,
   type StoredSession,
 } from '@dsh/session-persistence'
 import { completeLength, isMissing, isTempName, linesBackward, publishFile, readFirstLine, syncDir, writeAll, zstd } from './files.ts'
-import { acquireLease, checkNotHeldElsewhere, releaseLease } from './lease.ts'
+import { acquireLease, checkNotHeldElsewhere, liveHolder, releaseLease } from './lease.ts'
 
 /** The log format this dsh writes and the newest it reads. */
 export const SESSION_LOG_FORMAT = 1
@@ -215,6 +216,10 @@ export class JsonlSessionPersistence extends SessionPersistence {
   override async release(id: SessionId): Promise<void> {
     checkSessionId(id)
     await this.exclusive(id, () => this.letGo(id))
+  }
+
+  override async holder(id: SessionId): Promise<SessionHolder | undefined> {
+    return liveHolder(this.leasePath(id))
   }
 
   private async hold(id: string): Promise<void> {

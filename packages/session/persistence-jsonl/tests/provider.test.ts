@@ -243,6 +243,7 @@ describe('session leases', () => {
     expect(record).toMatchObject({ pid: process.pid, host: os.hostname() })
     expect((await stat(leaseOf('s1'))).mode & 0o777).toBe(0o600)
     await p.claim(id('s1')) // already held: fine
+    expect(await p.holder(id('s1'))).toBeUndefined() // this process is not "another" holder
     await p.release(id('s1'))
     expect(await readdir(h.sessionsDir)).toEqual(['s1.jsonl'])
     await p.release(id('s1')) // holds none: a no-op
@@ -263,9 +264,11 @@ describe('session leases', () => {
       await expect(p.append(meta('s1'), events(1, 1))).rejects.toThrow(SessionBusyError)
       await expect(p.delete(id('s1'))).rejects.toThrow(SessionBusyError)
       expect((await p.open(id('s1'))).events).toEqual(events(0, 0)) // reading is always allowed
+      expect(await p.holder(id('s1'))).toEqual({ pid: other.pid, host: os.hostname(), since: 1_700_000_000_000 })
     } finally {
       await other.stop()
     }
+    expect(await p.holder(id('s1'))).toBeUndefined() // its process is gone
     // Its process is gone: the lease is stale and taken over.
     await p.append(meta('s1'), events(1, 1))
     expect(JSON.parse(await readFile(leaseOf('s1'), 'utf8')).pid).toBe(process.pid)

@@ -169,6 +169,11 @@ export abstract class SessionPersistence extends Service {
   /** Gives up this process's hold on `id` (a no-op when it holds none). */
   async release(_id: SessionId): Promise<void> {}
 
+  /** The live process other than this one that holds `id`, if any (this default knows of none). */
+  async holder(_id: SessionId): Promise<SessionHolder | undefined> {
+    return undefined
+  }
+
   /**
    * Removes the stored log of a session that is not open in this process
    * (`ctx.sessions`): an open one is refused with `SessionInUseError`.
