@@ -205,6 +205,17 @@ describe('dsh --profile headless', () => {
     expect(last).toBeDefined()
   })
 
+  it('SIGTERM stops a running task: the log is saved and the exit code says it did not complete', async () => {
+    t.mock.enqueue(reply.stall(3, reply.text('This answer will never finish streaming because the server stalls')))
+    const running = startDsh(['--profile', 'headless', 'talk slowly'], { home: t.home, cwd: t.work, env: t.env() })
+    await t.mock.waitForRequests(1)
+    const result = await running.kill('SIGTERM')
+    expect(result.code).toBe(1)
+    expect(result.stderr).toBe('dsh: the task was stopped before it completed\n')
+    const { events } = await readLog(onlySessionId())
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
+  })
+
   it('resumes a finished session with a follow-up task', async () => {
     const usage = { promptCacheHitTokens: 1200, promptCacheMissTokens: 34, completionTokens: 56, reasoningTokens: 7 }
     t.mock.enqueue(reply.completion({ content: 'First answer.', usage }), reply.text('Second answer.'))

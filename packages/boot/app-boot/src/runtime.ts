@@ -57,7 +57,8 @@ export async function runTree(options: TreeOptions): Promise<number> {
     code = 1
   }
   await drain(root, writeErr)
-  return code
+  // An app may have asked for another code while the tree drained (see ExitRequest).
+  return code === 0 && exit.code !== undefined ? exit.code : code
 }
 
 async function drain(root: Context, writeErr: (text: string) => void): Promise<void> {

@@ -1,11 +1,14 @@
 /**
  * The exit request shared by signals and `ctx.appExit`: the first request
- * wins and starts a graceful drain; `force` is for a second Ctrl+C.
+ * wins and starts a graceful drain. One exception: after SIGTERM (code 0),
+ * an app that asks for a non-zero code while the tree drains gets it, so a
+ * one-shot task the signal cut short does not exit as if it had completed.
  */
 export class ExitRequest {
   code: number | undefined
   readonly promise: Promise<number>
   private resolveCode!: (code: number) => void
+  private bySignal = false
 
   constructor() {
     this.promise = new Promise((resolve) => {
@@ -13,9 +16,13 @@ export class ExitRequest {
     })
   }
 
-  request(code: number): void {
-    if (this.code !== undefined) return
+  request(code: number, from: 'app' | 'signal' = 'app'): void {
+    if (this.code !== undefined) {
+      if (this.bySignal && this.code === 0 && code !== 0 && from === 'app') this.code = code
+      return
+    }
     this.code = code
+    this.bySignal = from === 'signal'
     this.resolveCode(code)
   }
 
@@ -34,7 +41,7 @@ export function installSignalHandlers(exit: ExitRequest, writeErr: (line: string
       writeErr(`dsh: ${signal} again, exiting now\n`)
       process.exit(exit.code ?? code)
     }
-    exit.request(code)
+    exit.request(code, 'signal')
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)

@@ -89,6 +89,7 @@ export function apply(ctx: Context) {
     }
     if (reason === 'error' && failure) err(`dsh: ${failure.code}: ${failure.message}`)
     else if (reason === 'max-tokens') err('dsh: the reply was cut at the output token limit (max-tokens); the answer may be incomplete')
+    else if (reason === 'aborted') err('dsh: the task was stopped before it completed')
     ctx.appExit(reason === 'completed' ? 0 : 1)
   }
 
