@@ -173,8 +173,9 @@ const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options
 
   async show(args, stores, { writeOut }) {
     const { positionals } = parse('show', args, {})
-    const log = await stores.persistence.open(idOf('show', positionals))
-    writeOut(renderShow(digestEvents(log.meta, log.events).digest, log.events, log.file))
+    const id = idOf('show', positionals)
+    const log = await stores.persistence.open(id)
+    writeOut(renderShow(digestEvents(log.meta, log.events).digest, log.events, log.file, await stores.persistence.holder(id)))
   },
 
   async export(args, stores, { cwd, writeOut, writeErr }) {

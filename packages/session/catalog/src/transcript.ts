@@ -1,4 +1,5 @@
 import type { SessionEvent } from '@dsh/session'
+import type { SessionHolder } from '@dsh/session-persistence'
 import { messageText, type SessionDigest } from './digest.ts'
 
 export interface ToolCallLine {
@@ -74,9 +75,11 @@ function facts(digest: SessionDigest, file?: string): [string, string][] {
   return rows
 }
 
-/** `dsh sessions show`: the facts, then the conversation. */
-export function renderShow(digest: SessionDigest, events: readonly SessionEvent[], file: string): string {
-  const out = facts(digest, file).map(([key, value]) => `${key.padEnd(9)}${value}`)
+/** `dsh sessions show`: the facts (with the dsh process that has the session open, if another one does), then the conversation. */
+export function renderShow(digest: SessionDigest, events: readonly SessionEvent[], file: string, openIn?: SessionHolder): string {
+  const rows = facts(digest, file)
+  if (openIn) rows.push(['open', `in process ${openIn.pid} on ${openIn.host}, since ${formatTime(openIn.since, true)}`])
+  const out = rows.map(([key, value]) => `${key.padEnd(9)}${value}`)
   for (const item of transcriptOf(events)) {
     out.push('')
     if (item.kind === 'turn-end') {

@@ -135,6 +135,7 @@ describe('dsh sessions (command module)', () => {
       expect((await run('list')).stdout).toMatch(new RegExp(`  other  .* · open in process ${holder.pid}\n$`))
       const listed = JSON.parse((await run('list', '--json')).stdout)
       expect(listed.sessions[0].openIn).toEqual({ pid: holder.pid, host: os.hostname(), since: 1_700_000_000_000 })
+      expect((await run('show', 'other')).stdout).toContain(`\nopen     in process ${holder.pid} on ${os.hostname()}, since `)
       const refused = await run('delete', 'other')
       expect(refused.code).toBe(1)
       expect(refused.stderr).toBe(`dsh: session other is open in another dsh (process ${holder.pid} on ${os.hostname()}, since 2023-11-14T22:13:20.000Z); finish or close it there first (if that process is gone, remove ${lease})\n`)
