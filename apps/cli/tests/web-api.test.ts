@@ -810,7 +810,10 @@ describe('dsh web processes', () => {
   })
 
   it('shares sessions with other dsh processes one writer at a time: 409 busy for a session one has open', async () => {
-    const app = await startWeb(mock, root)
+    // Unwatched idle sessions unload at once, so the last part can hand one over (a patch for this web run only).
+    const quickUnload = path.join(root, 'quick-unload.yml')
+    await writeFile(quickUnload, "- id: web-api\n  config:\n    home: !!js dshHomePath()\n    settingsFile: !!js dshHomePath('settings.yaml')\n    idleUnloadMs: 200\n")
+    const app = await startWeb(mock, root, [], {}, ['--patch', quickUnload])
     running = app.proc
     const env = { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-test-key' }
     // The server has this one open: a headless resume is refused, naming the server's process.
@@ -845,6 +848,20 @@ describe('dsh web processes', () => {
     await socket.next((f) => f.type === 'subscribed' && f.sessionId === id)
     expect((await app.api('POST', `/api/sessions/${id}/messages`, { text: 'now me' })).status).toBe(202)
     expect((await settled(socket, id, 2)).event.data.reason).toBe('completed')
+
+    // No tab watches the first one any more: the server unloads it, a terminal run takes it, and the list says so.
+    socket.send({ type: 'unsubscribe', sessionId: held })
+    await vi.waitFor(() => expect(existsSync(path.join(app.home, 'sessions', `${held}.jsonl.zst`))).toBe(true), { timeout: 20_000, interval: 50 })
+    gate = new Promise((resolve) => (open = resolve))
+    const terminal = startDsh(['--profile', 'headless', '--resume', held, 'list the files'], { home: app.home, cwd: app.work, env })
+    const lease = path.join(app.home, 'sessions', `${held}.lock`)
+    await vi.waitFor(() => expect(existsSync(lease) && JSON.parse(readFileSync(lease, 'utf8')).pid).toBe(terminal.child.pid), { timeout: 10_000, interval: 20 })
+    const listed = (await app.api('GET', '/api/sessions')).json.sessions
+    expect(listed.find((s: { sessionId: string }) => s.sessionId === held)?.openIn).toMatchObject({ pid: terminal.child.pid })
+    expect(listed.find((s: { sessionId: string }) => s.sessionId === id)?.openIn).toBeUndefined()
+    open()
+    gate = undefined
+    expect((await terminal.exited).code).toBe(0)
     await socket.close()
   })
 })

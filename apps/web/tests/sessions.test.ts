@@ -1,5 +1,6 @@
 /// <reference types="node" />
 import { mkdir, writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
 import path from 'node:path'
 import type { Page } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
@@ -186,3 +187,31 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
     await fresh.close()
   })
 })
+
+describe('a session another dsh process has open', { timeout: TEST_TIMEOUT_MS }, () => {
+  let id = ''
+  // Its lease names this test's own process: alive, on this host, and not the server.
+  const t = useWebApp({
+    prepareHome: async (home, work) => {
+      ;({ id } = await storeLongSession(home, work, 2))
+      await writeFile(path.join(home, 'sessions', `${id}.lock`), JSON.stringify({ pid: process.pid, host: hostname(), since: Date.now() }))
+    },
+  })
+
+  it('is marked in the sidebar, reads as usual, and says who has it when a message is refused', async () => {
+    const { page } = t
+    await page.goto(t.url)
+    const item = page.getByRole('navigation', { name: 'Sessions' }).locator(`li[data-session-id="${id}"]`)
+    const marker = item.getByText('open in another dsh')
+    await marker.waitFor()
+    expect(await marker.getAttribute('title')).toContain(`dsh process ${process.pid} on ${hostname()} has this session open`)
+    await item.getByRole('link').click()
+    await page.getByText('Answer 2').waitFor()
+    await t.screenshot('session-open-elsewhere')
+    await composer(page).fill('May I?')
+    await composer(page).press('Enter')
+    await page.getByText(`session ${id} is open in another dsh (process ${process.pid} on ${hostname()}`, { exact: false }).waitFor()
+    expect(await composer(page).inputValue()).toBe('May I?')
+  })
+})
+

@@ -38,6 +38,8 @@ export interface WebApp {
 export interface WebAppOptions {
   /** Files to create in the workspace before dsh starts. */
   files?: Record<string, string>
+  /** Runs before dsh starts, with the fresh DSH_HOME and workspace (to store sessions there, say). */
+  prepareHome?: (home: string, work: string) => Promise<void>
   viewport?: { width: number; height: number }
   colorScheme?: 'light' | 'dark'
 }
@@ -86,6 +88,7 @@ export function useWebApp(options: WebAppOptions = {}): WebApp {
       await mkdir(path.dirname(path.join(t.work, name)), { recursive: true })
       await writeFile(path.join(t.work, name), text)
     }
+    await options.prepareHome?.(t.home, t.work)
     t.dsh = startDsh(['web', '--port', '0', '--no-open'], {
       home: t.home,
       cwd: t.work,

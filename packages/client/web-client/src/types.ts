@@ -149,6 +149,8 @@ export interface SessionSummary {
   parentSession?: SessionId
   running: boolean
   snippet?: string
+  /** Another dsh process (a terminal run, another server) has the session open: sending to it answers 409 until it lets go. */
+  openIn?: { pid: number; host: string; since: number }
 }
 
 export interface SessionList {

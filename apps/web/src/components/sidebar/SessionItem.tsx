@@ -64,6 +64,14 @@ export function SessionItem({ session, current, showWorkspace }: { session: Sess
             {showWorkspace ? `${baseName(session.cwd)} · ` : ''}
             {formatWhen(session.updatedAt)}
             {session.parentSession ? ' · fork' : ''}
+            {session.openIn ? (
+              <span
+                className={styles.elsewhere}
+                title={`dsh process ${session.openIn.pid} on ${session.openIn.host} has this session open. You can read it here; it takes messages once that one closes it.`}
+              >
+                {' · open in another dsh'}
+              </span>
+            ) : null}
           </span>
           {session.snippet ? <span className={styles.snippet}>{session.snippet}</span> : null}
         </a>

@@ -3,15 +3,15 @@ import type { Context } from '@dsh/cordis'
 import type { PermissionPreset } from '@dsh/permission'
 import { Session, type SessionEvent, type SessionId, type SessionMeta } from '@dsh/session'
 import type { CatalogEntry } from '@dsh/session-catalog'
-import { SessionBusyError, SessionNotFoundError } from '@dsh/session-persistence'
+import { SessionBusyError, type SessionHolder, SessionNotFoundError } from '@dsh/session-persistence'
 import { HttpError } from '../http.ts'
 import { RecentReads } from './recent-reads.ts'
 
 /** What the list needs of a stored session: a catalog entry, or the storage's own header. */
 type StoredSummary = Pick<CatalogEntry, 'sessionId' | 'title' | 'cwd' | 'createdAt' | 'updatedAt' | 'parentSession'>
 
-/** A session as the list shows it. */
-export type SessionSummary = StoredSummary & { running: boolean }
+/** A session as the list shows it; `openIn` names another dsh process that has it open. */
+export type SessionSummary = StoredSummary & { running: boolean; openIn?: SessionHolder }
 
 /** A session read for display: live, or opened from its stored log without resuming it. */
 export interface SessionView {
@@ -209,7 +209,20 @@ export class SessionAccess {
       })
       sessions = [...live.values(), ...sessions].sort((a, b) => b.updatedAt - a.updatedAt)
     }
-    return { sessions, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
+    return { sessions: await this.withHolders(sessions), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
+  }
+
+  /** Marks the sessions, not open here, that another dsh process has open: sending to one answers 409 until it lets go. */
+  private async withHolders(sessions: SessionSummary[]): Promise<SessionSummary[]> {
+    const persistence = this.ctx.get('sessionPersistence')
+    if (!persistence) return sessions
+    return Promise.all(
+      sessions.map(async (s) => {
+        if (this.ctx.sessions.get(s.sessionId)) return s
+        const openIn = await persistence.holder(s.sessionId as SessionId).catch(() => undefined)
+        return openIn ? { ...s, openIn } : s
+      }),
+    )
   }
 
   private async listStored(q: { cwd?: string; query?: string; limit: number; cursor?: string }): Promise<{ sessions: StoredSummary[]; nextCursor?: string }> {
