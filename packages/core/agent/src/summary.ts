@@ -1,4 +1,4 @@
-import { addUsage, type TokenUsage } from '@dsh/llm'
+import { addUsage, noUsage, type TokenUsage } from '@dsh/llm'
 import type { SessionEvent } from '@dsh/session'
 
 /** What a stretch of a session's events (one turn, or a run's) came to. */
@@ -20,7 +20,7 @@ function messageText(event: SessionEvent<'assistant/message'>): string {
 
 /** Reads how `events` ended, the answer and the tokens spent, as surfaces report a turn. */
 export function summarizeTurns(events: readonly SessionEvent[]): TurnSummary {
-  const summary: TurnSummary = { text: '', usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, reasoningTokens: 0 } }
+  const summary: TurnSummary = { text: '', usage: noUsage() }
   for (const event of events) {
     if (event.type === 'turn/end') summary.end = event as SessionEvent<'turn/end'>
     if (event.type !== 'assistant/message' && event.type !== 'assistant/attempt') continue

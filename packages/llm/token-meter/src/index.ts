@@ -1,5 +1,5 @@
 import { type Context, Service } from '@dsh/cordis'
-import { addUsage, type TokenUsage } from '@dsh/llm'
+import { addUsage, noUsage, type TokenUsage } from '@dsh/llm'
 import type { Session, SessionEvent } from '@dsh/session'
 
 declare module '@dsh/cordis' {
@@ -40,7 +40,7 @@ export class TokenMeter extends Service {
 
   /** Usage summed over the whole log, or over the events from `fromSeq` on. */
   totals(session: Session, fromSeq = 0): UsageTotals {
-    const totals: UsageTotals = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, reasoningTokens: 0, requests: 0 }
+    const totals: UsageTotals = { ...noUsage(), requests: 0 }
     for (const event of session.events) {
       if (event.seq >= fromSeq) add(totals, eventUsage(event))
     }

@@ -3,6 +3,7 @@ import type { Agent, AgentOptions } from '@dsh/agent'
 import type {} from '@dsh/cmdline'
 import type {} from '@dsh/compaction'
 import type { Context } from '@dsh/cordis'
+import { noUsage } from '@dsh/llm'
 import type {} from '@dsh/permission'
 import type {} from '@dsh/questions'
 import {
@@ -25,7 +26,7 @@ import type { z } from 'zod'
 import manifest from '../package.json' with { type: 'json' }
 import type { SdkServerConfig } from './config.ts'
 import { detachedSession, listSessions, openStored } from './storage.ts'
-import { NO_USAGE, promptBytes, promptText, turnResult, userMessage } from './turns.ts'
+import { promptBytes, promptText, turnResult, userMessage } from './turns.ts'
 
 export interface SdkStreams {
   /** Where requests arrive (stdin). */
@@ -316,14 +317,14 @@ export class SdkServer {
   /** `/compact`: the compaction plugin shortens the history; the answer says what happened. */
   private async compact(agent: Agent): Promise<PromptResult> {
     const compaction = this.ctx.get('compaction')
-    const failed = (code: string, message: string): PromptResult => ({ stopReason: 'error', text: message, usage: { ...NO_USAGE }, error: { code, message } })
+    const failed = (code: string, message: string): PromptResult => ({ stopReason: 'error', text: message, usage: noUsage(), error: { code, message } })
     if (!compaction) return failed('COMPACTION_UNAVAILABLE', '/compact is not available: this profile has no compaction plugin')
     const outcome = await compaction.compact(agent, { reason: 'manual' })
     if (outcome.error) return failed('COMPACTION_FAILED', `compaction failed: ${outcome.error}`)
     const text = outcome.compacted
       ? `Compacted the conversation: ${outcome.replaced} earlier messages were replaced by a summary.`
       : 'Nothing to compact: the conversation is already short.'
-    return { stopReason: 'completed', text, usage: { ...NO_USAGE } }
+    return { stopReason: 'completed', text, usage: noUsage() }
   }
 
   /**

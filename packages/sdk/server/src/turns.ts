@@ -1,9 +1,7 @@
 import { summarizeTurns } from '@dsh/agent'
 import type { Message } from '@dsh/llm'
-import type { PromptContent as Content, PromptResult, StopReason, Usage } from '@dsh/sdk-protocol'
+import type { PromptContent as Content, PromptResult, StopReason } from '@dsh/sdk-protocol'
 import { newMessageId, type SessionEvent, type TurnEndReason } from '@dsh/session'
-
-export const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, reasoningTokens: 0 }
 
 /** The prompt as the content blocks of one user message. */
 export function userMessage(content: Content): Message {

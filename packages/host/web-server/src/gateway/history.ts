@@ -1,4 +1,4 @@
-import { addUsage, type TokenUsage } from '@dsh/llm'
+import { addUsage, noUsage, type TokenUsage } from '@dsh/llm'
 import type { SessionEvent } from '@dsh/session'
 import { eventUsage } from '@dsh/token-meter'
 
@@ -47,7 +47,7 @@ function usageByModel(events: readonly SessionEvent[]): EarlierHistory['usage'] 
     if (!usage) continue
     const source = event.type === 'assistant/message' ? (event as SessionEvent<'assistant/message'>).data.message.source : undefined
     const model = source?.kind === 'model' ? source.model : requested
-    const sum = totals.get(model) ?? { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, reasoningTokens: 0 }
+    const sum = totals.get(model) ?? noUsage()
     addUsage(sum, usage)
     totals.set(model, sum)
   }
