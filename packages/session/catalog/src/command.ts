@@ -88,16 +88,6 @@ function entryLine(entry: CatalogEntry & { openIn?: SessionHolder }): string {
   return `${formatTime(entry.updatedAt)}  ${entry.sessionId}  ${oneLine(label, 80)}  · ${entry.cwd} · ${messages} message${messages === 1 ? '' : 's'}${open}`
 }
 
-/** The entries, each with the dsh process that has it open (`openIn`) when there is one. */
-async function withHolders<E extends CatalogEntry>(entries: readonly E[], persistence: SessionPersistence): Promise<Array<E & { openIn?: SessionHolder }>> {
-  return Promise.all(
-    entries.map(async (entry) => {
-      const openIn = await persistence.holder(entry.sessionId as SessionId)
-      return openIn ? { ...entry, openIn } : entry
-    }),
-  )
-}
-
 /** The stores the command works on: the JSONL provider on a bare context, and the catalog's tables. */
 async function openStores(options: SessionsCommandOptions) {
   const root = new Context()
@@ -151,7 +141,7 @@ const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options
       ...(typeof flags.cursor === 'string' ? { cursor: flags.cursor } : {}),
       includeChildren: flags.all === true,
     })
-    const sessions = await withHolders(page.sessions, stores.persistence)
+    const sessions = await stores.persistence.withHolders(page.sessions)
     if (flags.json) return writeOut(`${JSON.stringify({ ...page, sessions }, null, 2)}\n`)
     for (const entry of sessions) writeOut(`${entryLine(entry)}\n`)
     if (page.sessions.length === 0) writeErr('dsh: no sessions\n')
@@ -165,7 +155,7 @@ const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options
     const limit = limitOf('search', flags, stores.config.maxLimit)
     const { store } = await stores.catalog()
     const hits = store.search(text, { ...(typeof flags.cwd === 'string' ? { cwd: path.resolve(cwd, flags.cwd) } : {}), ...(limit ? { limit } : {}) })
-    const held = await withHolders(hits, stores.persistence)
+    const held = await stores.persistence.withHolders(hits)
     if (flags.json) return writeOut(`${JSON.stringify(held, null, 2)}\n`)
     for (const hit of held) writeOut(`${entryLine(hit)}\n    ${oneLine(hit.snippet, 200)}\n`)
     if (hits.length === 0) writeErr(`dsh: no session matches ${JSON.stringify(text)}\n`)

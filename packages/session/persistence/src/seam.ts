@@ -175,6 +175,20 @@ export abstract class SessionPersistence extends Service {
   }
 
   /**
+   * `entries` for a listing, each with `openIn` when another live process
+   * holds its session (`holder`). A hold that cannot be read counts as none:
+   * a listing shows what it can.
+   */
+  async withHolders<E extends { sessionId: string }>(entries: readonly E[]): Promise<Array<E & { openIn?: SessionHolder }>> {
+    return Promise.all(
+      entries.map(async (entry) => {
+        const openIn = await this.holder(entry.sessionId as SessionId).catch(() => undefined)
+        return openIn ? { ...entry, openIn } : entry
+      }),
+    )
+  }
+
+  /**
    * Removes the stored log of a session that is not open in this process
    * (`ctx.sessions`): an open one is refused with `SessionInUseError`.
    * Throws `SessionNotFoundError` for an unknown id.

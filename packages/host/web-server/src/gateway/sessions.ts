@@ -209,20 +209,10 @@ export class SessionAccess {
       })
       sessions = [...live.values(), ...sessions].sort((a, b) => b.updatedAt - a.updatedAt)
     }
-    return { sessions: await this.withHolders(sessions), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
-  }
-
-  /** Marks the sessions, not open here, that another dsh process has open: sending to one answers 409 until it lets go. */
-  private async withHolders(sessions: SessionSummary[]): Promise<SessionSummary[]> {
+    // Sessions another dsh process has open: sending to one answers 409 until it lets go.
     const persistence = this.ctx.get('sessionPersistence')
-    if (!persistence) return sessions
-    return Promise.all(
-      sessions.map(async (s) => {
-        if (this.ctx.sessions.get(s.sessionId)) return s
-        const openIn = await persistence.holder(s.sessionId as SessionId).catch(() => undefined)
-        return openIn ? { ...s, openIn } : s
-      }),
-    )
+    if (persistence) sessions = await persistence.withHolders(sessions)
+    return { sessions, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
   }
 
   private async listStored(q: { cwd?: string; query?: string; limit: number; cursor?: string }): Promise<{ sessions: StoredSummary[]; nextCursor?: string }> {
