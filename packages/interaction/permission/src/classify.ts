@@ -1,6 +1,6 @@
-import os from 'node:os'
 import path from 'node:path'
 import { assertNever } from '@dsh/cordis'
+import { PROTECTED_PROJECT_NAMES, protectedProjectPaths } from '@dsh/sandbox'
 import type { ToolAccess, ToolExecution } from '@dsh/tools'
 import { isWithin, realFolder, resolveReal } from './paths.ts'
 import type { PermissionPreset } from './types.ts'
@@ -8,23 +8,30 @@ import type { PermissionPreset } from './types.ts'
 /** The folders a session may write under workspace-write, all symlink-resolved. */
 export interface WriteScope {
   workspace: string
+  /** The session's own temp folder (never the shared /tmp). */
   temp: string
-  /** Every writable root: the workspace, the temp dir, then the extra roots. */
+  /** Every writable root: the workspace, the temp folder, then the extra roots. */
   roots: string[]
-  /** Read-only folders inside the roots: the workspace's `.git`. */
+  /**
+   * Read-only paths inside the roots: in the workspace and each extra root,
+   * `.git` (and the git dir a `.git` file names), `.dsh`, `.claude`, `.codex`,
+   * `.agents` and `.mcp.json`.
+   */
   protectedPaths: string[]
 }
 
-/** Extra roots may be relative; they resolve against the session's cwd. */
-export function writeScope(cwd: string, extraRoots: readonly string[]): WriteScope {
+/** Extra roots may be relative; they resolve against the session's cwd. `temp` is the session's temp folder. */
+export function writeScope(cwd: string, extraRoots: readonly string[], temp: string): WriteScope {
   const workspace = realFolder(path.resolve(cwd))
-  const temp = realFolder(os.tmpdir())
-  const roots = [workspace, temp]
+  const realTemp = realFolder(temp)
+  const projects = [workspace]
   for (const extra of extraRoots) {
     const root = realFolder(path.resolve(workspace, extra))
-    if (!roots.includes(root)) roots.push(root)
+    if (!projects.includes(root) && root !== realTemp) projects.push(root)
   }
-  return { workspace, temp, roots, protectedPaths: [path.join(workspace, '.git')] }
+  const roots = [workspace, realTemp, ...projects.slice(1)]
+  const protectedPaths = [...new Set(projects.flatMap((root) => protectedProjectPaths(root)))]
+  return { workspace, temp: realTemp, roots, protectedPaths }
 }
 
 /**
@@ -39,6 +46,8 @@ export interface ClassifyOptions {
   preset: PermissionPreset
   network: boolean
   extraWritableRoots: readonly string[]
+  /** The session's temp folder, writable under workspace-write. */
+  temp: string
 }
 
 const INSIDE: Verdict = { inside: true }
@@ -130,7 +139,7 @@ async function classifyWrite(execution: ToolExecution, access: ToolAccess, optio
       scope: `${tool}\u0000write`,
     }
   }
-  const scope = writeScope(cwd, options.extraWritableRoots)
+  const scope = writeScope(cwd, options.extraWritableRoots, options.temp)
   if (paths.length === 0) {
     return {
       inside: false,
@@ -163,8 +172,10 @@ async function classifyWrite(execution: ToolExecution, access: ToolAccess, optio
   if (guarded.length) {
     return {
       inside: false,
-      reason: `tool "${tool}" would write ${listed(guarded)}, inside the protected folder ${scope.protectedPaths.join(', ')}, which preset "workspace-write" keeps read-only`,
-      advice: 'Do not write into .git directly; ask the user to make this change.',
+      reason:
+        `tool "${tool}" would write ${listed(guarded)}, a protected path (${PROTECTED_PROJECT_NAMES.join(', ')}: ` +
+        'files that make something run outside the sandbox later), which preset "workspace-write" keeps read-only',
+      advice: 'Do not change these paths yourself; ask the user to make this change, or to approve it.',
       scope: `${tool}\u0000write-protected`,
     }
   }

@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { type Context, ExclusiveSlot, Schema, Service } from '@dsh/cordis'
 import { type ApprovalAnswer, type PreToolDecision, type ToolApprover, type ToolExecution, untilAborted } from '@dsh/tools'
 import type { Session } from '@dsh/session'
@@ -57,6 +60,8 @@ export class PermissionService extends Service {
   /** Per session: the kinds of action the user allowed for the rest of the session. */
   private readonly allowed = new Map<string, Set<string>>()
   private readonly approver = new ExclusiveSlot<ToolApprover>('permission approver')
+  /** This process's folder (0700) of session temp folders, made on first use. */
+  private tempRoot: string | undefined
 
   constructor(ctx: Context, config: PermissionConfig) {
     super(ctx, 'permission')
@@ -80,7 +85,28 @@ export class PermissionService extends Service {
     ctx.on('session/closed', async (session) => {
       this.overrides.delete(session.id)
       this.allowed.delete(session.id)
+      if (this.tempRoot) rmSync(path.join(this.tempRoot, session.id), { recursive: true, force: true })
     })
+    ctx.effect(
+      () => () => {
+        if (this.tempRoot) rmSync(this.tempRoot, { recursive: true, force: true })
+      },
+      'permission: remove the session temp folders',
+    )
+  }
+
+  /**
+   * The session's own temp folder (0700), writable under workspace-write and
+   * named by `TMPDIR` in its sandboxed commands. It lives in a fresh folder of
+   * this process under the system temp dir and is removed when the session
+   * closes; the shared /tmp itself is never writable.
+   */
+  sessionTemp(sessionId: string): string {
+    if (!/^[\w-]+$/.test(sessionId)) throw new Error(`permission: ${JSON.stringify(sessionId)} is not a session id`)
+    this.tempRoot ??= mkdtempSync(path.join(os.tmpdir(), 'dsh-session-tmp-'))
+    const folder = path.join(this.tempRoot, sessionId)
+    mkdirSync(folder, { recursive: true, mode: 0o700 })
+    return folder
   }
 
   /** The preset a session runs under: its override (set, or read from its log when it opened), else the configured one. */
@@ -138,8 +164,14 @@ export class PermissionService extends Service {
     }
     const { network } = this.settings
     if (preset === 'read-only') return { mode: 'read-only', writableRoots: [], protectedPaths: [], network }
-    const scope = writeScope(run.cwd, this.settings.extraWritableRoots)
-    return { mode: 'workspace-write', writableRoots: [...scope.roots], protectedPaths: [...scope.protectedPaths], network }
+    const scope = writeScope(run.cwd, this.settings.extraWritableRoots, this.sessionTemp(run.sessionId))
+    return {
+      mode: 'workspace-write',
+      writableRoots: [...scope.roots],
+      protectedPaths: [...scope.protectedPaths],
+      network,
+      tempDir: scope.temp,
+    }
   }
 
   /**
@@ -158,6 +190,7 @@ export class PermissionService extends Service {
       preset,
       network: this.settings.network,
       extraWritableRoots: this.settings.extraWritableRoots,
+      temp: this.sessionTemp(run.sessionId),
     })
     if (verdict.inside) return next()
     const { reason, advice, scope } = verdict

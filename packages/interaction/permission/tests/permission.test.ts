@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { type Context as Ctx, Context } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
 import { type Session, SessionStore } from '@dsh/session'
 import { type ApprovalAnswer, defineTool, type ToolApprover, type ToolResult, ToolRuntime } from '@dsh/tools'
+import { protectedProjectPaths } from '@dsh/sandbox'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import * as permission from '../src/index.ts'
@@ -196,7 +197,14 @@ const cases: Case[] = [
   { what: 'a read inside the workspace', tool: 'read_file', args: async () => ({ path: 'readme.txt' }), expect: all },
   { what: 'a read outside the workspace', tool: 'read_file', args: async () => ({ path: path.join(outside, 'secret.txt') }), expect: all },
   { what: 'a write inside the workspace', tool: 'write_file', args: async () => ({ path: unique('inside') }), file: fileOf, expect: writable },
-  { what: 'a write in the temp dir', tool: 'write_file', args: async () => ({ path: path.join(temp, unique('temp')) }), file: fileOf, expect: writable },
+  {
+    what: "a write in the session's temp folder",
+    tool: 'write_file',
+    args: async () => ({ path: path.join(root.permission.sessionTemp(session.id), unique('temp')) }),
+    file: fileOf,
+    expect: writable,
+  },
+  { what: 'a write in the shared temp dir', tool: 'write_file', args: async () => ({ path: path.join(temp, unique('temp')) }), file: fileOf, expect: dangerOnly },
   { what: 'a write outside the workspace', tool: 'write_file', args: async () => ({ path: path.join(outside, unique('out')) }), file: fileOf, expect: dangerOnly },
   {
     what: 'a write through a symlink leaving the workspace',
@@ -283,8 +291,9 @@ describe('reasons', () => {
     await boot({ approval: 'never' })
     const target = path.join(outside, unique('named'))
     const result = await invoke('write_file', { path: target })
-    expect(text(result)).toContain(`tool "write_file" would write ${target}, outside the folders preset "workspace-write" allows (${ws}, ${temp})`)
-    expect(text(result)).toContain(`Write inside the workspace (${ws}) or the temp dir (${temp}) instead`)
+    const sessionTemp = root.permission.sessionTemp(session.id)
+    expect(text(result)).toContain(`tool "write_file" would write ${target}, outside the folders preset "workspace-write" allows (${ws}, ${sessionTemp})`)
+    expect(text(result)).toContain(`Write inside the workspace (${ws}) or the temp dir (${sessionTemp}) instead`)
   })
 
   it('show where a symlink leads', async () => {
@@ -300,10 +309,23 @@ describe('reasons', () => {
     expect(text(result)).toContain('tool "run_command" asks to run "curl example.com" outside the sandbox, which preset "workspace-write" does not allow')
   })
 
-  it('name the protected .git folder', async () => {
+  it('name the protected paths, existing or not', async () => {
     await boot({ approval: 'never' })
-    const result = await invoke('write_file', { path: '.git/config' })
-    expect(text(result)).toContain(`inside the protected folder ${path.join(ws, '.git')}`)
+    for (const target of ['.git/config', '.claude/settings.json', '.mcp.json', '.dsh/cordis.patch.yml', '.agents/skills/x/SKILL.md', '.codex/config.toml']) {
+      const result = await invoke('write_file', { path: target })
+      expect(text(result), target).toContain(`would write ${path.join(ws, target)}, a protected path (.git, .dsh, .claude, .codex, .agents, .mcp.json`)
+    }
+  })
+
+  it('protect the git dir that a .git file names, and its common dir', async () => {
+    await boot({ approval: 'never' })
+    const gitDir = path.join(base, 'main-repo', '.git', 'worktrees', 'ws')
+    await mkdir(gitDir, { recursive: true })
+    await writeFile(path.join(gitDir, 'commondir'), '../..\n')
+    await rm(path.join(ws, '.git'), { recursive: true, force: true })
+    await writeFile(path.join(ws, '.git'), `gitdir: ${gitDir}\n`)
+    const policy = root.permission.sandboxPolicy({ sessionId: session.id, cwd: ws })
+    expect(policy.protectedPaths).toEqual(expect.arrayContaining([path.join(ws, '.git'), gitDir, path.join(base, 'main-repo', '.git')]))
   })
 })
 
@@ -563,21 +585,27 @@ describe('sandboxPolicy', () => {
 
   it('workspace-write: the workspace and the temp dir, .git protected, no network', async () => {
     await boot()
+    const sessionTemp = root.permission.sessionTemp(session.id)
     expect(root.permission.sandboxPolicy(run())).toEqual({
       mode: 'workspace-write',
-      writableRoots: [ws, temp],
-      protectedPaths: [path.join(ws, '.git')],
+      writableRoots: [ws, sessionTemp],
+      protectedPaths: protectedProjectPaths(ws),
       network: false,
+      tempDir: sessionTemp,
     })
+    expect(sessionTemp.startsWith(temp)).toBe(true)
+    expect((await stat(sessionTemp)).mode & 0o777).toBe(0o700)
   })
 
   it('workspace-write with extra roots and the network on', async () => {
     await boot({ extraWritableRoots: ['../shared'], network: true })
+    const sessionTemp = root.permission.sessionTemp(session.id)
     expect(root.permission.sandboxPolicy(run())).toEqual({
       mode: 'workspace-write',
-      writableRoots: [ws, temp, path.join(base, 'shared')],
-      protectedPaths: [path.join(ws, '.git')],
+      writableRoots: [ws, sessionTemp, path.join(base, 'shared')],
+      protectedPaths: [...protectedProjectPaths(ws), ...protectedProjectPaths(path.join(base, 'shared'))],
       network: true,
+      tempDir: sessionTemp,
     })
     // The extra root is writable without asking; the network is inside the preset.
     const { asked } = await surface('allow-once')

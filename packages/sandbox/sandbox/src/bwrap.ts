@@ -1,13 +1,19 @@
 import { execFile } from 'node:child_process'
-import { constants } from 'node:fs'
-import { access, realpath } from 'node:fs/promises'
+import { constants, rmSync } from 'node:fs'
+import { access, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { type Context, Schema } from '@dsh/cordis'
+import { Placeholders } from './placeholders.ts'
+import { bwrapArguments, protectedPathStates, reaperArguments, SECCOMP_FD } from './profile.ts'
 import { SANDBOX_MODES, Sandbox, type SandboxAvailability, type SandboxPolicy, type WrapResult } from './seam.ts'
+import { buildSeccompFilter } from './seccomp.ts'
 
 export interface BwrapSandboxConfig {
   bwrapPath: string
   probeTimeoutMs: number
+  hiddenPaths: string[]
+  secretFiles: string[]
 }
 
 export const Config: Schema<BwrapSandboxConfig> = Schema.object({
@@ -19,15 +25,28 @@ export const Config: Schema<BwrapSandboxConfig> = Schema.object({
     .min(1)
     .default(10_000)
     .description('How long the one-time self-check (running `true` in a sandbox) may take, in milliseconds.'),
+  hiddenPaths: Schema.array(Schema.string())
+    .default([])
+    .description(
+      'Absolute folders or files that sandboxed commands see as empty and read-only (the base bundle hides dsh\'s home). ' +
+        'A folder holding the working directory or a writable root stays visible; secretFiles inside it are still hidden.',
+    ),
+  secretFiles: Schema.array(Schema.string())
+    .default([])
+    .description('Absolute files that sandboxed commands always see as empty; a `*` segment matches any one name.'),
 })
 
 /**
- * `ctx.sandbox` with bubblewrap (Linux). The host filesystem is mounted
- * read-only, with a fresh /dev, a /proc of a private PID namespace and a
- * private /tmp; `workspace-write` binds the writable roots back read-write
- * and the protected paths read-only again; the network is unshared unless the
- * policy allows it. The first use runs a self-check; until it passes, every
- * confined command is refused.
+ * `ctx.sandbox` with bubblewrap (Linux). Confined commands run in a user
+ * namespace with no capabilities, `no_new_privs` and a seccomp filter, so they
+ * cannot change their mounts or leave their namespaces even when dsh runs as
+ * root. The host filesystem is read-only with a fresh /dev, a /proc of a
+ * private PID namespace and a private /tmp; `workspace-write` binds the
+ * writable roots back read-write and the protected paths read-only again
+ * (creating empty stand-ins for missing ones); hidden paths are masked; the
+ * network is unshared unless the policy allows it. Mode `off` only adds a
+ * private PID namespace, so nothing the command starts outlives it. The first
+ * use runs a self-check; until it passes, every confined command is refused.
  */
 export class BwrapSandbox extends Sandbox {
   static Config = Config
@@ -36,10 +55,26 @@ export class BwrapSandbox extends Sandbox {
   private availability: Promise<SandboxAvailability> | undefined
   /** The absolute path of bwrap, once the self-check found it. */
   private program: string | undefined
+  /** The folder (0700) holding the seccomp filter, once the self-check wrote it. */
+  private filterFolder: string | undefined
+  private readonly placeholders = new Placeholders()
 
   constructor(ctx: Context, config: BwrapSandboxConfig) {
     super(ctx)
     this.settings = config
+    for (const [field, list] of [
+      ['hiddenPaths', config.hiddenPaths],
+      ['secretFiles', config.secretFiles],
+    ] as const) {
+      const bad = list.find((item) => !path.isAbsolute(item))
+      if (bad !== undefined) throw new Error(`sandbox: ${field} holds ${JSON.stringify(bad)}, which is not an absolute path`)
+    }
+    ctx.effect(
+      () => () => {
+        if (this.filterFolder) rmSync(this.filterFolder, { recursive: true, force: true })
+      },
+      'sandbox: remove the seccomp filter file',
+    )
   }
 
   available(): Promise<SandboxAvailability> {
@@ -50,13 +85,40 @@ export class BwrapSandbox extends Sandbox {
   async wrap(argv: string[], policy: SandboxPolicy, cwd: string): Promise<WrapResult> {
     const problem = checkRequest(argv, policy, cwd)
     if (problem) return { refused: `the sandbox refused the command: ${problem}` }
-    if (policy.mode === 'off') return { argv: [...argv] }
     const availability = await this.available()
-    if (!availability.ok || this.program === undefined) {
+    if (policy.mode === 'off') {
+      // Nothing to confine; with bwrap at hand, a private PID namespace still reaps what the command leaves behind.
+      if (!availability.ok || this.program === undefined) return { argv: [...argv] }
+      return { argv: [this.program, ...reaperArguments(cwd, isRoot()), '--', ...argv] }
+    }
+    if (!availability.ok || this.program === undefined || this.filterFolder === undefined) {
       const reason = availability.ok ? 'bubblewrap was not located' : availability.reason
       return { refused: `the command needs the ${policy.mode} sandbox, which is unavailable here (${reason}), so it was not run` }
     }
-    return { argv: [this.program, ...(await bwrapArguments(policy, cwd)), '--', ...argv] }
+    const states = await protectedPathStates(policy)
+    const planted = states.find((item) => item.state === 'symlink')
+    if (planted) {
+      return {
+        refused:
+          `the protected path ${planted.path} is a symlink, which the sandbox will not follow, so the command was not run. ` +
+          'Replace the symlink with the real folder or file, or run the command with approval outside the sandbox.',
+      }
+    }
+    const created: string[] = []
+    const release = async () => {
+      await Promise.all(created.splice(0).map((item) => this.placeholders.release(item)))
+    }
+    for (const item of states.filter((entry) => entry.state === 'missing')) {
+      if (!(await this.placeholders.acquire(item.path))) {
+        await release()
+        return { refused: `the protected path ${item.path} could not be guarded (its placeholder could not be created), so the command was not run` }
+      }
+      created.push(item.path)
+    }
+    const hidden = { paths: this.settings.hiddenPaths, secretFiles: this.settings.secretFiles }
+    const options = await bwrapArguments(policy, cwd, hidden)
+    const filter = path.join(this.filterFolder, FILTER_FILE)
+    return { argv: [...withSeccompFd(filter), this.program, ...options, '--', ...argv], release }
   }
 
   private async probe(): Promise<SandboxAvailability> {
@@ -65,12 +127,21 @@ export class BwrapSandbox extends Sandbox {
       const where = this.settings.bwrapPath.includes('/') ? `at ${this.settings.bwrapPath}` : 'on PATH'
       return { ok: false, reason: `bubblewrap (bwrap) was not found ${where}; install the bubblewrap package` }
     }
+    let filter: Buffer
+    try {
+      filter = buildSeccompFilter()
+    } catch (error) {
+      return { ok: false, reason: (error as Error).message }
+    }
+    const folder = await mkdtemp(path.join(tmpdir(), 'dsh-sandbox-'))
+    await writeFile(path.join(folder, FILTER_FILE), filter, { mode: 0o600 })
     const policy: SandboxPolicy = { mode: 'read-only', writableRoots: [], protectedPaths: [], network: false }
-    const args = [...(await bwrapArguments(policy, '/')), '--', 'true']
+    const options = await bwrapArguments(policy, '/', { paths: [], secretFiles: [] })
+    const [shell, ...prefix] = withSeccompFd(path.join(folder, FILTER_FILE))
     const failure = await new Promise<string | undefined>((resolve) => {
       execFile(
-        program,
-        args,
+        shell as string,
+        [...prefix, program, ...options, '--', 'true'],
         { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeout: this.settings.probeTimeoutMs, encoding: 'utf8' },
         (error, _stdout, stderr) => {
           if (!error) return resolve(undefined)
@@ -81,38 +152,31 @@ export class BwrapSandbox extends Sandbox {
       )
     })
     if (failure) {
+      await rm(folder, { recursive: true, force: true })
       this.home.logger('sandbox').warn('bubblewrap self-check %s', failure)
-      return { ok: false, reason: `bubblewrap at ${program} failed its self-check: it ${failure}` }
+      return {
+        ok: false,
+        reason:
+          `bubblewrap at ${program} failed its self-check: it ${failure}. The sandbox needs user namespaces and seccomp; ` +
+          'if unprivileged user namespaces are disabled, enable them (sysctl kernel.unprivileged_userns_clone=1, or the ' +
+          'AppArmor profile for bwrap on Ubuntu)',
+      }
     }
     this.program = program
+    this.filterFolder = folder
     return { ok: true }
   }
 }
 
-/**
- * The bwrap options (everything before `--`) for a confined policy. Paths are
- * canonicalized, parents are bound before their children, and protected
- * paths come last so they win.
- */
-export async function bwrapArguments(policy: SandboxPolicy, cwd: string): Promise<string[]> {
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc']
-  const tmp = await canonical('/tmp')
-  const roots = policy.mode === 'workspace-write' ? byDepth(unique(await Promise.all(policy.writableRoots.map(canonical)))) : []
-  const tmpWritable = roots.some((root) => within(tmp, root))
-  if (!tmpWritable) {
-    args.push('--tmpfs', '/tmp')
-    // The private /tmp hides the host's; the working directory must stay visible.
-    const dir = await canonical(cwd)
-    if (within(dir, tmp) && !roots.some((root) => within(dir, root))) args.push('--ro-bind-try', dir, dir)
-  }
-  for (const root of roots) args.push('--bind-try', root, root)
-  if (policy.mode === 'workspace-write') {
-    for (const item of byDepth(unique(await Promise.all(policy.protectedPaths.map(canonical))))) args.push('--ro-bind-try', item, item)
-  }
-  if (!policy.network) args.push('--unshare-net')
-  // A private PID namespace: when bwrap dies, everything inside dies with it.
-  args.push('--unshare-pid', '--die-with-parent', '--new-session', '--chdir', cwd)
-  return args
+const FILTER_FILE = 'seccomp.bpf'
+
+/** A `/bin/sh` prefix that opens the filter on the fd bwrap reads it from, then execs the rest of the line. */
+function withSeccompFd(filter: string): string[] {
+  return ['/bin/sh', '-c', `f=$1; shift; exec "$@" ${SECCOMP_FD}<"$f"`, 'dsh-sandbox', filter]
+}
+
+function isRoot(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0
 }
 
 function checkRequest(argv: string[], policy: SandboxPolicy, cwd: string): string | undefined {
@@ -127,30 +191,11 @@ function checkRequest(argv: string[], policy: SandboxPolicy, cwd: string): strin
     const bad = list.find((item) => typeof item !== 'string' || !path.isAbsolute(item))
     if (bad !== undefined) return `the policy's ${field} holds ${JSON.stringify(bad)}, which is not an absolute path`
   }
+  if (policy.tempDir !== undefined && (typeof policy.tempDir !== 'string' || !path.isAbsolute(policy.tempDir))) {
+    return `the policy's tempDir ${JSON.stringify(policy.tempDir)} is not an absolute path`
+  }
   if (typeof cwd !== 'string' || !path.isAbsolute(cwd)) return `the working directory ${JSON.stringify(cwd)} is not an absolute path`
   return undefined
-}
-
-/** The real path when it exists, else the normalized path. */
-async function canonical(item: string): Promise<string> {
-  try {
-    return await realpath(item)
-  } catch {
-    return path.resolve(item)
-  }
-}
-
-function within(item: string, root: string): boolean {
-  const relative = path.relative(root, item)
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative))
-}
-
-function unique(items: string[]): string[] {
-  return [...new Set(items)]
-}
-
-function byDepth(items: string[]): string[] {
-  return [...items].sort((a, b) => a.split(path.sep).length - b.split(path.sep).length || (a < b ? -1 : a > b ? 1 : 0))
 }
 
 /** The absolute path of an executable: `name` itself when it holds a slash, else the first match on PATH. */

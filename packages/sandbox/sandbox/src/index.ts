@@ -1,7 +1,9 @@
 import type { Context } from '@dsh/cordis'
 import { BwrapSandbox, type BwrapSandboxConfig } from './bwrap.ts'
 
-export { BwrapSandbox, type BwrapSandboxConfig, bwrapArguments, Config } from './bwrap.ts'
+export { BwrapSandbox, type BwrapSandboxConfig, Config } from './bwrap.ts'
+export { bwrapArguments, type HiddenPaths } from './profile.ts'
+export { buildSeccompFilter, DENIED_SYSCALLS, SECCOMP_ARCHITECTURES, seccompSupported } from './seccomp.ts'
 export { SANDBOX_MODES, Sandbox, type SandboxAvailability, type SandboxMode, type SandboxPolicy, type WrapResult } from './seam.ts'
 
 export const name = 'sandbox-bwrap'
@@ -10,3 +12,4 @@ export const name = 'sandbox-bwrap'
 export function apply(ctx: Context, config: BwrapSandboxConfig) {
   ctx.plugin(BwrapSandbox, config)
 }
+export { PROTECTED_PROJECT_NAMES, protectedProjectPaths } from './protected.ts'

@@ -23,10 +23,19 @@ export interface SandboxPolicy {
   protectedPaths: string[]
   /** Whether the command may use the network. */
   network: boolean
+  /**
+   * Absolute; the folder `TMPDIR` names inside the sandbox (a writable root,
+   * so files in it outlive one command). Without it `TMPDIR` is the private `/tmp`.
+   */
+  tempDir?: string
 }
 
-/** The confined command line, or why the command must not run. */
-export type WrapResult = { argv: string[] } | { refused: string }
+/**
+ * The confined command line, or why the command must not run. `release`, when
+ * present, must be called once the command has ended: it removes what the
+ * provider put on disk for this command (placeholders over protected paths).
+ */
+export type WrapResult = { argv: string[]; release?: () => Promise<void> } | { refused: string }
 
 export type SandboxAvailability = { ok: true } | { ok: false; reason: string }
 
@@ -44,7 +53,10 @@ export abstract class Sandbox extends Service {
     this.home = ctx
   }
 
-  /** The command line that runs `argv` in `cwd` under `policy`, or a refusal with a reason meant for people. */
+  /**
+   * The command line that runs `argv` in `cwd` under `policy`, or a refusal
+   * with a reason meant for people. Call `release` (when given) after the command ends.
+   */
   abstract wrap(argv: string[], policy: SandboxPolicy, cwd: string): Promise<WrapResult>
 
   /** Whether this provider can confine commands here (checked once, then cached). */

@@ -37,21 +37,32 @@ export class BashShell extends Shell {
     const info = await stat(cwd).catch(() => undefined)
     if (!info?.isDirectory()) throw new ShellError('BAD_CWD', `the working directory ${cwd} does not exist or is not a directory`)
     let argv = [this.settings.shell, '-c', command]
-    if (policy?.mode !== 'off') {
-      const sandbox = this.home.get('sandbox')
-      if (!sandbox) {
-        throw new ShellError('SANDBOX_REFUSED', `the command needs the ${policy?.mode} sandbox, but no sandbox service is running, so it was not run`)
-      }
+    let release: (() => Promise<void>) | undefined
+    const sandbox = this.home.get('sandbox')
+    if (policy?.mode !== 'off' && !sandbox) {
+      throw new ShellError('SANDBOX_REFUSED', `the command needs the ${policy?.mode} sandbox, but no sandbox service is running, so it was not run`)
+    }
+    if (sandbox) {
+      // Mode off goes through the sandbox too: it reaps what an unconfined command leaves behind.
       const wrapped = await sandbox.wrap(argv, policy, cwd)
       if ('refused' in wrapped) throw new ShellError('SANDBOX_REFUSED', wrapped.refused)
       argv = wrapped.argv
+      release = wrapped.release
     }
-    return this.home.subprocess.run({
-      argv,
-      cwd,
-      env: { ...this.settings.env, ...request.env },
-      ...(request.signal ? { signal: request.signal } : {}),
-      ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
-    })
+    let handle: ProcessHandle
+    try {
+      handle = this.home.subprocess.run({
+        argv,
+        cwd,
+        env: { ...this.settings.env, ...request.env },
+        ...(request.signal ? { signal: request.signal } : {}),
+        ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
+      })
+    } catch (error) {
+      await release?.()
+      throw error
+    }
+    if (release) void handle.done.then(release, release)
+    return handle
   }
 }

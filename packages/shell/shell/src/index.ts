@@ -5,6 +5,7 @@ export { BashShell, type BashShellConfig, Config } from './bash.ts'
 export { Shell, ShellError, type ShellErrorCode, type ShellRunRequest } from './seam.ts'
 // Consumers of `ctx.shell` need these without depending on the lower seams themselves.
 export type { SandboxMode, SandboxPolicy } from '@dsh/sandbox'
+export { protectedProjectPaths } from '@dsh/sandbox'
 export type { ProcessExit, ProcessHandle } from '@dsh/subprocess'
 
 export const name = 'shell-bash'

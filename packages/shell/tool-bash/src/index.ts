@@ -1,8 +1,6 @@
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { type Context, type JsonValue, Schema } from '@dsh/cordis'
 import type { Jobs } from '@dsh/jobs'
-import { type ProcessExit, type ProcessHandle, type SandboxMode, type SandboxPolicy, ShellError } from '@dsh/shell'
+import { type ProcessExit, type ProcessHandle, protectedProjectPaths, type SandboxMode, type SandboxPolicy, ShellError } from '@dsh/shell'
 import { defineTool, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
 import { StreamCapture } from './capture.ts'
@@ -83,11 +81,12 @@ export function apply(ctx: Context, config: BashToolConfig) {
         'running outside the sandbox needs approval, and no permission service is running to ask for it, so the command was not run. Run it inside the sandbox, or tell the user.',
       )
     }
+    // Without a permission service: the workspace only (the sandbox's /tmp is private), its protected paths read-only.
     return {
       mode: config.sandbox.mode,
       network: config.sandbox.network,
-      writableRoots: [run.cwd, tmpdir()],
-      protectedPaths: [join(run.cwd, '.git')],
+      writableRoots: [run.cwd],
+      protectedPaths: protectedProjectPaths(run.cwd),
     }
   }
 

@@ -44,7 +44,8 @@ afterEach(async () => {
 
 interface BootOptions {
   subprocess?: Partial<LocalSubprocessConfig>
-  sandbox?: Partial<BwrapSandboxConfig>
+  /** false: no sandbox service at all, so mode off runs the command as is (host pids). */
+  sandbox?: Partial<BwrapSandboxConfig> | false
   jobs?: boolean
 }
 
@@ -52,7 +53,7 @@ interface BootOptions {
 async function boot(config: Partial<BashToolConfig> = {}, options: BootOptions = {}) {
   const subprocess = root.plugin(subprocessPlugin, (options.subprocess ?? {}) as LocalSubprocessConfig)
   await subprocess
-  await root.plugin(sandboxPlugin, (options.sandbox ?? {}) as BwrapSandboxConfig)
+  if (options.sandbox !== false) await root.plugin(sandboxPlugin, (options.sandbox ?? {}) as BwrapSandboxConfig)
   await root.plugin(shellPlugin, {} as BashShellConfig)
   if (options.jobs) {
     await root.plugin(jobsPlugin, {} as LocalJobsConfig)
@@ -63,8 +64,10 @@ async function boot(config: Partial<BashToolConfig> = {}, options: BootOptions =
   return { fiber, subprocess }
 }
 
-/** The tool with the sandbox off: for tests that look at host pids. */
+/** The tool with the sandbox off: for tests that look at host pids (boot them with `bare`). */
 const unconfined = { sandbox: { mode: 'off', network: true } } as const
+/** No sandbox service: mode off then runs commands without the PID namespace that would hide host pids. */
+const bare = { sandbox: false } as const
 
 /** Provides a plain-value service the way another plugin would. */
 async function provide(name: string, value: unknown): Promise<Fiber> {
@@ -159,7 +162,7 @@ describe('bash', () => {
   })
 
   it('says when there is no output, and names a killing signal', async () => {
-    await boot(unconfined)
+    await boot(unconfined, bare)
     expect(text(await bash({ command: 'true' }))).toBe('(no output)\n[exit code: 0]')
     expect(text(await bash({ command: 'kill -KILL $$' }))).toBe('(no output)\n[killed by signal: SIGKILL]')
   })
@@ -221,7 +224,7 @@ describe('bash', () => {
   })
 
   it('kills the whole process tree on timeout', async () => {
-    await boot(unconfined)
+    await boot(unconfined, bare)
     const result = await bash({ command: 'sleep 1000 & echo $!; (sleep 1000 & echo $!; wait) & wait', timeout: 1000 })
     expect(result.isError).toBe(true)
     expect(result.error?.code).toBe('BASH_TIMEOUT')
@@ -242,7 +245,7 @@ describe('bash', () => {
   })
 
   it('escalates to SIGKILL when the tree ignores SIGTERM', async () => {
-    await boot(unconfined, { subprocess: { killGraceMs: 100 } })
+    await boot(unconfined, { ...bare, subprocess: { killGraceMs: 100 } })
     const result = await bash({ command: 'trap "" TERM; sleep 1000 & echo $!; wait', timeout: 200 })
     expect(text(result)).toContain('[timed out after 200ms')
     expect(text(result)).toContain('[killed by signal: SIGKILL]')
@@ -250,7 +253,7 @@ describe('bash', () => {
   })
 
   it('kills the tree when the caller cancels', async () => {
-    await boot(unconfined)
+    await boot(unconfined, bare)
     const caller = new AbortController()
     const pending = bash({ command: 'sleep 1000 & echo $! > child.pid; wait' }, options({ signal: caller.signal }))
     await waitForFile(join(dir, 'child.pid'))
@@ -262,7 +265,7 @@ describe('bash', () => {
   })
 
   it('reports background processes left running; the subprocess provider stops them when disposed', async () => {
-    const { subprocess } = await boot(unconfined, { subprocess: { drainMs: 200 } })
+    const { subprocess } = await boot(unconfined, { ...bare, subprocess: { drainMs: 200 } })
     const result = await bash({ command: 'sleep 1000 >/dev/null 2>&1 & echo $!' })
     const [child] = pids(text(result))
     expect(text(result)).toContain('[exit code: 0]\n[background processes started by this command are still running;')
@@ -272,7 +275,7 @@ describe('bash', () => {
   })
 
   it('stops running commands when the tool plugin is disposed', async () => {
-    const { fiber } = await boot(unconfined)
+    const { fiber } = await boot(unconfined, bare)
     const pending = bash({ command: 'sleep 1000 & echo $! > child.pid; wait' })
     await waitForFile(join(dir, 'child.pid'))
     const child = Number((await readFile(join(dir, 'child.pid'), 'utf8')).trim())
@@ -312,7 +315,7 @@ describe('bash in the sandbox', () => {
     expect(await exists(join(dir, 'made.txt'))).toBe(false)
     await root.fiber.dispose()
     await root.plugin(tools, {} as ToolsConfig)
-    await boot(unconfined)
+    await boot(unconfined, bare)
     expect(text(await bash({ command: `touch ${outside}/free` }))).toBe('(no output)\n[exit code: 0]')
   })
 
