@@ -313,6 +313,30 @@ describe('dsh --profile sdk', () => {
       expect((await wire.shutdown()).code).toBe(0)
     })
 
+    it('answers an over-long or malformed line with the id its first bytes show, else null, and keeps serving', async () => {
+      await writeFile(path.join(t.work, 'short-lines.yml'), '- id: sdk-server\n  config:\n    maxLineBytes: 2048\n')
+      const wire = await started(sdk(['--patch', 'short-lines.yml']))
+      const sessionId = await newSession(wire)
+      const tooLong = (m: Message) => m.error?.code === -32600 && String(m.error.message).includes('longer than the limit')
+
+      wire.sendRaw(`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"${sessionId}","content":"${'x'.repeat(5000)}"}}`)
+      const withId = await wire.waitFor(tooLong, 'the answer to the over-long line with id 7')
+      expect(withId.id).toBe(7)
+      const seen = wire.received.length
+      wire.sendRaw(`{"jsonrpc":"2.0","method":"session/prompt","params":{"id":8,"content":"${'y'.repeat(5000)}"}}`)
+      expect((await wire.waitFor(tooLong, 'the answer to the over-long line without id', seen)).id).toBeNull()
+
+      wire.sendRaw('{"jsonrpc":"2.0","id":"m9","method":"session/list","params":{cwd: nope}}')
+      expect((await wire.waitFor((m) => m.id === 'm9', 'the parse error of m9')).error).toMatchObject({ code: -32700 })
+      const before = wire.received.length
+      wire.sendRaw('{"jsonrpc":"2.0","method":"session/list","params":{"id":10,oops}}')
+      expect((await wire.waitFor((m) => m.error?.code === -32700, 'the parse error without id', before)).id).toBeNull()
+
+      expect(await wire.call('session/list', {})).toMatchObject({ sessions: expect.any(Array) })
+      expect(t.mock.requests).toHaveLength(0)
+      expect((await wire.shutdown()).code).toBe(0)
+    })
+
     it('refuses a prompt over the configured size, naming content, and takes one under it', async () => {
       await writeFile(path.join(t.work, 'small-prompts.yml'), '- id: sdk-server\n  config:\n    maxPromptBytes: 2000\n')
       t.mock.enqueue(reply.text('fits'))

@@ -3,18 +3,21 @@ const NEWLINE = 0x0a
 /**
  * Splits a byte stream into lines (without `\n` or a trailing `\r`). A line
  * longer than `maxBytes` is not kept: `onOversized` is called once its end
- * arrives (or at the end of input) and the bytes are dropped as they come,
- * so a runaway sender cannot make the reader buffer without bound.
+ * arrives (or at the end of input) with its length and its first `headBytes`
+ * bytes as text, and the rest is dropped as it comes, so a runaway sender
+ * cannot make the reader buffer without bound.
  */
 export class LineSplitter {
   private parts: Buffer[] = []
   private size = 0
   private oversized = false
+  private head = ''
 
   constructor(
     private readonly maxBytes: number,
     private readonly onLine: (line: string) => void,
-    private readonly onOversized: (bytes: number) => void,
+    private readonly onOversized: (bytes: number, head: string) => void,
+    private readonly headBytes = 4096,
   ) {}
 
   push(chunk: Buffer | string): void {
@@ -42,6 +45,7 @@ export class LineSplitter {
     if (this.oversized) return
     if (this.size > this.maxBytes) {
       this.oversized = true
+      this.head = Buffer.concat([...this.parts, bytes], Math.min(this.size, this.headBytes)).toString('utf8')
       this.parts = []
       return
     }
@@ -49,12 +53,13 @@ export class LineSplitter {
   }
 
   private finishLine(): void {
-    const { oversized, size } = this
+    const { oversized, size, head } = this
     const text = oversized ? '' : (this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts, size)).toString('utf8')
     this.parts = []
     this.size = 0
     this.oversized = false
-    if (oversized) this.onOversized(size)
+    this.head = ''
+    if (oversized) this.onOversized(size, head)
     else this.onLine(text.endsWith('\r') ? text.slice(0, -1) : text)
   }
 }

@@ -1,5 +1,6 @@
 import { ConnectionClosedError, ErrorCodes, RpcError } from './codes.ts'
 import { LineSplitter } from './lines.ts'
+import { peekRequestId, REQUEST_ID_SCAN_CHARS } from './request-id.ts'
 import { CANCEL_REQUEST } from './schemas.ts'
 import type { JsonRpcErrorObject, RequestId } from './types.ts'
 
@@ -69,7 +70,13 @@ export class JsonRpcPeer {
     const splitter = new LineSplitter(
       maxBytes,
       (line) => this.receive(line),
-      (bytes) => this.sendError(null, ErrorCodes.InvalidRequest, `a line of ${bytes} bytes is longer than the limit of ${maxBytes} bytes and was dropped`),
+      (bytes, head) =>
+        this.sendError(
+          peekRequestId(head),
+          ErrorCodes.InvalidRequest,
+          `a line of ${bytes} bytes is longer than the limit of ${maxBytes} bytes and was dropped`,
+        ),
+      REQUEST_ID_SCAN_CHARS,
     )
     const onData = (chunk: Buffer | string) => {
       if (!this.closedWith) splitter.push(chunk)
@@ -191,7 +198,7 @@ export class JsonRpcPeer {
     try {
       message = JSON.parse(line)
     } catch (error) {
-      this.sendError(null, ErrorCodes.ParseError, `parse error: ${describe(error)}`)
+      this.sendError(peekRequestId(line), ErrorCodes.ParseError, `parse error: ${describe(error)}`)
       return
     }
     if (Array.isArray(message)) return this.sendError(null, ErrorCodes.InvalidRequest, 'batches are not supported: send one JSON object per line')

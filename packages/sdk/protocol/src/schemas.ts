@@ -1,10 +1,11 @@
 import path from 'node:path'
 import { z } from 'zod'
+import { sessionIdProblem } from './session-id.ts'
 
-const sessionId = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$/, 'must be a session id (letters, digits and . _ : @ + = -)')
-  .refine((id) => !id.includes('..'), 'must be a session id, without ".."')
+const sessionId = z.string().superRefine((id, context) => {
+  const problem = sessionIdProblem(id)
+  if (problem) context.addIssue({ code: 'custom', message: problem })
+})
 const absolutePath = z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path')
 const presets = z.enum(['read-only', 'workspace-write', 'danger-full-access'])
 const empty = z.object({})

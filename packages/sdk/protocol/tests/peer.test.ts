@@ -82,13 +82,26 @@ describe('JsonRpcPeer', () => {
     expect(await until(1)).toEqual([{ jsonrpc: '2.0', id: 'a', error: { code: -32601, message: 'unknown method: anything' } }])
   })
 
-  it('drops a line over the limit with -32600 and reads the next one', async () => {
+  it('drops a line over the limit with -32600 (carrying the id its first bytes show) and reads the next one', async () => {
     const { input, until } = raw({ maxLineBytes: 64, onRequest: () => 'fine' })
     input.write(`{"jsonrpc":"2.0","id":1,"method":"m","params":"${'x'.repeat(100)}`)
     input.write(`${'y'.repeat(100)}"}\n{"jsonrpc":"2.0","id":2,"method":"m"}\n`)
+    input.write(`{"jsonrpc":"2.0","method":"m","params":{"id":5,"text":"${'z'.repeat(100)}"}}\n`)
+    const out = await until(3)
+    expect(out).toContainEqual({ jsonrpc: '2.0', id: 1, error: { code: -32600, message: expect.stringContaining('longer than the limit of 64 bytes') } })
+    expect(out).toContainEqual({ jsonrpc: '2.0', id: 2, result: 'fine' })
+    expect(out).toContainEqual({ jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32600 }) })
+  })
+
+  it('answers a line that is not JSON with the id its first bytes show, else null', async () => {
+    const { input, until } = raw({ onRequest: () => 'fine' })
+    input.write('{"jsonrpc":"2.0","id":"a1","method":"m","params":{oops}}\n')
+    input.write('{"jsonrpc":"2.0","method":"m","params":{"id":3,oops}}\n')
     const out = await until(2)
-    expect(out[0]).toMatchObject({ id: null, error: { code: -32600, message: expect.stringContaining('longer than the limit of 64 bytes') } })
-    expect(out[1]).toEqual({ jsonrpc: '2.0', id: 2, result: 'fine' })
+    expect(out).toEqual([
+      { jsonrpc: '2.0', id: 'a1', error: expect.objectContaining({ code: -32700 }) },
+      { jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32700 }) },
+    ])
   })
 
   it('cancels a request by signal: the sender rejects, the handler’s signal aborts', async () => {
