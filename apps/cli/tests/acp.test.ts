@@ -470,6 +470,40 @@ describe('dsh --profile acp: bad input', { timeout: 60_000 }, () => {
     expect((await storedLog(sessionId)).filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['aborted', 'completed'])
   })
 
+  it('answers a prompt still running when stdin closes with cancelled before it exits', async () => {
+    t.mock.enqueue(reply.stall(2, reply.text('A reply held by the model server until the client has gone')))
+    const raw = new RawAcp()
+    raw.request(1, 'initialize', { protocolVersion: 1 })
+    await raw.response(1)
+    raw.request(2, 'session/new', { cwd: t.work, mcpServers: [] })
+    const sessionId = (await raw.response(2)).result.sessionId as string
+    raw.request(3, 'session/prompt', { sessionId, prompt: [{ type: 'text', text: 'keep talking' }] })
+    await t.mock.waitForRequests(1)
+    const result = await raw.close()
+    expect(result.code).toBe(0)
+    // Everything dsh wrote is in stdout by the time it has exited: the answer was sent before the exit.
+    expect(raw.messages().find((m) => m.id === 3)).toEqual({ jsonrpc: '2.0', id: 3, result: { stopReason: 'cancelled' } })
+    expect((await storedLog(sessionId)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
+  })
+
+  it('refuses session ids that cannot name a session with -32602 saying why', async () => {
+    const raw = new RawAcp()
+    raw.request(1, 'initialize', { protocolVersion: 1 })
+    await raw.response(1)
+    raw.request(2, 'session/load', { sessionId: '../../etc/passwd', cwd: t.work, mcpServers: [] })
+    const load = (await raw.response(2)).error
+    expect(load).toMatchObject({ code: -32602, data: { sessionId: '../../etc/passwd' } })
+    expect(load.message).toContain('sessionId "../../etc/passwd" must be a session id')
+    raw.request(3, 'session/prompt', { sessionId: '', prompt: [{ type: 'text', text: 'hi' }] })
+    expect((await raw.response(3)).error).toMatchObject({ code: -32602, message: expect.stringContaining('sessionId "" must be a session id') })
+    raw.request(4, 'session/set_mode', { sessionId: 'a/b', modeId: 'read-only' })
+    expect((await raw.response(4)).error).toMatchObject({ code: -32602, data: { sessionId: 'a/b' } })
+    // A well-formed id that names nothing is still unknown, not invalid.
+    raw.request(5, 'session/load', { sessionId: 'session-nope', cwd: t.work, mcpServers: [] })
+    expect((await raw.response(5)).error).toMatchObject({ code: -32002 })
+    expect((await raw.close()).code).toBe(0)
+  })
+
   it('skips a line longer than maxMessageBytes with an error for its request, and reads on', async () => {
     const patch = path.join(t.root, 'small-lines.yml')
     writeFileSync(patch, '- id: acp-server\n  config:\n    maxMessageBytes: 65536\n')

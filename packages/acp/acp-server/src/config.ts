@@ -9,6 +9,8 @@ export interface AcpServerConfig {
   maxMessageBytes: number
   /** ACP tool kinds by tool name, on top of the built-in ones (read, edit, execute, search, fetch, think, ...). */
   toolKinds: Record<string, ToolKind>
+  /** At the end of input, how long to wait for the requests in flight (cancelled prompts) to be answered, in ms. */
+  drainTimeoutMs: number
 }
 
 export const Config: Schema<AcpServerConfig> = Schema.object({
@@ -23,4 +25,7 @@ export const Config: Schema<AcpServerConfig> = Schema.object({
   toolKinds: Schema.dict(Schema.union(TOOL_KINDS))
     .default({})
     .description('ACP tool kinds (read, edit, delete, move, search, execute, think, fetch, switch_mode, other) by tool name, added to the built-in mapping.'),
+  drainTimeoutMs: Schema.natural()
+    .default(3_000)
+    .description('When stdin closes: how long to wait for the requests in flight (prompts, whose turns are cancelled) to be answered before the connection closes, in milliseconds.'),
 })

@@ -1,9 +1,11 @@
+import { peekRequestId, REQUEST_ID_SCAN_CHARS } from '@dsh/sdk-protocol'
+
 /** The method an oversized line is replaced by; the server answers it with an error. */
 export const OVERSIZED_METHOD = '_dsh/oversized'
 
 const NEWLINE = 0x0a
 /** How much of an oversized line is kept to find its request id. */
-const HEAD_BYTES = 4096
+const HEAD_BYTES = REQUEST_ID_SCAN_CHARS
 
 /**
  * Passes newline-delimited input through, except a line longer than `limit`
@@ -31,7 +33,7 @@ export function oversizedLineGuard(limit: number): TransformStream<Uint8Array, U
 
   const finishLine = (controller: TransformStreamDefaultController<Uint8Array>) => {
     if (dropping) {
-      const request = { jsonrpc: '2.0', id: requestId(head) ?? null, method: OVERSIZED_METHOD, params: { bytes: size, limit } }
+      const request = { jsonrpc: '2.0', id: peekRequestId(head), method: OVERSIZED_METHOD, params: { bytes: size, limit } }
       controller.enqueue(encoder.encode(`${JSON.stringify(request)}\n`))
     } else if (size > 0) {
       controller.enqueue(join([...parts, NEWLINE_BYTES], size + 1))
@@ -73,31 +75,4 @@ function join(parts: Uint8Array[], max: number): Uint8Array {
     offset += slice.length
   }
   return out
-}
-
-/** The `id` member of the top-level object that `text` (a JSON prefix) starts, if it appears whole. */
-export function requestId(text: string): string | number | undefined {
-  let depth = 0
-  let i = 0
-  const skipString = (from: number): number => {
-    let j = from + 1
-    while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1
-    return j + 1
-  }
-  while (i < text.length) {
-    const c = text[i] as string
-    if (c === '"') {
-      const close = skipString(i)
-      if (depth === 1 && text.slice(i, close) === '"id"') {
-        const value = /^\s*:\s*(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*")\s*[,}]/.exec(text.slice(close))
-        if (value) return JSON.parse(value[1] as string) as string | number
-      }
-      i = close
-      continue
-    }
-    if (c === '{' || c === '[') depth++
-    else if (c === '}' || c === ']') depth--
-    i++
-  }
-  return undefined
 }

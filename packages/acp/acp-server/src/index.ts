@@ -12,7 +12,7 @@ import { AcpServer } from './server.ts'
 
 export { AcpServer } from './server.ts'
 export { Config, type AcpServerConfig } from './config.ts'
-export { oversizedLineGuard, OVERSIZED_METHOD, requestId } from './guard.ts'
+export { oversizedLineGuard, OVERSIZED_METHOD } from './guard.ts'
 export { promptMessage, type PromptLimits } from './prompt.ts'
 export { DEFAULT_TOOL_KINDS, fence, ToolViews, type ToolCallView } from './tool-view.ts'
 export { SessionUpdates } from './updates.ts'

@@ -6,6 +6,7 @@ import { assertNever, type Context } from '@dsh/cordis'
 import type { ApprovalAnswer } from '@dsh/tools'
 import { PRESETS, type PermissionPreset } from '@dsh/permission'
 import type { SessionEvent, SessionId } from '@dsh/session'
+import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { routeFilesThroughClient } from './client-fs.ts'
 import type { AcpServerConfig } from './config.ts'
 import { OVERSIZED_METHOD } from './guard.ts'
@@ -52,6 +53,10 @@ export class AcpServer {
   private readonly kinds: Record<string, acp.ToolKind>
   private readonly connection: acp.AgentConnection
   private capabilities: acp.ClientCapabilities = {}
+  /** Ids of the client's requests not answered yet. */
+  private readonly inFlight = new Set<acp.RequestId>()
+  /** Called whenever a request in flight has been answered. */
+  private answered: () => void = () => {}
 
   constructor(
     private readonly ctx: Context,
@@ -74,8 +79,58 @@ export class AcpServer {
       .onRequest<{ bytes?: number; limit?: number }, never>(OVERSIZED_METHOD, (value) => (value ?? {}) as { bytes?: number; limit?: number }, ({ params }) => {
         throw acp.RequestError.invalidRequest(params, `the message is ${params.bytes} bytes, more than the ${params.limit} bytes this server reads in one line (acp-server config maxMessageBytes)`)
       })
-    this.connection = app.connect(stream)
+    this.connection = app.connect(this.drainedAtEnd(stream))
     this.listen()
+  }
+
+  /**
+   * The connection closes when its input ends, and answers are not written
+   * after that. So the end of input is held back until every request in
+   * flight has been answered: running turns are cancelled first, so that a
+   * pending prompt answers `cancelled` (bounded by `drainTimeoutMs`).
+   */
+  private drainedAtEnd(stream: acp.Stream): acp.Stream {
+    const isRequest = (m: acp.AnyMessage): m is acp.AnyMessage & { id: acp.RequestId } => 'method' in m && 'id' in m && m.id !== undefined
+    const isResponse = (m: acp.AnyMessage): m is acp.AnyMessage & { id: acp.RequestId } => !('method' in m) && 'id' in m
+    const readable = stream.readable.pipeThrough(
+      new TransformStream<acp.AnyMessage, acp.AnyMessage>({
+        transform: (message, controller) => {
+          if (isRequest(message)) this.inFlight.add(message.id)
+          controller.enqueue(message)
+        },
+        flush: () => this.inputEnded(),
+      }),
+    )
+    const writer = stream.writable.getWriter()
+    const writable = new WritableStream<acp.AnyMessage>({
+      write: async (message) => {
+        await writer.write(message)
+        if (isResponse(message) && this.inFlight.delete(message.id)) this.answered()
+      },
+      close: () => writer.close(),
+      abort: (reason) => writer.abort(reason),
+    })
+    return { readable, writable }
+  }
+
+  /** The client closed its input: cancel running turns and wait (bounded) until every request in flight is answered. */
+  private async inputEnded(): Promise<void> {
+    for (const state of this.sessions.values()) {
+      if (!state.prompting) continue
+      state.cancelled = true
+      state.agent.cancel('shutdown')
+    }
+    if (this.inFlight.size === 0) return
+    let timer: NodeJS.Timeout | undefined
+    await new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.config.drainTimeoutMs)
+      this.answered = () => {
+        if (this.inFlight.size === 0) resolve()
+      }
+    })
+    clearTimeout(timer)
+    this.answered = () => {}
+    if (this.inFlight.size > 0) this.ctx.logger.warn('acp: input ended; %d request(s) still unanswered after %d ms', this.inFlight.size, this.config.drainTimeoutMs)
   }
 
   /** Resolves when the client has gone (stdin closed) or the connection was closed. */
@@ -174,6 +229,7 @@ export class AcpServer {
   }
 
   private require(sessionId: string): AcpSession {
+    checkSessionId(sessionId)
     const state = this.sessions.get(sessionId)
     if (!state) throw new acp.RequestError(-32002, `unknown session: ${sessionId} (create it with session/new or open it with session/load)`, { sessionId })
     return state
@@ -219,7 +275,7 @@ export class AcpServer {
   }
 
   private async loadSession(params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
-    const id = params.sessionId
+    const id = checkSessionId(params.sessionId)
     if (!path.isAbsolute(params.cwd)) throw invalid(`cwd must be an absolute path, got ${JSON.stringify(params.cwd)}`)
     if (params.additionalDirectories?.length) throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
     let agent: Agent
@@ -337,6 +393,13 @@ async function explained<T>(handler: () => Promise<T>): Promise<T> {
 
 function invalid(text: string, data?: unknown): acp.RequestError {
   return acp.RequestError.invalidParams(data, text)
+}
+
+/** The id, or -32602 saying why it cannot name a session (a path, a wrong shape). */
+function checkSessionId(id: string): string {
+  const problem = sessionIdProblem(id)
+  if (problem) throw invalid(`sessionId ${JSON.stringify(id)} ${problem}`, { sessionId: id })
+  return id
 }
 
 /** An absolute path to an existing folder, or -32602 naming it. */

@@ -2,7 +2,7 @@ import type { SessionUpdate } from '@agentclientprotocol/sdk'
 import type { ToolCallId } from '@dsh/llm'
 import type { SessionEvent } from '@dsh/session'
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_TOOL_KINDS, fence, oversizedLineGuard, promptMessage, requestId, SessionUpdates, ToolViews } from '../src/index.ts'
+import { DEFAULT_TOOL_KINDS, fence, oversizedLineGuard, promptMessage, SessionUpdates, ToolViews } from '../src/index.ts'
 
 const limits = { images: false, model: 'text-model', maxBytes: 1000 }
 
@@ -166,9 +166,9 @@ describe('the input guard', () => {
     ])
   })
 
-  it('finds the id of the top-level object only', () => {
-    expect(requestId('{"jsonrpc":"2.0","params":{"id":5},"id":"a\\"b","method"')).toBe('a"b')
-    expect(requestId('{"params":{"id":5}')).toBeUndefined()
-    expect(requestId('{"id":12,')).toBe(12)
+  it('gives the error request a null id when the long line shows no top-level id', async () => {
+    const big = `{"jsonrpc":"2.0","method":"session/prompt","params":{"id":5,"text":"${'x'.repeat(300)}"}}`
+    const out = await through(100, [`${big}\n`])
+    expect(JSON.parse(out.split('\n')[0] as string)).toMatchObject({ id: null, method: '_dsh/oversized' })
   })
 })
