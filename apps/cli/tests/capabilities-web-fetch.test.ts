@@ -47,4 +47,31 @@ describe('web_fetch through the headless app', () => {
     expect((await t.headless(['--patch', patch, 'fetch the page'], full)).code).toBe(0)
     expect(lastTool(t.mock.requests[3])).toBe(`Fetched ${url} (HTTP 200, text/html, 109 bytes)\n\n# Local page\n\n## Deploy code\n\nIt is **4711**.`)
   })
+
+  it('refuses IPv6 forms that carry a non-public IPv4 address, saying which one', async () => {
+    const targets: Array<[string, string]> = [
+      ['http://[2002:7f00:1::]/', 'loopback, as 127.0.0.1 inside a 6to4 address'],
+      ['http://[::ffff:0:127.0.0.1]/', 'loopback, as 127.0.0.1 inside an IPv4-translated (SIIT) address'],
+      ['http://[64:ff9b:1::7f00:1]/', 'loopback, as 127.0.0.1 (embedded for a /96 prefix) inside a NAT64 address'],
+      // Teredo: the client is the last 32 bits XOR 0xffffffff: 0x80fffffe ^ 0xffffffff = 0x7f000001.
+      ['http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/', 'loopback, as 127.0.0.1 (Teredo client) inside a Teredo address'],
+      ['http://[64:ff9b::a00:1]/', 'private (RFC 1918), as 10.0.0.1 inside a NAT64 address'],
+    ]
+    t.mock.enqueue(
+      reply.toolCalls(targets.map(([target], i) => ({ id: `call_${i}`, name: 'web_fetch', arguments: { url: target } }))),
+      reply.text('None of them.'),
+    )
+    expect((await t.headless(['fetch these'], { DSH_PERMISSION_MODE: 'danger-full-access' })).code).toBe(0)
+    const results = (t.mock.requests[1]?.body as { messages: Array<{ role: string; tool_call_id: string; content: string }> }).messages.filter(
+      (m) => m.role === 'tool',
+    )
+    expect(results).toHaveLength(targets.length)
+    targets.forEach(([target, reason], i) => {
+      const result = results.find((m) => m.tool_call_id === `call_${i}`)?.content
+      expect(result).toBe(
+        `Error: ${new URL(target).origin} is not a public address: ${reason}. web_fetch only reaches public internet addresses; ` +
+          'the user can allow others in the web-fetch config (allowPrivate or allowHosts).',
+      )
+    })
+  })
 })

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import { ToolError } from '@dsh/tools'
-import { nonPublicReason } from './address.ts'
+import { nonPublicReason } from '@dsh/address-rules'
 
 export interface ResolvedAddress {
   address: string

@@ -8,7 +8,7 @@ import { type BodyKind, type Fetched, fetchGuarded, kindOfType } from './fetch.t
 import { parseTarget, type Resolver, systemResolver } from './guard.ts'
 
 export { Config, type WebFetchConfig }
-export { nonPublicReason } from './address.ts'
+export { classifyAddress, isPublicAddress, nonPublicReason } from '@dsh/address-rules'
 export { convertHtml } from './convert.ts'
 export type { ResolvedAddress, Resolver } from './guard.ts'
 

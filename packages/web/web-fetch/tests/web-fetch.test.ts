@@ -12,7 +12,7 @@ import * as toolsPlugin from '@dsh/tools'
 import type { ToolResult, ToolsConfig } from '@dsh/tools'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import * as webFetch from '../src/index.ts'
-import { createWebFetchTool, nonPublicReason, type Resolver, type WebFetchConfig } from '../src/index.ts'
+import { createWebFetchTool, type Resolver, type WebFetchConfig } from '../src/index.ts'
 
 const PAGE = `<!doctype html><html><head><title>Test &amp; page</title><style>body{color:red}</style><script>alert("x")</script></head>
 <body><h1>Welcome</h1><p>Some <strong>bold</strong> text and a <a href="https://example.com/next">link</a>.</p>
@@ -296,28 +296,5 @@ describe('the address guard (allowPrivate false)', () => {
     expect(result.isError).toBe(false)
     expect(text(result)).toContain('plain *text*')
     expect(asked).toEqual(['pinned.invalid'])
-  })
-})
-
-describe('nonPublicReason', () => {
-  it.each([
-    ['8.8.8.8', undefined],
-    ['2606:4700:4700::1111', undefined],
-    ['::ffff:8.8.8.8', undefined],
-    ['127.0.0.53', 'loopback'],
-    ['0.0.0.0', 'unspecified ("this network")'],
-    ['100.64.0.1', 'carrier-grade NAT'],
-    ['172.31.255.255', 'private (RFC 1918)'],
-    ['169.254.169.254', 'link-local (cloud metadata)'],
-    ['224.0.0.1', 'multicast'],
-    ['::', 'unspecified'],
-    ['fd12:3456::1', 'unique local (private)'],
-    ['fe80::1%eth0', 'link-local'],
-    ['ff02::1', 'multicast'],
-    ['::ffff:7f00:1', 'loopback'],
-    ['::ffff:169.254.169.254', 'link-local (cloud metadata)'],
-    ['64:ff9b::a00:1', 'private (RFC 1918), through NAT64'],
-  ])('%s -> %s', (address, reason) => {
-    expect(nonPublicReason(address)).toBe(reason)
   })
 })
