@@ -658,6 +658,71 @@ describe('dsh web API', () => {
       expect(huge).toMatchObject({ status: 413, json: { error: { code: 'too-large' } } })
     })
 
+    it('answers a bad session id, cursor or parameter with 400 naming it, on every route that reads one', async () => {
+      const id = await newSession()
+      const bad = async (method: string, urlPath: string, parameter: string, body?: unknown) => {
+        const reply = await call(app.port, method, urlPath, body === undefined ? {} : { body })
+        expect({ route: `${method} ${urlPath}`, status: reply.status, code: reply.json?.error?.code }).toEqual({
+          route: `${method} ${urlPath}`,
+          status: 400,
+          code: 'bad-request',
+        })
+        expect(reply.json.error.message).toContain(parameter)
+        return reply.json.error.message as string
+      }
+      const traversal = '..%2f..%2fetc%2fpasswd'
+      expect(await bad('GET', `/api/sessions/${traversal}`, 'id')).toBe(
+        'id: "../../etc/passwd" must be a session id (1 to 200 letters, digits and . _ : @ + = -, starting with a letter or digit)',
+      )
+      await bad('GET', `/api/sessions/${traversal}/events?before=3`, 'id')
+      await bad('POST', `/api/sessions/${traversal}/messages`, 'id', { text: 'hi' })
+      await bad('POST', `/api/sessions/${traversal}/cancel`, 'id')
+      await bad('POST', `/api/sessions/${traversal}/compact`, 'id')
+      await bad('POST', `/api/sessions/${traversal}/fork`, 'id')
+      await bad('PATCH', `/api/sessions/${traversal}`, 'id', { title: 'x' })
+      await bad('DELETE', `/api/sessions/${traversal}`, 'id')
+      expect(await bad('GET', '/api/sessions/a..b', 'id')).toContain('without ".."')
+      await bad('GET', '/api/sessions/%20spaced', 'id')
+
+      expect(await bad('GET', '/api/sessions?cursor=bogus', 'cursor')).toBe(
+        'cursor: "bogus" is not a cursor this server returned; pass the nextCursor of the previous page',
+      )
+      await bad('GET', '/api/sessions?limit=lots', 'limit')
+      await bad('GET', '/api/sessions?limit=0', 'limit')
+      await bad('GET', '/api/sessions?cwd=relative/dir', 'cwd')
+      await bad('GET', `/api/sessions/${id}?tail=0`, 'tail')
+      await bad('GET', `/api/sessions/${id}/events?before=soon`, 'before')
+      await bad('POST', '/api/sessions', 'model', { model: 'gpt-17' })
+      await bad('POST', '/api/sessions', 'permissionPreset', { permissionPreset: 'root' })
+      await bad('POST', '/api/sessions', 'reasoningEffort', { reasoningEffort: 'extreme' })
+      await bad('POST', '/api/sessions', 'cwd', { cwd: path.join(app.work, 'missing') })
+      await bad('POST', '/api/sessions', 'color', { color: 'red' })
+      await bad('POST', `/api/sessions/${id}/messages`, 'images.0.data', { text: 'x', images: [{ mediaType: 'image/png', data: '%%%%' }] })
+      await bad('POST', `/api/sessions/${id}/fork`, 'turn', { turn: 0 })
+      await bad('PATCH', `/api/sessions/${id}`, 'model', { model: 'gpt-17' })
+      await bad('PATCH', `/api/sessions/${id}`, 'title', { title: '   ' })
+      await bad('PUT', '/api/settings', 'model', { model: 'gpt-17' })
+      await bad('PUT', '/api/settings', 'baseUrl', { baseUrl: 'ftp://example.com' })
+      await bad('PUT', '/api/settings', 'theme', { theme: 'neon' })
+      await bad('GET', '/api/files?limit=0', 'limit')
+      await bad('GET', '/api/files?cwd=relative', 'cwd')
+      await bad('GET', '/api/dirs?hidden=maybe', 'hidden')
+      await bad('GET', `/api/dirs?path=${encodeURIComponent(path.join(app.work, 'missing'))}`, 'path')
+      await bad('POST', '/api/approvals/some-request', 'decision', { decision: 'perhaps' })
+      await bad('POST', '/api/questions/some-request', 'answers', { answers: [] })
+
+      const socket = await open()
+      socket.send({ type: 'subscribe', sessionId: '../../etc/passwd' })
+      const frame = await socket.next((f) => f.type === 'error')
+      expect(frame.error.code).toBe('bad-request')
+      expect(frame.error.message).toContain('sessionId: must be a session id')
+
+      // None of that was a fault of the server: nothing was logged as one.
+      expect(app.proc.stderr).not.toMatch(/failed: |internal/)
+      // And the session named right still answers.
+      expect((await call(app.port, 'GET', `/api/sessions/${id}`)).status).toBe(200)
+    })
+
     it('answers bad socket frames with an error frame and keeps the socket', async () => {
       const socket = await open()
       socket.ws.send('{nope')

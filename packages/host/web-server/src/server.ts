@@ -272,6 +272,7 @@ export class WebServer extends Service {
       checkTrust(this.policy, req.headers, url.searchParams.get('token'))
       if (!handler) throw new HttpError(404, 'not-found', `no WebSocket endpoint at ${url.pathname}`)
     } catch (error) {
+      if (!(error instanceof HttpError)) this.home.logger('web-server').error('upgrade of %s failed: %s', url.pathname, error instanceof Error ? (error.stack ?? error.message) : String(error))
       rejectUpgrade(socket, error instanceof HttpError ? error : new HttpError(500, 'internal', String(error)))
       return
     }

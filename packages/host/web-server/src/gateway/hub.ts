@@ -4,6 +4,7 @@ import type { Context } from '@dsh/cordis'
 import type { SessionEvent } from '@dsh/session'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { z } from 'zod'
+import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { HttpError } from '../http.ts'
 import type { SessionAccess } from './sessions.ts'
 
@@ -22,9 +23,14 @@ interface Client {
   subscriptions: Map<string, Subscription>
 }
 
+const sessionId = z.string().superRefine((id, context) => {
+  const problem = sessionIdProblem(id)
+  if (problem) context.addIssue({ code: 'custom', message: problem })
+})
+
 const ClientFrame = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('subscribe'), sessionId: z.string().min(1), afterSeq: z.number().int().min(-1).optional() }),
-  z.object({ type: z.literal('unsubscribe'), sessionId: z.string().min(1) }),
+  z.object({ type: z.literal('subscribe'), sessionId, afterSeq: z.number().int().min(-1).optional() }),
+  z.object({ type: z.literal('unsubscribe'), sessionId }),
   z.object({ type: z.literal('ping') }),
 ])
 
@@ -126,7 +132,10 @@ export class SocketHub {
     }
     await this.subscribe(client, frame.sessionId, frame.afterSeq ?? -1).catch((error: unknown) => {
       if (error instanceof HttpError) fail(error.code, error.message, frame.sessionId)
-      else fail('internal', `subscribing to ${frame.sessionId} failed: ${error instanceof Error ? error.message : String(error)}`, frame.sessionId)
+      else {
+        this.ctx.logger('web-api').error('subscribing to %s failed: %s', frame.sessionId, error instanceof Error ? (error.stack ?? error.message) : String(error))
+        fail('internal', `subscribing to ${frame.sessionId} failed: ${error instanceof Error ? error.message : String(error)}`, frame.sessionId)
+      }
     })
   }
 

@@ -12,7 +12,7 @@ import { type ApiRequest, JsonReply } from '../server.ts'
 import { absolutePath, existingFolder } from './files.ts'
 import { recentHistory } from './history.ts'
 import type { SocketHub } from './hub.ts'
-import { type SessionAccess, unknownSession } from './sessions.ts'
+import { checkedModel, checkedSessionId, type SessionAccess, unknownSession } from './sessions.ts'
 
 const effort = z.enum(REASONING_EFFORTS as [ReasoningEffort, ...ReasoningEffort[]])
 const preset = z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]])
@@ -60,8 +60,9 @@ function unavailable(what: string, plugin: string): HttpError {
   return new HttpError(503, 'unavailable', `${what} needs the ${plugin} plugin, which is not loaded`)
 }
 
+/** The session id of the path, or a 400 when it cannot name a session. */
 function idOf(request: ApiRequest): string {
-  return request.params.id as string
+  return checkedSessionId(request.params.id as string)
 }
 
 /** The session routes of API.md: list, create, read, send, cancel, compact, fork, patch, delete. */
@@ -90,6 +91,7 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
 
   server.route(ctx, 'POST', '/api/sessions', async (request) => {
     const body = parseWith(CreateBody, (await request.body()) ?? {}, 'new session')
+    if (body.model) checkedModel(ctx, body.model)
     const cwd = body.cwd ? await existingFolder(body.cwd, 'cwd') : launchCwd
     const permission = ctx.get('permission')
     if (body.permissionPreset && !permission) throw unavailable('permissionPreset', 'permission')
@@ -166,6 +168,7 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
 
   server.route(ctx, 'PATCH', '/api/sessions/:id', async (request) => {
     const body = parseWith(PatchBody, (await request.body()) ?? {}, 'session update')
+    if (body.model) checkedModel(ctx, body.model)
     const titles = ctx.get('sessionTitles')
     const permission = ctx.get('permission')
     if (body.title !== undefined && !titles) throw unavailable('renaming a session', 'session-titles')

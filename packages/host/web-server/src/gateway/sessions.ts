@@ -4,6 +4,7 @@ import type { PermissionPreset } from '@dsh/permission'
 import { Session, type SessionEvent, type SessionId, type SessionMeta } from '@dsh/session'
 import type { CatalogEntry } from '@dsh/session-catalog'
 import { SessionBusyError, type SessionHolder, SessionNotFoundError } from '@dsh/session-persistence'
+import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { HttpError } from '../http.ts'
 import { RecentReads } from './recent-reads.ts'
 
@@ -18,6 +19,33 @@ export interface SessionView {
   meta: SessionMeta
   events: readonly SessionEvent[]
   agent?: Agent
+}
+
+/** A 400 naming `parameter`, in the shape `parseWith` gives (`details.issues`). */
+export function badParameter(parameter: string, message: string): HttpError {
+  return new HttpError(400, 'bad-request', `${parameter}: ${message}`, { issues: [{ path: parameter, message }] })
+}
+
+/** `id` when it can name a session, else a 400 naming the parameter it came in (a path like `../../etc/passwd`, a wrong shape). */
+export function checkedSessionId(id: string, parameter = 'id'): string {
+  const problem = sessionIdProblem(id)
+  if (problem) throw badParameter(parameter, `${JSON.stringify(id)} ${problem}`)
+  return id
+}
+
+/** A cursor this server did not hand out. */
+export function badCursor(cursor: string): HttpError {
+  return badParameter('cursor', `${JSON.stringify(cursor)} is not a cursor this server returned; pass the nextCursor of the previous page`)
+}
+
+/** `model` when the provider's catalog offers it (or has no catalog), else a 400 naming `field`. */
+export function checkedModel(ctx: Context, model: string, field = 'model'): string {
+  const provider = ctx.agents.defaults().provider
+  const offered = ctx.get('llm')?.models(provider).map((m) => m.id) ?? []
+  if (offered.length > 0 && !offered.includes(model)) {
+    throw badParameter(field, `unknown model ${JSON.stringify(model)}; ${provider} offers ${offered.join(', ')}`)
+  }
+  return model
 }
 
 export function unknownSession(id: string): HttpError {
@@ -195,7 +223,13 @@ export class SessionAccess {
     const catalog = this.ctx.get('sessionCatalog')
     let page: { sessions: StoredSummary[]; nextCursor?: string }
     if (catalog) {
-      page = await catalog.list({ ...q, includeChildren: false })
+      try {
+        page = await catalog.list({ ...q, includeChildren: false })
+      } catch (error) {
+        // The catalog refuses a cursor it cannot decode with a plain Error ("invalid cursor ..."), before any query runs.
+        if (q.cursor !== undefined && error instanceof Error && error.message.startsWith('invalid cursor')) throw badCursor(q.cursor)
+        throw error
+      }
     } else {
       page = await this.listStored(q)
     }
@@ -223,7 +257,7 @@ export class SessionAccess {
       (s) => !s.parentSession && (!q.cwd || s.cwd === q.cwd) && (!needle || `${s.title ?? ''} ${s.id}`.toLowerCase().includes(needle)),
     )
     const start = q.cursor ? Number(q.cursor) : 0
-    if (!Number.isInteger(start) || start < 0) throw new HttpError(400, 'bad-request', `cursor ${JSON.stringify(q.cursor)} is not a cursor this server returned`)
+    if (!Number.isSafeInteger(start) || start < 0) throw badCursor(q.cursor ?? '')
     const slice = all.slice(start, start + q.limit).map((s) => ({
       sessionId: s.id,
       ...(s.title ? { title: s.title } : {}),

@@ -9,6 +9,7 @@ import { type PermissionPreset, PRESETS } from '@dsh/permission'
 import { textMessage } from '@dsh/session'
 import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
+import { checkedModel } from './sessions.ts'
 
 export const THEMES = ['light', 'dark', 'system'] as const
 export type Theme = (typeof THEMES)[number]
@@ -115,6 +116,7 @@ export class SettingsStore {
 
   async write(body: unknown): Promise<Record<string, unknown>> {
     const input = parseWith(SettingsBody, body ?? {}, 'settings')
+    if (input.model !== undefined) checkedModel(this.ctx, input.model)
     if (input.apiKey !== undefined || input.baseUrl !== undefined) {
       const credentials = this.credentials()
       if (!credentials) throw new HttpError(503, 'unavailable', 'the credentials plugin is not loaded, so the key and base URL cannot be stored')
