@@ -29,7 +29,7 @@ beforeEach(async () => {
   root = new Context()
   await root.plugin(SessionStore)
   await root.plugin(ToolRuntime, {} as never)
-  await root.plugin(permissionPlugin, { preset: 'workspace-write', approval: 'ask', network: false, extraWritableRoots: [] })
+  await root.plugin(permissionPlugin, { preset: 'workspace-write', approval: 'ask', network: { 'read-only': 'off', 'workspace-write': 'off' }, extraWritableRoots: [] })
   await root.plugin(fsPlugin, {})
   await root.plugin(agentPlugin, { provider: 'none', model: 'none' })
 })

@@ -2,7 +2,18 @@ import type { Context } from '@dsh/cordis'
 import { type PermissionConfig, PermissionService } from './service.ts'
 
 export * from './types.ts'
-export { Config, DECISION_EVENT, PRESET_EVENT, type PermissionConfig, type PermissionRun, PermissionService } from './service.ts'
+export {
+  Config,
+  DECISION_EVENT,
+  NETWORK_DECISION_EVENT,
+  NETWORK_EVENT,
+  type NetworkAskContext,
+  PRESET_EVENT,
+  type PermissionConfig,
+  type PermissionRun,
+  PermissionService,
+  type SandboxPolicyOptions,
+} from './service.ts'
 export { classify, accessOf, writeScope, type ClassifyOptions, type Verdict, type WriteScope } from './classify.ts'
 export { isWithin, resolveReal } from './paths.ts'
 

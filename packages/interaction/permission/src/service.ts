@@ -2,7 +2,17 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { type Context, ExclusiveSlot, Schema, Service } from '@dsh/cordis'
-import { type ApprovalAnswer, type PreToolDecision, type ToolApprover, type ToolExecution, untilAborted } from '@dsh/tools'
+import type { ToolCallId } from '@dsh/llm'
+import { NETWORK_MODES, type NetworkDecision, type NetworkMode, type NetworkTarget } from '@dsh/sandbox'
+import {
+  type ApprovalAnswer,
+  type PreToolDecision,
+  type ToolApprover,
+  type ToolCall,
+  type ToolExecution,
+  type ToolRunContext,
+  untilAborted,
+} from '@dsh/tools'
 import type { Session } from '@dsh/session'
 import { classify, writeScope } from './classify.ts'
 import { PRESETS, type ApprovalPolicy, type PermissionAnswer, type PermissionDecisionEvent, type PermissionPreset, type SandboxPolicy } from './types.ts'
@@ -16,9 +26,14 @@ declare module '@dsh/cordis' {
 export interface PermissionConfig {
   preset: PermissionPreset
   approval: ApprovalPolicy
-  network: boolean
+  network: Record<ConfinedPreset, NetworkMode>
   extraWritableRoots: string[]
 }
+
+/** The presets whose commands run confined, each with a network setting. */
+type ConfinedPreset = Exclude<PermissionPreset, 'danger-full-access'>
+
+const networkMode = Schema.union(['off', 'proxy', 'on'] as const)
 
 export const Config: Schema<PermissionConfig> = Schema.object({
   preset: Schema.union(['read-only', 'workspace-write', 'danger-full-access'] as const)
@@ -27,9 +42,14 @@ export const Config: Schema<PermissionConfig> = Schema.object({
   approval: Schema.union(['ask', 'never'] as const)
     .default('ask')
     .description('A call outside the preset asks the surface (ask) or is denied without asking (never).'),
-  network: Schema.boolean()
-    .default(false)
-    .description('Let sandboxed commands and network tools reach the network without asking.'),
+  network: Schema.object({
+    'read-only': networkMode.default('off'),
+    'workspace-write': networkMode.default('proxy'),
+  }).description(
+    'The network of sandboxed commands per preset: off (none), proxy (HTTP(S) to allowed hosts through dsh\'s proxy, ' +
+      'others asked or denied) or on (outbound, never the host\'s loopback). Network tools such as web_fetch run without ' +
+      'asking only under on. A session can override it (setNetwork).',
+  ),
   extraWritableRoots: Schema.array(Schema.string())
     .default([])
     .description('More folders workspace-write may write, besides the workspace and the temp dir; relative ones resolve against the session cwd.'),
@@ -37,11 +57,26 @@ export const Config: Schema<PermissionConfig> = Schema.object({
 
 export const DECISION_EVENT = 'permission/decision'
 export const PRESET_EVENT = 'permission/preset'
+export const NETWORK_EVENT = 'permission/network'
+export const NETWORK_DECISION_EVENT = 'network/decision'
 
 /** A session's identity and workspace, as a tool body sees them in its `ToolRunContext`. */
 export interface PermissionRun {
   sessionId: string
   cwd: string
+}
+
+/** The call a command belongs to, so that the network proxy can ask the user about it. */
+export interface NetworkAskContext {
+  call: ToolCall
+  run: ToolRunContext
+}
+
+export interface SandboxPolicyOptions {
+  /** The call declared `escalated` and was approved: it runs unconfined. */
+  escalated?: boolean
+  /** The command's call: lets the proxy ask about hosts off the allowlist (without it they are denied). */
+  call?: NetworkAskContext
 }
 
 /**
@@ -57,6 +92,9 @@ export class PermissionService extends Service {
   private readonly home: Context
   private readonly settings: PermissionConfig
   private readonly overrides = new Map<string, PermissionPreset>()
+  private readonly networkOverrides = new Map<string, NetworkMode>()
+  /** Per session: hosts the user allowed the proxy to reach for the rest of the session. */
+  private readonly allowedHosts = new Map<string, Set<string>>()
   /** Per session: the kinds of action the user allowed for the rest of the session. */
   private readonly allowed = new Map<string, Set<string>>()
   private readonly approver = new ExclusiveSlot<ToolApprover>('permission approver')
@@ -79,11 +117,15 @@ export class PermissionService extends Service {
     }
     ctx.sessions.registerEventType(ctx, DECISION_EVENT)
     ctx.sessions.registerEventType(ctx, PRESET_EVENT)
+    ctx.sessions.registerEventType(ctx, NETWORK_EVENT)
+    ctx.sessions.registerEventType(ctx, NETWORK_DECISION_EVENT)
     ctx.on('tools/pre-execute', (execution, next) => this.decide(execution, next), { prepend: true })
     ctx.on('session/created', (session) => this.adoptLoggedPreset(session))
     for (const session of ctx.sessions.list()) this.adoptLoggedPreset(session)
     ctx.on('session/closed', async (session) => {
       this.overrides.delete(session.id)
+      this.networkOverrides.delete(session.id)
+      this.allowedHosts.delete(session.id)
       this.allowed.delete(session.id)
       if (this.tempRoot) rmSync(path.join(this.tempRoot, session.id), { recursive: true, force: true })
     })
@@ -133,10 +175,35 @@ export class PermissionService extends Service {
     this.logPreset(sessionId, null)
   }
 
-  /** A session whose log holds a preset (resumed, forked, or open before this plugin started) runs under it again. */
+  /** A session whose log holds a preset or network setting (resumed, forked, or open before this plugin started) runs under it again. */
   private adoptLoggedPreset(session: Session): void {
     const preset = session.last(PRESET_EVENT)?.data.preset
     if (preset && PRESETS.includes(preset)) this.overrides.set(session.id, preset)
+    const network = session.last(NETWORK_EVENT)?.data.network
+    if (network && NETWORK_MODES.includes(network)) this.networkOverrides.set(session.id, network)
+  }
+
+  /** The network setting of a session's sandboxed commands: its override, else the one configured for its preset. */
+  network(sessionId: string): NetworkMode {
+    const preset = this.preset(sessionId)
+    if (preset === 'danger-full-access') return 'on'
+    return this.networkOverrides.get(sessionId) ?? this.settings.network[preset]
+  }
+
+  /**
+   * Overrides the network setting of one session (null: back to the
+   * preset's), logged as `permission/network` so that it holds after resume.
+   */
+  setNetwork(sessionId: string, network: NetworkMode | null): void {
+    if (network !== null && !NETWORK_MODES.includes(network)) {
+      throw new Error(`unknown network setting "${String(network)}"; expected one of ${NETWORK_MODES.join(', ')}`)
+    }
+    if (network === null) this.networkOverrides.delete(sessionId)
+    else this.networkOverrides.set(sessionId, network)
+    this.allowedHosts.delete(sessionId)
+    const session = this.home.sessions.get(sessionId)
+    if (!session || (session.last(NETWORK_EVENT)?.data.network ?? null) === network) return
+    session.append(NETWORK_EVENT, { network }, { ignorable: true })
   }
 
   /** Appends `permission/preset` unless the log already says so. */
@@ -157,20 +224,73 @@ export class PermissionService extends Service {
    * that declared `escalated` in its access and was approved (pre-execute
    * denies it otherwise): it runs unconfined.
    */
-  sandboxPolicy(run: PermissionRun, options: { escalated?: boolean } = {}): SandboxPolicy {
+  sandboxPolicy(run: PermissionRun, options: SandboxPolicyOptions = {}): SandboxPolicy {
     const preset = this.preset(run.sessionId)
     if (preset === 'danger-full-access' || options.escalated === true) {
-      return { mode: 'off', writableRoots: [], protectedPaths: [], network: true }
+      return { mode: 'off', writableRoots: [], protectedPaths: [], network: 'on' }
     }
-    const { network } = this.settings
-    if (preset === 'read-only') return { mode: 'read-only', writableRoots: [], protectedPaths: [], network }
+    const network = this.networkFor(run.sessionId, options.call)
+    if (preset === 'read-only') return { mode: 'read-only', writableRoots: [], protectedPaths: [], ...network }
     const scope = writeScope(run.cwd, this.settings.extraWritableRoots, this.sessionTemp(run.sessionId))
     return {
       mode: 'workspace-write',
       writableRoots: [...scope.roots],
       protectedPaths: [...scope.protectedPaths],
-      network,
+      ...network,
       tempDir: scope.temp,
+    }
+  }
+
+  /**
+   * The network part of a command's policy. Under `proxy` the command gets a
+   * grant of its own; hosts off the allowlist are asked about through the
+   * surface's approver (as the command's call) or denied where nobody can
+   * ask, and every decision is logged as `network/decision`. Without the
+   * sandbox network service, `proxy` falls back to `off`, never to `on`.
+   */
+  private networkFor(sessionId: string, call: NetworkAskContext | undefined): Pick<SandboxPolicy, 'network' | 'proxyToken'> {
+    const mode = this.network(sessionId)
+    if (mode !== 'proxy') return { network: mode }
+    const service = this.home.get('sandboxNetwork')
+    if (!service) return { network: 'off' }
+    const canAsk = call !== undefined && this.settings.approval === 'ask' && !this.isSubagent(sessionId) && this.approver.current !== undefined
+    const token = service.grant({
+      sessionId,
+      ...(canAsk ? { ask: (target: NetworkTarget, signal: AbortSignal) => this.askNetwork(call, target, signal) } : {}),
+      record: (decision) => this.recordNetwork(sessionId, call?.call.callId, decision),
+    })
+    return { network: 'proxy', proxyToken: token }
+  }
+
+  private async askNetwork(context: NetworkAskContext, target: NetworkTarget, signal: AbortSignal): Promise<boolean> {
+    const { call, run } = context
+    const remembered = this.allowedHosts.get(run.sessionId)
+    if (remembered?.has(target.host)) return true
+    const approver = this.approver.current
+    if (!approver) return false
+    const reason = `the command wants to reach ${target.host}:${target.port}, which is not on the network allowlist of sandboxed commands`
+    const stop = AbortSignal.any([signal, run.signal])
+    let answer: ApprovalAnswer
+    try {
+      answer = await untilAborted(approver(call, reason, { ...run, signal: stop }), stop)
+    } catch {
+      return false
+    }
+    if (answer === 'allow-session') {
+      let hosts = this.allowedHosts.get(run.sessionId)
+      if (!hosts) this.allowedHosts.set(run.sessionId, (hosts = new Set()))
+      hosts.add(target.host)
+    }
+    return answer === 'allow-once' || answer === 'allow-session'
+  }
+
+  private recordNetwork(sessionId: string, callId: ToolCallId | undefined, decision: NetworkDecision): void {
+    const session = this.home.sessions.get(sessionId)
+    if (!session) return
+    try {
+      session.append(NETWORK_DECISION_EVENT, { ...(callId ? { callId } : {}), ...decision }, { ignorable: true })
+    } catch (error) {
+      this.home.logger.warn('permission: could not log a network decision: %s', error instanceof Error ? error.message : String(error))
     }
   }
 
@@ -188,7 +308,7 @@ export class PermissionService extends Service {
     const preset = this.preset(run.sessionId)
     const verdict = await classify(execution, {
       preset,
-      network: this.settings.network,
+      network: this.network(run.sessionId) === 'on',
       extraWritableRoots: this.settings.extraWritableRoots,
       temp: this.sessionTemp(run.sessionId),
     })

@@ -1,4 +1,5 @@
 import type { ToolCallId } from '@dsh/llm'
+import type { NetworkDecision, NetworkMode } from '@dsh/sandbox'
 
 /**
  * How far tools may reach without asking.
@@ -6,7 +7,8 @@ import type { ToolCallId } from '@dsh/llm'
  * - `read-only`: reads anywhere; no writes, no escalated commands, nothing
  *   undeclared. Commands still run, confined read-only by the sandbox.
  * - `workspace-write`: also writes inside the session's workspace (its cwd),
- *   the temp dir and any extra writable roots, except the workspace's `.git`.
+ *   the session's temp folder and any extra writable roots, except their
+ *   protected paths (`.git`, `.dsh`, `.claude`, `.codex`, `.agents`, `.mcp.json`).
  * - `danger-full-access`: everything; commands run unconfined.
  */
 export type PermissionPreset = 'read-only' | 'workspace-write' | 'danger-full-access'
@@ -51,8 +53,26 @@ export interface PermissionPresetEvent {
   preset: PermissionPreset | null
 }
 
+/** The data of a `permission/network` session event: the session's own network setting, or back to its preset's (`null`). */
+export interface PermissionNetworkEvent {
+  network: NetworkMode | null
+}
+
+/**
+ * The data of a `network/decision` session event: the network proxy let a
+ * sandboxed command reach a host, or refused it (logged once per command, host and outcome).
+ */
+export interface NetworkDecisionEvent extends NetworkDecision {
+  /** The command's tool call, when known. */
+  callId?: ToolCallId
+}
+
 declare module '@dsh/session' {
   interface SessionEventMap {
+    /** The session's own network setting. Log only, never model-visible. */
+    'permission/network': PermissionNetworkEvent
+    /** What the network proxy did for a sandboxed command. Log only, never model-visible. */
+    'network/decision': NetworkDecisionEvent
     /** A tool call outside the permission preset, and what became of it. Log only, never model-visible. */
     'permission/decision': PermissionDecisionEvent
     /** The session's own preset. Log only, never model-visible. */

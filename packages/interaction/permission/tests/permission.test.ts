@@ -590,7 +590,8 @@ describe('sandboxPolicy', () => {
       mode: 'workspace-write',
       writableRoots: [ws, sessionTemp],
       protectedPaths: protectedProjectPaths(ws),
-      network: false,
+      // proxy is the default, but without the sandbox network service it falls back to off.
+      network: 'off',
       tempDir: sessionTemp,
     })
     expect(sessionTemp.startsWith(temp)).toBe(true)
@@ -598,13 +599,13 @@ describe('sandboxPolicy', () => {
   })
 
   it('workspace-write with extra roots and the network on', async () => {
-    await boot({ extraWritableRoots: ['../shared'], network: true })
+    await boot({ extraWritableRoots: ['../shared'], network: { 'read-only': 'off', 'workspace-write': 'on' } })
     const sessionTemp = root.permission.sessionTemp(session.id)
     expect(root.permission.sandboxPolicy(run())).toEqual({
       mode: 'workspace-write',
       writableRoots: [ws, sessionTemp, path.join(base, 'shared')],
       protectedPaths: [...protectedProjectPaths(ws), ...protectedProjectPaths(path.join(base, 'shared'))],
-      network: true,
+      network: 'on',
       tempDir: sessionTemp,
     })
     // The extra root is writable without asking; the network is inside the preset.
@@ -616,7 +617,7 @@ describe('sandboxPolicy', () => {
 
   it('read-only: confined read-only', async () => {
     await boot({ preset: 'read-only' })
-    expect(root.permission.sandboxPolicy(run())).toEqual({ mode: 'read-only', writableRoots: [], protectedPaths: [], network: false })
+    expect(root.permission.sandboxPolicy(run())).toEqual({ mode: 'read-only', writableRoots: [], protectedPaths: [], network: 'off' })
   })
 
   it('danger-full-access: off', async () => {
@@ -724,7 +725,12 @@ describe('disposal', () => {
 
 describe('config', () => {
   it('defaults to workspace-write and ask, network off, no extra roots', () => {
-    expect(permission.Config({} as never)).toEqual({ preset: 'workspace-write', approval: 'ask', network: false, extraWritableRoots: [] })
+    expect(permission.Config({} as never)).toEqual({
+      preset: 'workspace-write',
+      approval: 'ask',
+      network: { 'read-only': 'off', 'workspace-write': 'proxy' },
+      extraWritableRoots: [],
+    })
   })
 
   it('refuses an unknown preset or policy', () => {

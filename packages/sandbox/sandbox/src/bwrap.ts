@@ -6,11 +6,20 @@ import path from 'node:path'
 import { type Context, Schema } from '@dsh/cordis'
 import { Placeholders } from './placeholders.ts'
 import { bwrapArguments, protectedPathStates, reaperArguments, SECCOMP_FD } from './profile.ts'
-import { SANDBOX_MODES, Sandbox, type SandboxAvailability, type SandboxPolicy, type WrapResult } from './seam.ts'
+import {
+  NETWORK_MODES,
+  type NetworkAttachment,
+  SANDBOX_MODES,
+  Sandbox,
+  type SandboxAvailability,
+  type SandboxPolicy,
+  type WrapResult,
+} from './seam.ts'
 import { buildSeccompFilter } from './seccomp.ts'
 
 export interface BwrapSandboxConfig {
   bwrapPath: string
+  nsenterPath: string
   probeTimeoutMs: number
   hiddenPaths: string[]
   secretFiles: string[]
@@ -21,6 +30,10 @@ export const Config: Schema<BwrapSandboxConfig> = Schema.object({
     .min(1)
     .default('bwrap')
     .description('The bubblewrap program: a name looked up on PATH, or a path.'),
+  nsenterPath: Schema.string()
+    .min(1)
+    .default('nsenter')
+    .description('nsenter (util-linux), which puts commands with network proxy or on into their network namespace.'),
   probeTimeoutMs: Schema.natural()
     .min(1)
     .default(10_000)
@@ -115,10 +128,41 @@ export class BwrapSandbox extends Sandbox {
       }
       created.push(item.path)
     }
+    let prefix: string[] = []
+    let network: NetworkAttachment | undefined
+    if (policy.network !== 'off') {
+      const attached = await this.attachNetwork(policy)
+      if ('refused' in attached) {
+        await release()
+        return attached
+      }
+      network = attached.network
+      prefix = attached.prefix
+    }
     const hidden = { paths: this.settings.hiddenPaths, secretFiles: this.settings.secretFiles }
-    const options = await bwrapArguments(policy, cwd, hidden)
+    const options = await bwrapArguments(policy, cwd, hidden, network)
     const filter = path.join(this.filterFolder, FILTER_FILE)
-    return { argv: [...withSeccompFd(filter), this.program, ...options, '--', ...argv], release }
+    return { argv: [...prefix, ...withSeccompFd(filter), this.program, ...options, '--', ...argv], release }
+  }
+
+  /** The network namespace a command with network proxy or on joins, through nsenter. */
+  private async attachNetwork(
+    policy: SandboxPolicy,
+  ): Promise<{ network: NetworkAttachment; prefix: string[] } | { refused: string }> {
+    const mode = policy.network as 'proxy' | 'on'
+    const service = this.home.get('sandboxNetwork')
+    if (!service) {
+      return {
+        refused: `the command asks for network "${mode}", but the sandbox network service (@dsh/sandbox-network) is not running, so it was not run`,
+      }
+    }
+    const nsenter = await findExecutable(this.settings.nsenterPath)
+    if (!nsenter) {
+      return { refused: `the command asks for network "${mode}", which needs nsenter (util-linux), and it was not found, so it was not run` }
+    }
+    const attached = await service.attach(mode, policy.proxyToken)
+    if ('refused' in attached) return { refused: `the command asks for network "${mode}", which is unavailable here (${attached.refused}), so it was not run` }
+    return { network: attached, prefix: [nsenter, `--net=${attached.namespace}`, '--'] }
   }
 
   private async probe(): Promise<SandboxAvailability> {
@@ -135,7 +179,7 @@ export class BwrapSandbox extends Sandbox {
     }
     const folder = await mkdtemp(path.join(tmpdir(), 'dsh-sandbox-'))
     await writeFile(path.join(folder, FILTER_FILE), filter, { mode: 0o600 })
-    const policy: SandboxPolicy = { mode: 'read-only', writableRoots: [], protectedPaths: [], network: false }
+    const policy: SandboxPolicy = { mode: 'read-only', writableRoots: [], protectedPaths: [], network: 'off' }
     const options = await bwrapArguments(policy, '/', { paths: [], secretFiles: [] })
     const [shell, ...prefix] = withSeccompFd(path.join(folder, FILTER_FILE))
     const failure = await new Promise<string | undefined>((resolve) => {
@@ -182,7 +226,12 @@ function isRoot(): boolean {
 function checkRequest(argv: string[], policy: SandboxPolicy, cwd: string): string | undefined {
   if (!Array.isArray(argv) || argv.length === 0 || !argv.every((arg) => typeof arg === 'string')) return 'argv must be a non-empty list of strings'
   if (!policy || !SANDBOX_MODES.includes(policy.mode)) return `unknown sandbox mode ${JSON.stringify(policy?.mode)}`
-  if (typeof policy.network !== 'boolean') return 'the policy says nothing about the network'
+  if (!NETWORK_MODES.includes(policy.network)) {
+    return `unknown network setting ${JSON.stringify(policy.network)}; expected one of ${NETWORK_MODES.join(', ')}`
+  }
+  if (policy.network === 'proxy' && policy.mode !== 'off' && typeof policy.proxyToken !== 'string') {
+    return 'network "proxy" needs the proxy grant (proxyToken) of the command'
+  }
   for (const [field, list] of [
     ['writableRoots', policy.writableRoots],
     ['protectedPaths', policy.protectedPaths],

@@ -1,6 +1,6 @@
 import { lstat, readdir, realpath } from 'node:fs/promises'
 import path from 'node:path'
-import type { SandboxPolicy } from './seam.ts'
+import type { NetworkAttachment, SandboxPolicy } from './seam.ts'
 
 /** The file descriptor bwrap reads the seccomp filter from. */
 export const SECCOMP_FD = 3
@@ -27,7 +27,12 @@ export interface ProtectedPathState {
  * first), the protected paths read-only over them, the hidden paths masked,
  * the network unshared unless allowed, and the seccomp filter on fd 3.
  */
-export async function bwrapArguments(policy: SandboxPolicy, cwd: string, hidden: HiddenPaths): Promise<string[]> {
+export async function bwrapArguments(
+  policy: SandboxPolicy,
+  cwd: string,
+  hidden: HiddenPaths,
+  network?: NetworkAttachment,
+): Promise<string[]> {
   const args = ['--unshare-user', '--disable-userns', '--cap-drop', 'ALL']
   args.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp')
   const roots = await writableRoots(policy)
@@ -44,7 +49,12 @@ export async function bwrapArguments(policy: SandboxPolicy, cwd: string, hidden:
     if (kind === 'folder') args.push('--tmpfs', item, '--remount-ro', item)
     else args.push('--ro-bind', '/dev/null', item)
   }
-  if (!policy.network) args.push('--unshare-net')
+  // Without an attachment the command gets a network namespace of its own with only loopback.
+  if (!network) args.push('--unshare-net')
+  else {
+    for (const [name, value] of Object.entries(network.env)) args.push('--setenv', name, value)
+    if (network.resolvConf) args.push('--ro-bind', network.resolvConf, '/etc/resolv.conf')
+  }
   args.push('--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session')
   args.push('--setenv', 'TMPDIR', policy.tempDir ?? '/tmp')
   args.push('--seccomp', String(SECCOMP_FD), '--chdir', cwd)

@@ -36,7 +36,7 @@ function policy(overrides: Partial<SandboxPolicy> = {}): SandboxPolicy {
     mode: 'workspace-write',
     writableRoots: [workspace],
     protectedPaths: [join(workspace, '.git')],
-    network: false,
+    network: 'off',
     ...overrides,
   }
 }
@@ -146,14 +146,21 @@ describe('sandbox (bubblewrap)', () => {
       await new Promise<void>((resolve) => server.close(() => resolve()))
     })
 
-    it('is cut off unless the policy allows it', async () => {
+    it('off: the host loopback is out of reach; proxy and on are refused without the network service', async () => {
       await boot()
       const connect = `echo > /dev/tcp/127.0.0.1/${port} && echo connected`
-      const off = await run(connect, policy({ network: false }))
+      const off = await run(connect, policy({ network: 'off' }))
       expect(off.code).not.toBe(0)
       expect(off.stdout).not.toContain('connected')
-      const on = await run(connect, policy({ network: true }))
-      expect(on).toMatchObject({ code: 0, stdout: 'connected\n' })
+      expect(sockets.size).toBe(0)
+      for (const network of ['proxy', 'on'] as const) {
+        const wrapped = await root.sandbox.wrap(['true'], policy({ network, proxyToken: 'x' }), workspace)
+        expect(wrapped).toEqual({ refused: expect.stringMatching(/sandbox network service .* is not running/) })
+      }
+      const tokenless = await root.sandbox.wrap(['true'], policy({ network: 'proxy' }), workspace)
+      expect(tokenless).toEqual({ refused: expect.stringMatching(/needs the proxy grant/) })
+      const unknown = await root.sandbox.wrap(['true'], policy({ network: 'full' as never }), workspace)
+      expect(unknown).toEqual({ refused: expect.stringMatching(/unknown network setting "full"/) })
     })
   })
 

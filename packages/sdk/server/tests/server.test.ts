@@ -21,7 +21,7 @@ beforeEach(async () => {
   root = new Context()
   await root.plugin(session)
   await root.plugin(tools, {} as never)
-  await root.plugin(permission, { preset: 'workspace-write', approval: 'ask', network: false, extraWritableRoots: [] })
+  await root.plugin(permission, { preset: 'workspace-write', approval: 'ask', network: { 'read-only': 'off', 'workspace-write': 'off' }, extraWritableRoots: [] })
   await root.plugin(agent, { provider: 'deepseek', model: 'deepseek-v4-flash' })
   lines = []
   stopped = 0

@@ -35,7 +35,7 @@ async function boot(options: { sandbox?: Partial<BwrapSandboxConfig> | false; su
 }
 
 function policy(overrides: Partial<SandboxPolicy> = {}): SandboxPolicy {
-  return { mode: 'workspace-write', writableRoots: [dir], protectedPaths: [join(dir, '.git')], network: false, ...overrides }
+  return { mode: 'workspace-write', writableRoots: [dir], protectedPaths: [join(dir, '.git')], network: 'off', ...overrides }
 }
 
 function collect(stream: Readable): { text: () => string } {

@@ -1,7 +1,7 @@
 import { type Context, type JsonValue, Schema } from '@dsh/cordis'
 import type { Jobs } from '@dsh/jobs'
 import { type ProcessExit, type ProcessHandle, protectedProjectPaths, type SandboxMode, type SandboxPolicy, ShellError } from '@dsh/shell'
-import { defineTool, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { defineTool, type ToolCall, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
 import { StreamCapture } from './capture.ts'
 
@@ -9,7 +9,10 @@ export { StreamCapture, TailBuffer } from './capture.ts'
 
 /** What this tool needs from `ctx.permission` (optional): the sandbox policy of a session. */
 export interface PermissionPolicySource {
-  sandboxPolicy(run: { sessionId: string; cwd: string }, options?: { escalated?: boolean }): SandboxPolicy
+  sandboxPolicy(
+    run: { sessionId: string; cwd: string },
+    options?: { escalated?: boolean; call?: { call: ToolCall; run: ToolRunContext } },
+  ): SandboxPolicy
 }
 
 /** What this tool needs from `ctx.spill` (optional): somewhere to keep output too long for the result. */
@@ -23,7 +26,7 @@ export interface BashToolConfig {
   maxOutputBytes: number
   maxSpillBytes: number
   stopAllowanceMs: number
-  sandbox: { mode: SandboxMode; network: boolean }
+  sandbox: { mode: SandboxMode; network: 'off' | 'on' }
 }
 
 export const Config: Schema<BashToolConfig> = Schema.object({
@@ -41,9 +44,11 @@ export const Config: Schema<BashToolConfig> = Schema.object({
     mode: Schema.union(['read-only', 'workspace-write', 'off'] as const)
       .default('workspace-write')
       .description('Confinement when no permission service says otherwise. workspace-write: the workspace and the temp folder are writable, <workspace>/.git is not.'),
-    network: Schema.boolean().default(false).description('Whether confined commands may use the network.'),
+    network: Schema.union(['off', 'on'] as const)
+      .default('off')
+      .description('The network of confined commands: off, or on (outbound, never the host loopback; needs @dsh/sandbox-network).'),
   })
-    .default({ mode: 'workspace-write', network: false })
+    .default({ mode: 'workspace-write', network: 'off' })
     .description('The sandbox policy used when `ctx.permission` is absent.'),
 })
 
@@ -66,11 +71,13 @@ export function apply(ctx: Context, config: BashToolConfig) {
   const spillStore = () => ctx.get('spill' as string) as SpillStore | undefined
   const jobs = (): Jobs | undefined => ctx.get('jobs')
 
-  function policyFor(run: ToolRunContext, escalated: boolean): SandboxPolicy {
+  function policyFor(run: ToolRunContext, escalated: boolean, args: unknown): SandboxPolicy {
     const source = permission()
     if (source) {
+      // The call goes along so that the network proxy can ask the user about it.
+      const call = { callId: run.callId, name: run.toolName, arguments: JSON.stringify(args) }
       try {
-        return source.sandboxPolicy({ sessionId: run.sessionId, cwd: run.cwd }, escalated ? { escalated: true } : undefined)
+        return source.sandboxPolicy({ sessionId: run.sessionId, cwd: run.cwd }, { escalated, call: { call, run } })
       } catch (error) {
         throw new ToolError('BASH_POLICY_FAILED', `could not work out the sandbox policy for this session: ${message(error)}`)
       }
@@ -117,8 +124,10 @@ export function apply(ctx: Context, config: BashToolConfig) {
         `${config.maxOutputBytes} bytes (when cut, the full output is saved to a file you can page through with read), followed ` +
         `by the exit code. Default timeout ${config.defaultTimeoutMs}ms, at most ${config.maxTimeoutMs}ms; on timeout every ` +
         'process the command started is killed. Check the exit code.\n' +
-        'Commands usually run in a sandbox: files outside the workspace and the temp folder are read-only, .git is read-only, and ' +
-        'the network may be off. If a command fails only because of that and must run anyway, call bash again with escalate: true ' +
+        'Commands usually run in a sandbox: files outside the workspace and the temp folder ($TMPDIR) are read-only, .git and ' +
+        'other project config (.dsh, .claude, .codex, .agents, .mcp.json) are read-only, and the network is off or limited to ' +
+        'HTTP(S) through a proxy that allows package registries and asks about other hosts. Processes a command starts end ' +
+        'with it. If a command fails only because of that and must run anyway, call bash again with escalate: true ' +
         'and a one-sentence justification; the user is asked to approve it.\n' +
         'For servers, watchers and other long-running commands use run_in_background: true; it returns a job id at once. ' +
         'Read its output with job_output and stop it with job_kill.',
@@ -146,7 +155,7 @@ export function apply(ctx: Context, config: BashToolConfig) {
       access: (args) => (args.escalate ? { kind: 'execute', escalated: true, summary: args.command } : { kind: 'execute', summary: args.command }),
       async execute(args, run): Promise<ToolOutput> {
         const escalated = args.escalate === true
-        const policy = policyFor(run, escalated)
+        const policy = policyFor(run, escalated, args)
 
         if (args.run_in_background) {
           const service = jobs()

@@ -65,7 +65,7 @@ async function boot(config: Partial<BashToolConfig> = {}, options: BootOptions =
 }
 
 /** The tool with the sandbox off: for tests that look at host pids (boot them with `bare`). */
-const unconfined = { sandbox: { mode: 'off', network: true } } as const
+const unconfined = { sandbox: { mode: 'off', network: 'on' } } as const
 /** No sandbox service: mode off then runs commands without the PID namespace that would hide host pids. */
 const bare = { sandbox: false } as const
 
@@ -309,7 +309,7 @@ describe('bash in the sandbox', () => {
   })
 
   it('follows the configured mode: read-only, and off', async () => {
-    await boot({ sandbox: { mode: 'read-only', network: false } })
+    await boot({ sandbox: { mode: 'read-only', network: 'off' } })
     const denied = await bash({ command: 'touch made.txt' })
     expect(text(denied)).toContain('[sandbox: a write was denied under the read-only sandbox]')
     expect(await exists(join(dir, 'made.txt'))).toBe(false)
@@ -334,7 +334,7 @@ describe('bash in the sandbox', () => {
       sandboxPolicy(run, opts) {
         asked.push({ run, ...(opts ? { options: opts } : {}) })
         const mode = opts?.escalated ? 'off' : 'read-only'
-        return { mode, writableRoots: [], protectedPaths: [], network: false } satisfies SandboxPolicy
+        return { mode, writableRoots: [], protectedPaths: [], network: 'off' } satisfies SandboxPolicy
       },
     }
     await provide('permission', permission)
@@ -343,11 +343,16 @@ describe('bash in the sandbox', () => {
     expect(text(confined)).toContain(
       '[sandbox: a write was denied under the read-only sandbox; if the command must write there, call bash again with escalate: true and a justification]',
     )
-    expect(asked).toEqual([{ run: { sessionId: 'bash-session', cwd: dir } }])
+    expect(asked).toEqual([
+      {
+        run: { sessionId: 'bash-session', cwd: dir },
+        options: { escalated: false, call: { call: expect.objectContaining({ name: 'bash', arguments: '{"command":"touch made.txt"}' }), run: expect.anything() } },
+      },
+    ])
 
     const escalated = await bash({ command: `touch made.txt ${outside}/also`, escalate: true, justification: 'the user asked for it' })
     expect(text(escalated)).toBe('(no output)\n[exit code: 0]')
-    expect(asked[1]).toEqual({ run: { sessionId: 'bash-session', cwd: dir }, options: { escalated: true } })
+    expect(asked[1]).toEqual({ run: { sessionId: 'bash-session', cwd: dir }, options: expect.objectContaining({ escalated: true }) })
     expect(await exists(join(outside, 'also'))).toBe(true)
   })
 
