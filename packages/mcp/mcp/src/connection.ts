@@ -1,5 +1,5 @@
 import type { Context, JsonValue } from '@dsh/cordis'
-import { scrubEnvironment } from '@dsh/subprocess'
+import type { Subprocess } from '@dsh/subprocess'
 import { ToolError, type ToolOutput } from '@dsh/tools'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
@@ -29,11 +29,16 @@ function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
 
-/** A child environment without credentials or dsh's own settings. */
-function serverEnvironment(extra: Record<string, string> | undefined): Record<string, string> {
-  const env = scrubEnvironment(process.env)
-  for (const name of Object.keys(env)) if (name.startsWith('DSH_')) delete env[name]
-  return { ...env, ...extra }
+/**
+ * A server's environment: the one the subprocess environment policy builds,
+ * plus the server's own `env`. The SDK adds a few of dsh's variables (HOME,
+ * PATH, USER, ...) underneath whatever it is given; those the policy dropped
+ * are masked as unset, which `spawn` skips.
+ */
+function serverEnvironment(subprocess: Subprocess, sdk: Sdk, extra: Record<string, string> | undefined): Record<string, string> {
+  const env: Record<string, string | undefined> = subprocess.environment(extra)
+  for (const name of sdk.DEFAULT_INHERITED_ENV_VARS) if (!(name in env)) env[name] = undefined
+  return env as Record<string, string>
 }
 
 /**
@@ -128,7 +133,7 @@ export class McpConnection {
     const transport = new sdk.StdioClientTransport({
       command: server.command,
       args: server.args ?? [],
-      env: serverEnvironment(server.env),
+      env: serverEnvironment(this.home.subprocess, sdk, server.env),
       ...(server.cwd ? { cwd: server.cwd } : {}),
       stderr: 'pipe',
     })

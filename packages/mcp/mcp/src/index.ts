@@ -8,7 +8,7 @@ export { toolName } from './convert.ts'
 export { McpService } from './service.ts'
 
 export const name = 'mcp'
-export const inject = ['tools']
+export const inject = ['tools', 'subprocess']
 
 /** Provides `ctx.mcp` and registers the tools of the configured MCP servers. */
 export function apply(ctx: Context, config: McpConfig) {

@@ -8,6 +8,7 @@ export async function loadSdk() {
   return {
     Client: client.Client,
     StdioClientTransport: stdio.StdioClientTransport,
+    DEFAULT_INHERITED_ENV_VARS: stdio.DEFAULT_INHERITED_ENV_VARS,
     ErrorCode: types.ErrorCode,
     McpError: types.McpError,
     ToolSchema: types.ToolSchema,

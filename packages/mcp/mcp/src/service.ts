@@ -15,7 +15,7 @@ declare module '@dsh/cordis' {
  * `ctx.tools`, so they go through the normal pipeline and approvals.
  */
 export class McpService extends Service {
-  static inject = ['tools']
+  static inject = ['tools', 'subprocess']
   private readonly home: Context
   private readonly settings: McpConfig
   private readonly connections = new Map<string, McpConnection>()

@@ -5,8 +5,10 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type Context as Ctx, Context } from '@dsh/cordis'
+import { type Context as Ctx, Context, type Fiber } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
+import * as subprocess from '@dsh/subprocess'
+import type { EnvironmentPolicyConfig, LocalSubprocessConfig } from '@dsh/subprocess'
 import { type ToolResult, ToolRuntime } from '@dsh/tools'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as mcp from '../src/index.ts'
@@ -20,11 +22,14 @@ const stdio = (...modes: string[]): McpServerConfig => ({ command: process.execP
 let root: Context
 let warnings: string[]
 let dir: string
+let subprocessFiber: Fiber
 
 beforeEach(async () => {
   root = new Context()
   warnings = collectWarnings(root)
   await root.plugin(ToolRuntime, {} as never)
+  subprocessFiber = root.plugin(subprocess, {} as LocalSubprocessConfig)
+  await subprocessFiber
   dir = await mkdtemp(path.join(os.tmpdir(), 'dsh-mcp-'))
 })
 
@@ -124,6 +129,24 @@ describe('a stdio server', () => {
     } finally {
       delete process.env.FIXTURE_API_TOKEN
       delete process.env.DSH_FIXTURE_SETTING
+    }
+  })
+
+  it('starts the server with the environment the subprocess policy builds, even what the SDK would add', async () => {
+    await subprocessFiber.dispose()
+    const policy: EnvironmentPolicyConfig = { inherit: 'core', ignoreDefaultExcludes: false, exclude: ['HOME'], includeOnly: [], set: { FROM_POLICY: 'set' } }
+    await root.plugin(subprocess, { environment: policy } as LocalSubprocessConfig)
+    process.env.FIXTURE_PLAIN = 'not core'
+    try {
+      await boot({ servers: { fx: stdio() } })
+      await firstStep()
+      expect(text(await invoke('mcp__fx__env', { name: 'FROM_POLICY' }))).toBe('set')
+      expect(text(await invoke('mcp__fx__env', { name: 'FIXTURE_PLAIN' }))).toBe('(unset)')
+      // The SDK puts HOME under every server's environment; the policy excluded it.
+      expect(text(await invoke('mcp__fx__env', { name: 'HOME' }))).toBe('(unset)')
+      expect(text(await invoke('mcp__fx__env', { name: 'PATH' }))).toBe(process.env.PATH)
+    } finally {
+      delete process.env.FIXTURE_PLAIN
     }
   })
 

@@ -1,7 +1,22 @@
 import type { Context } from '@dsh/cordis'
 import { type LocalSubprocessConfig, LocalSubprocess } from './local.ts'
 
-export { SENSITIVE_ENV_NAME, scrubEnvironment } from './env.ts'
+export {
+  CORE_PATTERNS,
+  compileGlob,
+  DEFAULT_ENVIRONMENT_POLICY,
+  DEFAULT_SECRET_PATTERNS,
+  type EnvironmentInherit,
+  EnvironmentPolicy,
+  type EnvironmentPolicyConfig,
+  environmentPolicySchema,
+  HARNESS_PATTERNS,
+  type PolicyProblem,
+  policyProblem,
+  problemPath,
+  scrubEnvironment,
+  URL_PASSWORD,
+} from './env.ts'
 export { Config, LocalSubprocess, type LocalSubprocessConfig } from './local.ts'
 export {
   delay,

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { statSync } from 'node:fs'
 import { type Context, Schema } from '@dsh/cordis'
-import { scrubEnvironment } from './env.ts'
+import { EnvironmentPolicy, type EnvironmentPolicyConfig, environmentPolicySchema } from './env.ts'
 import { groupAlive, killTree } from './procfs.ts'
 import { type ProcessExit, type ProcessHandle, type ProcessSpec, Subprocess } from './seam.ts'
 
@@ -10,6 +10,7 @@ export interface LocalSubprocessConfig {
   drainMs: number
   pollIntervalMs: number
   killWaitMs: number
+  environment: EnvironmentPolicyConfig
 }
 
 export const Config: Schema<LocalSubprocessConfig> = Schema.object({
@@ -27,6 +28,7 @@ export const Config: Schema<LocalSubprocessConfig> = Schema.object({
     .min(1)
     .default(10_000)
     .description('After SIGKILL, how long to wait for the tree to vanish before giving up and logging it, in milliseconds.'),
+  environment: environmentPolicySchema('environment'),
 })
 
 type StopReason = 'timeout' | 'cancel'
@@ -143,6 +145,7 @@ export class LocalSubprocess extends Subprocess {
   static Config = Config
 
   private readonly settings: LocalSubprocessConfig
+  private readonly policy: EnvironmentPolicy
   private readonly live = new Set<LiveProcess>()
   private readonly lingering = new Set<LiveProcess>()
   private disposed = false
@@ -151,6 +154,7 @@ export class LocalSubprocess extends Subprocess {
   constructor(ctx: Context, config: LocalSubprocessConfig) {
     super(ctx)
     this.settings = config
+    this.policy = new EnvironmentPolicy(config.environment)
     ctx.effect(() => () => this.stopAll(), 'subprocess: kill every process')
   }
 
@@ -158,10 +162,9 @@ export class LocalSubprocess extends Subprocess {
     if (this.disposed) throw new Error('the subprocess service is disposed; no new process can start')
     checkSpec(spec)
     this.forgetFinishedLingerers()
-    const inherited = spec.scrubEnv === false ? definedOnly(process.env) : scrubEnvironment(process.env)
     const child = spawn(spec.argv[0] as string, spec.argv.slice(1), {
       cwd: spec.cwd,
-      env: { ...inherited, ...spec.env },
+      env: this.environment(spec.env),
       detached: true,
       stdio: [spec.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       windowsHide: true,
@@ -179,6 +182,10 @@ export class LocalSubprocess extends Subprocess {
       () => this.live.delete(proc),
     )
     return proc.handle
+  }
+
+  environment(extra?: Readonly<Record<string, string>>): Record<string, string> {
+    return { ...this.policy.apply(process.env), ...extra }
   }
 
   /** Drops lingering groups that have since ended by themselves. */
@@ -219,12 +226,6 @@ function checkSpec(spec: ProcessSpec): void {
     // reported below
   }
   if (!isDirectory) throw new Error(`subprocess: the working directory ${spec.cwd} does not exist or is not a directory`)
-}
-
-function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(env)) if (value !== undefined) out[name] = value
-  return out
 }
 
 /** Waits for `promise`, but no longer than `ms`; the timer does not outlive the wait. */

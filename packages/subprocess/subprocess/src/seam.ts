@@ -12,10 +12,8 @@ export interface ProcessSpec {
   argv: string[]
   /** The working directory; must exist. */
   cwd: string
-  /** Set on top of the inherited environment, as given (not scrubbed). */
+  /** Set on top of the environment the policy builds, as given (not filtered). */
   env?: Record<string, string>
-  /** Drop inherited variables whose names look like credentials (see `scrubEnvironment`). Default true. */
-  scrubEnv?: boolean
   /** Written to stdin, which is then closed. Without it stdin is /dev/null. */
   stdin?: string
   /** Aborting it kills the whole tree; `done` then reports `cancelled`. */
@@ -79,4 +77,12 @@ export abstract class Subprocess extends Service {
    * itself rejects `done`.
    */
   abstract run(spec: ProcessSpec): ProcessHandle
+
+  /**
+   * The environment a child process starts with: dsh's own, filtered by the
+   * provider's environment policy, with `extra` on top as given. `run` uses
+   * it; so must anything that starts programs some other way (terminals, MCP
+   * stdio servers, hooks).
+   */
+  abstract environment(extra?: Readonly<Record<string, string>>): Record<string, string>
 }

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream'
 import { Context } from '@dsh/cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as subprocessPlugin from '../src/index.ts'
-import { isRunning, type LocalSubprocessConfig, type ProcessHandle, scrubEnvironment } from '../src/index.ts'
+import { isRunning, type LocalSubprocessConfig, type ProcessHandle } from '../src/index.ts'
 
 let root: Context
 let dir: string
@@ -49,24 +49,6 @@ async function until(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((resolve) => setTimeout(resolve, 10))
 }
 
-describe('scrubEnvironment', () => {
-  it('drops every variable whose name contains KEY, SECRET, TOKEN or PASSWORD, in any case', () => {
-    const env = {
-      PATH: '/bin',
-      HOME: '/root',
-      OPENAI_API_KEY: 'x',
-      keyring: 'x',
-      MySecretThing: 'x',
-      GITHUB_TOKEN: 'x',
-      db_password: 'x',
-      MONKEY: 'x',
-      UNSET: undefined,
-      LANG: 'C',
-    }
-    expect(scrubEnvironment(env)).toEqual({ PATH: '/bin', HOME: '/root', LANG: 'C' })
-  })
-})
-
 describe('ctx.subprocess (local)', () => {
   it('runs a program and reports its output and exit code', async () => {
     await boot()
@@ -101,24 +83,31 @@ describe('ctx.subprocess (local)', () => {
     expect(Number(pgid)).toBe(handle.pid)
   })
 
-  it('scrubs credential-like variables from the inherited environment, keeps explicit ones, and can be told not to', async () => {
-    await boot()
+  it('gives each process the environment its policy builds, with the spec\'s own variables on top', async () => {
+    await boot({ environment: { inherit: 'all', ignoreDefaultExcludes: false, exclude: ['PLAIN_*'], includeOnly: [], set: { FROM_SET: 'set' } } })
     const saved = { ...process.env }
-    Object.assign(process.env, { FOO_TOKEN: 'leak-1', my_api_key: 'leak-2', DB_PASSWORD: 'leak-3', AWS_SECRET: 'leak-4', PLAIN_SETTING: 'visible' })
+    Object.assign(process.env, {
+      FOO_TOKEN: 'leak-1',
+      my_api_key: 'leak-2',
+      MYSQL_PWD: 'leak-3',
+      DATABASE_URL: 'postgres://u:leak-4@h/db',
+      DSH_HOME: '/leak-5',
+      PLAIN_SETTING: 'leak-6',
+      NORMAL_SETTING: 'visible',
+    })
     try {
-      const scrubbed = root.subprocess.run({ argv: ['env'], cwd: dir, env: { EXTRA: 'yes' } })
-      const out = collect(scrubbed.stdout)
-      await scrubbed.done
+      const handle = root.subprocess.run({ argv: ['env'], cwd: dir, env: { EXTRA: 'yes', GIVEN_TOKEN: 'explicit' } })
+      const out = collect(handle.stdout)
+      await handle.done
       expect(out.text()).not.toMatch(/leak-/)
-      expect(out.text()).toContain('PLAIN_SETTING=visible')
+      expect(out.text()).toContain('NORMAL_SETTING=visible')
+      expect(out.text()).toContain('FROM_SET=set')
       expect(out.text()).toContain('EXTRA=yes')
-
-      const raw = root.subprocess.run({ argv: ['env'], cwd: dir, scrubEnv: false })
-      const rawOut = collect(raw.stdout)
-      await raw.done
-      expect(rawOut.text()).toContain('FOO_TOKEN=leak-1')
+      // What the caller passes is its own choice: the policy filters only what is inherited.
+      expect(out.text()).toContain('GIVEN_TOKEN=explicit')
+      expect(root.subprocess.environment({ EXTRA: 'yes' })).toMatchObject({ NORMAL_SETTING: 'visible', FROM_SET: 'set', EXTRA: 'yes' })
     } finally {
-      for (const key of ['FOO_TOKEN', 'my_api_key', 'DB_PASSWORD', 'AWS_SECRET', 'PLAIN_SETTING']) delete process.env[key]
+      for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key]
       Object.assign(process.env, saved)
     }
   })

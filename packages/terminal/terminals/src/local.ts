@@ -6,7 +6,7 @@ import { type Context, Schema } from '@dsh/cordis'
 import pty from 'node-pty'
 import { AnsiStripper } from './ansi.ts'
 import { OutputBuffer } from './buffer.ts'
-import { killSession, scrubEnv, signalName } from './process.ts'
+import { killSession, signalName, withoutSize } from './process.ts'
 import {
   type CreateTerminalOptions,
   describeExit,
@@ -146,6 +146,7 @@ class Terminal {
  */
 export class LocalTerminals extends Terminals {
   static Config = Config
+  static inject = ['subprocess']
 
   private readonly settings: LocalTerminalsConfig
   private readonly terminals = new Map<TerminalId, Terminal>()
@@ -179,7 +180,7 @@ export class LocalTerminals extends Terminals {
 
     const shell = this.settings.shell || process.env.SHELL || 'bash'
     const args = command === undefined ? this.settings.shellArgs : ['-c', command]
-    const env = { ...scrubEnv(process.env), ...this.settings.env, ...options.env }
+    const env = { ...withoutSize(this.home.subprocess.environment()), ...this.settings.env, ...options.env }
     let proc: pty.IPty
     try {
       proc = pty.spawn(shell, args, { name: this.settings.term, cols, rows, cwd, env })

@@ -1,18 +1,13 @@
 import { constants } from 'node:os'
-import { delay, isLive, isRunning, readProcessTable, scrubEnvironment } from '@dsh/subprocess'
-
-export { SENSITIVE_ENV_NAME } from '@dsh/subprocess'
+import { delay, isLive, isRunning, readProcessTable } from '@dsh/subprocess'
 
 /**
- * A copy of `env` without the variables whose names look like credentials
- * (the subprocess seam's rule), nor the size variables of the terminal dsh
- * itself runs in (the PTY has its own size).
+ * `env` (built by the environment policy) without the size variables of the
+ * terminal dsh itself runs in: the PTY has its own size.
  */
-export function scrubEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const clean = scrubEnvironment(env)
-  delete clean.COLUMNS
-  delete clean.LINES
-  return clean
+export function withoutSize(env: Record<string, string>): Record<string, string> {
+  const { COLUMNS: _columns, LINES: _lines, ...rest } = env
+  return rest
 }
 
 /** The name of a signal number (`9` is `SIGKILL`); undefined for 0 or an unknown number. */

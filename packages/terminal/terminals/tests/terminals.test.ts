@@ -2,6 +2,8 @@ import { mkdtemp, readFile, realpath, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context, type Fiber } from '@dsh/cordis'
+import * as subprocess from '@dsh/subprocess'
+import type { LocalSubprocessConfig } from '@dsh/subprocess'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as terminals from '../src/index.ts'
 import { type LocalTerminalsConfig, TerminalError, type TerminalId } from '../src/index.ts'
@@ -15,6 +17,8 @@ const LONG = 20_000
 beforeEach(async () => {
   root = new Context()
   dir = await realpath(await mkdtemp(join(tmpdir(), 'dsh-terminals-')))
+  // The terminals take their environment from the subprocess policy.
+  await root.plugin(subprocess, {} as LocalSubprocessConfig)
 })
 
 afterEach(async () => {

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context, type Fiber } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
+import * as subprocess from '@dsh/subprocess'
+import type { LocalSubprocessConfig } from '@dsh/subprocess'
 import * as terminals from '@dsh/terminals'
 import type { LocalTerminalsConfig } from '@dsh/terminals'
 import * as tools from '@dsh/tools'
@@ -22,6 +24,7 @@ beforeEach(async () => {
   root = new Context()
   dir = await realpath(await mkdtemp(join(tmpdir(), 'dsh-tool-terminal-')))
   await root.plugin(tools, {} as ToolsConfig)
+  await root.plugin(subprocess, {} as LocalSubprocessConfig)
 })
 
 afterEach(async () => {
@@ -181,17 +184,26 @@ describe('terminal tools', () => {
     expect(root.tools.get('terminal_send')).toBeUndefined()
   })
 
-  it('scrubs credential-like variables from the environment', async () => {
+  it('gives the terminal the environment the subprocess policy builds', async () => {
     await boot()
+    const planted = {
+      SOME_TOKEN: 'leak-1',
+      api_key: 'leak-2',
+      MYSQL_PWD: 'leak-3',
+      DATABASE_URL: 'postgres://u:leak-4@h/db',
+      DSH_HOME: '/leak-5',
+      GH_PAT: 'leak-6',
+      PLAIN_SETTING: 'visible',
+    }
     const saved = { ...process.env }
-    Object.assign(process.env, { SOME_TOKEN: 'leak-1', api_key: 'leak-2', DB_PASSWORD: 'leak-3', MY_SECRET: 'leak-4', PLAIN_SETTING: 'visible' })
+    Object.assign(process.env, planted)
     try {
       const { id, result } = await create({ command: 'env' })
       const all = `${text(result)}\n${await readUntil(id, (collected) => collected.includes('[the program has exited'))}`
       expect(all).not.toMatch(/leak-/)
       expect(all.split('\n')).toContain('PLAIN_SETTING=visible')
     } finally {
-      for (const key of ['SOME_TOKEN', 'api_key', 'DB_PASSWORD', 'MY_SECRET', 'PLAIN_SETTING']) delete process.env[key]
+      for (const key of Object.keys(planted)) delete process.env[key]
       Object.assign(process.env, saved)
     }
   })
