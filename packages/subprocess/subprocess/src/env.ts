@@ -205,13 +205,13 @@ export function environmentPolicySchema(field: string): Schema<EnvironmentPolicy
       .description('When not empty, only inherited variables matching one of these patterns survive.'),
     set: Schema.dict(Schema.string()).default({}).description('Variables every child gets, set after the filters.'),
   })
-  // The callback sees the resolved object, defaults filled in.
+  // The callback sees the resolved object, defaults filled in; `preserve` keeps it from also seeing the raw input.
   return Schema.transform(fields, (resolved) => {
     const config = resolved as EnvironmentPolicyConfig
     const problem = policyProblem(config)
     if (problem) throw new Schema.ValidationError(problem.message, { path: [field, ...problem.path] })
     return config
-  })
+  }, true)
     .default({ ...DEFAULT_ENVIRONMENT_POLICY })
     .description('The environment of every spawned process (bash, jobs, terminals, MCP stdio servers).')
 }

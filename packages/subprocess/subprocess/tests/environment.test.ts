@@ -144,6 +144,11 @@ describe('the environment config field', () => {
     expect(Config({} as LocalSubprocessConfig).environment).toEqual(DEFAULT_ENVIRONMENT_POLICY)
   })
 
+  it('fills in the fields a partial policy leaves out', () => {
+    expect(issues({ environment: { exclude: ['NORMAL_*'] } })).toBeUndefined()
+    expect(Config({ environment: { set: { A: 'b' } } } as unknown as LocalSubprocessConfig).environment).toEqual({ ...DEFAULT_ENVIRONMENT_POLICY, set: { A: 'b' } })
+  })
+
   it('reports a bad pattern at its path with the entry', () => {
     expect(issues({ environment: { exclude: ['FINE_*', 'no spaces'] } })).toEqual([
       { message: expect.stringContaining('"no spaces" is not a valid pattern'), path: ['environment', 'exclude', 1] },
