@@ -65,7 +65,7 @@ export interface EnvironmentPolicyConfig {
 }
 
 /** One problem in a policy config: where it is (under the policy) and what is wrong. */
-export interface PolicyProblem {
+interface PolicyProblem {
   path: (string | number)[]
   message: string
 }
@@ -74,7 +74,7 @@ const PATTERN = /^[A-Za-z0-9_.*?-]+$/
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /** A case-insensitive glob: `*` is any run of characters, `?` one character, the rest literal. */
-export function compileGlob(pattern: string): RegExp {
+function compileGlob(pattern: string): RegExp {
   let source = ''
   for (const char of pattern) {
     if (char === '*') source += '.*'
@@ -85,7 +85,7 @@ export function compileGlob(pattern: string): RegExp {
 }
 
 /** The first thing wrong with a policy config, or undefined when it is usable. */
-export function policyProblem(config: EnvironmentPolicyConfig): PolicyProblem | undefined {
+function policyProblem(config: EnvironmentPolicyConfig): PolicyProblem | undefined {
   for (const field of ['exclude', 'includeOnly'] as const) {
     const list = config[field]
     for (let i = 0; i < list.length; i++) {
@@ -113,7 +113,7 @@ export function policyProblem(config: EnvironmentPolicyConfig): PolicyProblem | 
 }
 
 /** `exclude[1]`, `set.NAME`: where a problem is, as a reader would write it. */
-export function problemPath(problem: PolicyProblem): string {
+function problemPath(problem: PolicyProblem): string {
   return problem.path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? part : `.${part}`)).join('')
 }
 

@@ -3,17 +3,12 @@ import { type LocalSubprocessConfig, LocalSubprocess } from './local.ts'
 
 export {
   CORE_PATTERNS,
-  compileGlob,
   DEFAULT_ENVIRONMENT_POLICY,
   DEFAULT_SECRET_PATTERNS,
   type EnvironmentInherit,
   EnvironmentPolicy,
   type EnvironmentPolicyConfig,
-  environmentPolicySchema,
   HARNESS_PATTERNS,
-  type PolicyProblem,
-  policyProblem,
-  problemPath,
   scrubEnvironment,
   URL_PASSWORD,
 } from './env.ts'
