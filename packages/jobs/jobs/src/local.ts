@@ -61,6 +61,12 @@ export class LocalJobs extends Jobs {
     super(ctx)
     this.settings = config
     ctx.effect(() => () => this.stopAll(), 'jobs: kill every job')
+    // A session's jobs end with it (a web session unloaded, an SDK session closed), not only with dsh.
+    ctx.on('session/closed', async (session) => {
+      const running = [...this.jobs.values()].filter((record) => record.sessionId === session.id && record.status.state === 'running')
+      for (const record of running) record.killing = true
+      await Promise.allSettled(running.map((record) => record.handle.kill()))
+    })
   }
 
   start(spec: JobStartSpec): JobId {

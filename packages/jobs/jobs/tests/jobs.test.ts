@@ -270,3 +270,16 @@ describe('job tools', () => {
   })
 })
 
+
+describe('the end of a session', () => {
+  it('kills that session’s running jobs and leaves the others running', async () => {
+    await boot()
+    const mine = start('sleep 1000', 'session-closing')
+    const other = start('sleep 1000', 'session-staying')
+    await root.parallel('session/closed', { id: 'session-closing' } as never)
+    expect((await root.jobs.completion(mine.id)).status).toEqual({ state: 'killed' })
+    expect(await isRunning(mine.handle.pid!)).toBe(false)
+    expect(root.jobs.get(other.id)?.status).toEqual({ state: 'running' })
+    expect(await isRunning(other.handle.pid!)).toBe(true)
+  })
+})

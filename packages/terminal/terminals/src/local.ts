@@ -159,6 +159,8 @@ export class LocalTerminals extends Terminals {
     super(ctx)
     this.settings = config
     ctx.effect(() => () => this.shutdown(), 'terminals')
+    // A session's terminals end with it, not only with dsh.
+    ctx.on('session/closed', (session) => this.killSession(session.id))
   }
 
   async create(options: CreateTerminalOptions): Promise<TerminalId> {
@@ -181,9 +183,10 @@ export class LocalTerminals extends Terminals {
     const shell = this.settings.shell || process.env.SHELL || 'bash'
     const args = command === undefined ? this.settings.shellArgs : ['-c', command]
     const env = { ...withoutSize(this.home.subprocess.environment()), ...this.settings.env, ...options.env }
+    const [program, ...argv] = await this.reaped([shell, ...args], cwd)
     let proc: pty.IPty
     try {
-      proc = pty.spawn(shell, args, { name: this.settings.term, cols, rows, cwd, env })
+      proc = pty.spawn(program as string, argv, { name: this.settings.term, cols, rows, cwd, env })
     } catch (error) {
       throw new TerminalError('SPAWN_FAILED', `could not start ${shell}: ${error instanceof Error ? error.message : String(error)}`)
     }
@@ -198,6 +201,18 @@ export class LocalTerminals extends Terminals {
     })
     this.terminals.set(id, terminal)
     return id
+  }
+
+  /**
+   * Terminals run unconfined, but with a sandbox service at hand inside a
+   * private PID namespace (sandbox mode `off`), so that nothing started in
+   * them, `nohup setsid … &` included, outlives the terminal.
+   */
+  private async reaped(argv: string[], cwd: string): Promise<string[]> {
+    const sandbox = this.home.get('sandbox')
+    if (!sandbox) return argv
+    const wrapped = await sandbox.wrap(argv, { mode: 'off', writableRoots: [], protectedPaths: [], network: 'on' }, cwd)
+    return 'argv' in wrapped ? wrapped.argv : argv
   }
 
   write(id: TerminalId, data: string): void {

@@ -254,3 +254,28 @@ describe('terminals', () => {
     expect(root.get('terminals')).toBeUndefined()
   })
 })
+
+describe('with a sandbox service', () => {
+  it('nothing started in a terminal outlives it, not even nohup setsid', async () => {
+    const sandbox = await import('@dsh/sandbox')
+    await root.plugin(sandbox, {} as import('@dsh/sandbox').BwrapSandboxConfig)
+    await boot()
+    const id = await root.terminals.create({ sessionId: 'reaped', cwd: dir })
+    const tag = `dsh-terminal-reaped-${process.pid}`
+    const since = root.terminals.get(id)!.offset
+    root.terminals.write(id, `nohup setsid bash -c 'exec -a ${tag} sleep 1000' >/dev/null 2>&1 & echo STARTED; echo $HOME\r`)
+    const started = await root.terminals.waitFor(id, { pattern: /STARTED/, timeoutMs: LONG, since })
+    expect(started.reason).toBe('pattern')
+    // Unconfined: the host's home is there as usual.
+    await root.terminals.waitFor(id, { pattern: new RegExp(process.env.HOME ?? '/'), timeoutMs: LONG, since })
+    const survivor = async () => (await import('../../../shell/shell/tests/processes.ts')).liveWithMarker(tag)
+    let running: number[] = []
+    for (let i = 0; i < 100 && running.length === 0; i++) {
+      running = await survivor()
+      if (running.length === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    expect(running).toHaveLength(1)
+    await root.terminals.kill(id)
+    expect(await survivor()).toEqual([])
+  })
+})
