@@ -1,5 +1,6 @@
 import { parseCmdline } from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
+import { NETWORK_MODES, type NetworkMode } from '@dsh/sandbox'
 import { Command } from 'commander'
 
 declare module '@dsh/cordis' {
@@ -29,6 +30,8 @@ export interface HeadlessStartup {
   approval?: 'ask' | 'never'
   /** Model calls the task may make before it ends with an error; the agent loop's limit when absent. */
   maxSteps?: number
+  /** The network of sandboxed commands for this run; the permission row's per-preset default when absent. */
+  network?: NetworkMode
 }
 
 const PRESETS = ['read-only', 'workspace-write', 'danger-full-access'] as const
@@ -50,6 +53,7 @@ export function apply(ctx: Context) {
     .option('--model <id>', 'the model to use (default from the agent config, e.g. deepseek-v4-flash)')
     .option('--permission <preset>', `what tools may do without asking: ${PRESETS.join(', ')} (default workspace-write)`)
     .option('--approval <policy>', `calls outside the preset: ask (denied in headless, which cannot ask) or never (default ask)`)
+    .option('--network <mode>', `network of sandboxed commands: ${NETWORK_MODES.join(', ')} (default proxy under workspace-write: allowed registries only)`)
     .option('--max-steps <n>', 'model calls the task may make before it stops with an error (default 200)')
   const startup = parseCmdline(ctx, program, ({ args, options }): HeadlessStartup => {
     const stdin = args.includes('-')
@@ -74,6 +78,11 @@ export function apply(ctx: Context) {
       const approval = APPROVALS.find((a) => a === options.approval)
       if (!approval) program.error(`error: --approval must be ask or never, got "${String(options.approval)}"`)
       value.approval = approval
+    }
+    if (options.network !== undefined) {
+      const network = NETWORK_MODES.find((mode) => mode === options.network)
+      if (!network) program.error(`error: --network must be one of ${NETWORK_MODES.join(', ')}, got "${String(options.network)}"`)
+      value.network = network
     }
     if (options.maxSteps !== undefined) {
       const text = String(options.maxSteps)

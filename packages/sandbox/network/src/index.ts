@@ -108,10 +108,10 @@ export class LocalSandboxNetwork extends SandboxNetwork {
         const url = FilteringProxy.url(token, this.settings.proxyPort)
         const env: Record<string, string> = { NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' }
         for (const key of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) env[key] = url
-        return { namespace: namespace.path, env }
+        return { ...where(namespace), env }
       }
       const { namespace, resolvConf } = await (this.outbound ??= this.openOutbound())
-      return { namespace: namespace.path, env: {}, resolvConf }
+      return { ...where(namespace), env: {}, resolvConf }
     } catch (error) {
       if (mode === 'proxy') this.proxied = undefined
       else this.outbound = undefined
@@ -132,7 +132,7 @@ export class LocalSandboxNetwork extends SandboxNetwork {
   private async openOutbound(): Promise<{ namespace: NetworkNamespace; resolvConf: string }> {
     const namespace = await openNamespace({ bwrap: this.settings.bwrapPath, timeoutMs: this.settings.startTimeoutMs })
     try {
-      await this.startSlirp(namespace.path)
+      await this.startSlirp(namespace)
     } catch (error) {
       namespace.close()
       throw error
@@ -144,8 +144,10 @@ export class LocalSandboxNetwork extends SandboxNetwork {
   }
 
   /** Runs slirp4netns on the namespace until dsh ends; resolves once it reports ready. */
-  private startSlirp(namespacePath: string): Promise<void> {
-    const args = ['--configure', '--mtu=65520', '--disable-host-loopback', '--ready-fd=3', '--exit-fd=4', '--netns-type=path', namespacePath, 'tap0']
+  private startSlirp(namespace: NetworkNamespace): Promise<void> {
+    const args = ['--configure', '--mtu=65520', '--disable-host-loopback', '--ready-fd=3', '--exit-fd=4']
+    if (namespace.userPath) args.push(`--userns-path=${namespace.userPath}`)
+    args.push('--netns-type=path', namespace.path, 'tap0')
     return new Promise((resolve, reject) => {
       const child = spawn(this.settings.slirp4netnsPath, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] })
       this.children.add(child)
@@ -182,6 +184,10 @@ export class LocalSandboxNetwork extends SandboxNetwork {
     this.proxy.server.close()
     if (this.folder) rmSync(this.folder, { recursive: true, force: true })
   }
+}
+
+function where(namespace: NetworkNamespace): Pick<NetworkAttachment, 'namespace' | 'userNamespace'> {
+  return { namespace: namespace.path, ...(namespace.userPath ? { userNamespace: namespace.userPath } : {}) }
 }
 
 /** Provides `ctx.sandboxNetwork`. */

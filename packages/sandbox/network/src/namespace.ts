@@ -12,6 +12,11 @@ import type { Server } from 'node:net'
 export interface NetworkNamespace {
   /** A path that names the namespace as long as dsh runs (`/proc/<dsh>/fd/<n>`). */
   path: string
+  /**
+   * When dsh is not root: the user namespace that owns the network namespace,
+   * which a process must enter first (`nsenter --user=`) to join it.
+   */
+  userPath?: string
   /** The listening socket on the namespace's 127.0.0.1, when a port was asked for. */
   listener?: Server
   /** Lets go of the namespace (and the listening socket). */
@@ -81,8 +86,10 @@ export function openNamespace(options: NamespaceOptions): Promise<NetworkNamespa
       if (settled) return
       if (message.error || typeof message.pid !== 'number') return fail(`the namespace helper failed: ${message.error ?? 'no pid'}`)
       let fd: number
+      let userFd: number | undefined
       try {
         fd = openSync(`/proc/${message.pid}/ns/net`, 'r')
+        if (!asRoot) userFd = openSync(`/proc/${message.pid}/ns/user`, 'r')
       } catch (error) {
         return fail(`the new namespace could not be opened: ${(error as Error).message}`)
       }
@@ -96,10 +103,12 @@ export function openNamespace(options: NamespaceOptions): Promise<NetworkNamespa
       child.send('done')
       resolve({
         path: `/proc/${process.pid}/fd/${fd}`,
+        ...(userFd === undefined ? {} : { userPath: `/proc/${process.pid}/fd/${userFd}` }),
         ...(handle ? { listener: handle } : {}),
         close: () => {
           handle?.close()
           closeSync(fd)
+          if (userFd !== undefined) closeSync(userFd)
         },
       })
     })

@@ -162,7 +162,8 @@ export class BwrapSandbox extends Sandbox {
     }
     const attached = await service.attach(mode, policy.proxyToken)
     if ('refused' in attached) return { refused: `the command asks for network "${mode}", which is unavailable here (${attached.refused}), so it was not run` }
-    return { network: attached, prefix: [nsenter, `--net=${attached.namespace}`, '--'] }
+    const user = attached.userNamespace ? [`--user=${attached.userNamespace}`, '--preserve-credentials'] : []
+    return { network: attached, prefix: [nsenter, ...user, `--net=${attached.namespace}`, '--'] }
   }
 
   private async probe(): Promise<SandboxAvailability> {

@@ -102,6 +102,8 @@ export interface NetworkGrantRequest {
 export interface NetworkAttachment {
   /** A path naming the network namespace to join (for `nsenter --net=`). */
   namespace: string
+  /** When the namespace belongs to a user namespace of its own (dsh is not root): that one, entered first. */
+  userNamespace?: string
   /** Variables for the command, e.g. `HTTPS_PROXY`. */
   env: Record<string, string>
   /** A file to bind at /etc/resolv.conf inside the sandbox, when the namespace has its own DNS. */
