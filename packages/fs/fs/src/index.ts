@@ -1,7 +1,9 @@
 import { type Context, Schema } from '@dsh/cordis'
 import { LocalFileSystem } from './local.ts'
+import type { DenyListConfig } from './seam.ts'
 
 export {
+  type DenyListConfig,
   type DirEntry,
   type FileStat,
   FileSystem,
@@ -13,6 +15,7 @@ export {
   type FsErrorCode,
   type FsOperation,
   type FsWriteContentRequest,
+  type HeldPath,
   type ReadFileOptions,
   type ReadStreamOptions,
   type ResolvedPath,
@@ -22,15 +25,26 @@ export {
 } from './seam.ts'
 export { fromNodeError, LocalFileSystem } from './local.ts'
 export { isWithin } from './resolve.ts'
+export { checkedReal, recordChecked } from './checked.ts'
+export { DenyListError } from './deny.ts'
 
 export const name = 'fs'
 
-// The local provider has nothing to configure yet.
-export interface LocalFsConfig {}
+export type LocalFsConfig = DenyListConfig
 
-export const Config: Schema<LocalFsConfig> = Schema.object({})
+export const Config: Schema<LocalFsConfig> = Schema.object({
+  secretFiles: Schema.array(Schema.string())
+    .default([])
+    .description(
+      "dsh's own secret store, which no tool may read, list or change: absolute paths or ~/ paths, `*` within one segment. " +
+        "The bundles set `$DSH_HOME/.credentials.yaml`, `$DSH_HOME/.env` and the profiles' copies.",
+    ),
+  denyRead: Schema.array(Schema.string())
+    .default([])
+    .description('More files or folders no tool may read, list or change, e.g. ~/.ssh, ~/.aws: absolute paths or ~/ paths.'),
+})
 
 /** Provides `ctx.fs` on the local disk. */
-export function apply(ctx: Context) {
-  ctx.plugin(LocalFileSystem)
+export function apply(ctx: Context, config: LocalFsConfig) {
+  ctx.plugin(LocalFileSystem, config)
 }

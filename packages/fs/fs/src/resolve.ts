@@ -1,13 +1,8 @@
-import { lstat, readlink, realpath } from 'node:fs/promises'
 import path from 'node:path'
 import { FileSystemError, type ResolvedPath, type ResolveOptions } from './seam.ts'
+import { release, type Walked, walk } from './walk.ts'
 
-/** Linux gives up after 40 symlinks in one lookup; so do we. */
-const MAX_SYMLINK_HOPS = 40
-
-export function errno(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | undefined)?.code
-}
+export { errno } from './walk.ts'
 
 function invalid(given: string, message: string): FileSystemError {
   return new FileSystemError('INVALID_PATH', given, message)
@@ -31,61 +26,29 @@ export function isWithin(root: string, child: string): boolean {
 /**
  * Where an absolute path really leads: every symlink that exists is followed
  * (dangling ones too, to where they point), and the part that does not exist
- * yet is appended as written.
+ * yet is appended as written. Worked out through descriptors (see walk.ts).
  */
-export async function realLocation(absolute: string): Promise<string> {
-  try {
-    return await realpath(absolute)
-  } catch (error) {
-    const code = errno(error)
-    if (code === 'ELOOP') throw new FileSystemError('LOOP', absolute, `too many levels of symbolic links in ${absolute}`, undefined, { cause: error })
-    if (code === 'ENAMETOOLONG') throw invalid(absolute, `the path is too long: ${absolute.slice(0, 200)}…`)
-    if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'EACCES') {
-      throw new FileSystemError('IO', absolute, `could not resolve ${absolute}: ${(error as Error).message}`, undefined, { cause: error })
-    }
-  }
-  return walk(absolute)
+export function realLocation(absolute: string): string {
+  const walked = walk(absolute)
+  release(walked)
+  return walked.real
 }
 
-/** Follows the path one component at a time, as the kernel would, stopping where it stops existing. */
-async function walk(absolute: string): Promise<string> {
-  const root = path.parse(absolute).root
-  // A stack of the components still to visit, next one last.
-  const pending = absolute.slice(root.length).split(path.sep).filter(Boolean).reverse()
-  let current = root
-  let hops = 0
-  while (pending.length > 0) {
-    const part = pending.pop() as string
-    if (part === '.') continue
-    if (part === '..') {
-      current = path.dirname(current)
-      continue
-    }
-    const next = path.join(current, part)
-    let isLink: boolean
-    try {
-      isLink = (await lstat(next)).isSymbolicLink()
-    } catch (error) {
-      const code = errno(error)
-      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') return path.join(next, ...pending.reverse())
-      if (code === 'ENAMETOOLONG') throw invalid(absolute, `the path is too long: ${absolute.slice(0, 200)}…`)
-      throw new FileSystemError('IO', absolute, `could not resolve ${absolute}: ${(error as Error).message}`, undefined, { cause: error })
-    }
-    if (!isLink) {
-      current = next
-      continue
-    }
-    hops += 1
-    if (hops > MAX_SYMLINK_HOPS) throw new FileSystemError('LOOP', absolute, `too many levels of symbolic links in ${absolute}`)
-    const target = await readlink(next)
-    pending.push(...target.split(path.sep).filter(Boolean).reverse())
-    if (path.isAbsolute(target)) current = path.parse(target).root
-  }
-  return current
+/** A resolution with the descriptors of its walk still open; the caller must `release(walked)`. */
+export interface HeldResolution {
+  path: ResolvedPath
+  walked: Walked
 }
 
 /** The local-disk resolution behind `FileSystem.resolve`. */
 export async function resolveLocal(given: unknown, options: ResolveOptions): Promise<ResolvedPath> {
+  const held = resolveHeld(given, options)
+  release(held.walked)
+  return held.path
+}
+
+/** Resolves like `resolveLocal`, keeping the descriptors the walk opened. */
+export function resolveHeld(given: unknown, options: ResolveOptions): HeldResolution {
   const text = checkPathText(given, 'the path')
   const cwd = checkPathText(options?.cwd, 'the working directory (cwd)')
   if (!path.isAbsolute(cwd)) throw invalid(cwd, `the working directory must be absolute, got ${JSON.stringify(cwd)}`)
@@ -95,6 +58,8 @@ export async function resolveLocal(given: unknown, options: ResolveOptions): Pro
     if (!path.isAbsolute(workspaceRoot)) throw invalid(workspaceRoot, `the workspace root must be absolute, got ${JSON.stringify(workspaceRoot)}`)
   }
   const absolute = path.resolve(cwd, text)
-  const [real, workspace] = await Promise.all([realLocation(absolute), realLocation(path.resolve(workspaceRoot))])
-  return { absolute, real, workspace, insideWorkspace: isWithin(workspace, real) }
+  const workspace = realLocation(path.resolve(workspaceRoot))
+  const walked = walk(absolute)
+  const real = walked.real
+  return { path: { absolute, real, workspace, insideWorkspace: isWithin(workspace, real) }, walked }
 }

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream'
 import { type Context, Service } from '@dsh/cordis'
+import { type DenyRule, deniedBy, denialReason, denyRules, patternsBelow } from './deny.ts'
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -64,6 +65,12 @@ export interface FsCallOptions extends ResolveOptions {
   sessionId?: string
   /** Aborts the access; the call then rejects with the signal's reason. */
   signal?: AbortSignal
+  /**
+   * The real location a policy already checked for this path (see
+   * `recordChecked`). When the path now leads anywhere else, the call fails
+   * with `PATH_CHANGED` instead of acting on a location nobody checked.
+   */
+  expectReal?: string
 }
 
 export interface ReadFileOptions extends FsCallOptions {
@@ -80,7 +87,29 @@ export interface ReadStreamOptions extends FsCallOptions {
 
 export interface WriteFileOptions extends FsCallOptions {}
 
-export type FsOperation = 'stat' | 'readFile' | 'readStream' | 'readdir' | 'writeFile' | 'mkdir'
+export type FsOperation = 'stat' | 'readFile' | 'readStream' | 'readdir' | 'writeFile' | 'mkdir' | 'hold'
+
+/** The paths no tool may read, list or change (the deny-read list). Entries are absolute or start with `~/`; `*` matches within one segment. */
+export interface DenyListConfig {
+  /** dsh's own secret store: the bundles list `$DSH_HOME/.credentials.yaml`, `$DSH_HOME/.env` and the profiles' copies. */
+  secretFiles?: string[]
+  /** More paths to refuse, e.g. `~/.ssh`, `~/.aws`. */
+  denyRead?: string[]
+}
+
+/**
+ * A file or folder held open by `FileSystem.hold`. `local` is a path on the
+ * local disk that leads to exactly the held file (a descriptor's magic link),
+ * for handing to a process such as ripgrep; it stays valid until `close`.
+ */
+export interface HeldPath {
+  path: ResolvedPath
+  type: Exclude<FileType, 'symlink'>
+  local: string
+  /** Fails with `PATH_CHANGED` when the held file or folder has been moved away from `path.real` since it was opened. */
+  verify(): void
+  close(): void
+}
 
 /** What a policy listener of `fs/read` or `fs/write` is asked about. */
 export interface FsAccessRequest {
@@ -135,6 +164,7 @@ export type FsErrorCode =
   | 'PERMISSION'
   | 'TOO_LARGE'
   | 'LOOP'
+  | 'PATH_CHANGED'
   | 'IO'
 
 /** Every failure of the seam: a code to branch on, the path involved, and a message naming it. */
@@ -167,10 +197,33 @@ export class FileSystemError extends Error {
 export abstract class FileSystem extends Service {
   /** The provider's own context (cordis hands methods the caller's `ctx`). */
   protected readonly home: Context
+  /** The deny-read list, checked before every policy listener. */
+  protected readonly denied: readonly DenyRule[]
 
-  constructor(ctx: Context) {
+  /** Throws a `DenyListError` naming the field and entry when the deny list holds a relative path. */
+  constructor(ctx: Context, config: DenyListConfig = {}) {
     super(ctx, 'fs')
     this.home = ctx
+    this.denied = [...denyRules('secretFiles', config.secretFiles), ...denyRules('denyRead', config.denyRead)]
+  }
+
+  /**
+   * Why tools may not touch a real (canonical) path: it lies on the deny-read
+   * list. Undefined when it may be touched as far as the list goes. Search
+   * tools use it to leave such files out of what they list.
+   */
+  deniedReason(real: string): string | undefined {
+    const rule = deniedBy(this.denied, real)
+    return rule && denialReason(rule, real)
+  }
+
+  /**
+   * The deny-list patterns that reach below the real folder `root`, as path
+   * segments relative to it (`*` matches within a segment), for a tool that
+   * walks the folder by other means (ripgrep) and must leave them out.
+   */
+  deniedBelow(root: string): string[][] {
+    return patternsBelow(this.denied, root)
   }
 
   /** Works out where `path` leads. Throws `INVALID_PATH` for a NUL byte, an empty path or a relative `cwd`. */
@@ -200,6 +253,13 @@ export abstract class FileSystem extends Service {
   abstract mkdir(path: string, options: FsCallOptions): Promise<ResolvedPath>
 
   /**
+   * Resolves a file or folder, asks the policy, and keeps it open, so that a
+   * local process handed `local` works on exactly what the policy saw, even if
+   * the path is swapped afterwards. `fs/read`. The caller must `close` it.
+   */
+  abstract hold(path: string, options: FsCallOptions): Promise<HeldPath>
+
+  /**
    * Asks the policy listeners whether the access may happen and throws a
    * `DENIED` error naming the path and the reason if not. A listener that
    * throws or answers nonsense counts as a denial: the policy fails closed.
@@ -207,6 +267,16 @@ export abstract class FileSystem extends Service {
    */
   protected async authorize(kind: 'read' | 'write', operation: FsOperation, path: ResolvedPath, options: FsCallOptions): Promise<void> {
     const event = kind === 'read' ? 'fs/read' : 'fs/write'
+    const where = path.real === path.absolute ? path.absolute : `${path.absolute} (which leads to ${path.real})`
+    if (options.expectReal !== undefined && options.expectReal !== path.real) {
+      throw new FileSystemError(
+        'PATH_CHANGED',
+        path.absolute,
+        `${path.absolute} changed while it was being opened: it was checked as ${options.expectReal} and now leads to ${path.real}; nothing was done`,
+      )
+    }
+    const secret = this.deniedReason(path.real)
+    if (secret !== undefined) throw new FileSystemError('DENIED', path.absolute, `${kind} access to ${where} was denied: ${secret}`, secret)
     const request: FsAccessRequest = Object.freeze({ path: Object.freeze({ ...path }), operation, sessionId: options.sessionId })
     let decision: FsDecision | undefined
     let failure: string | undefined
@@ -219,7 +289,6 @@ export abstract class FileSystem extends Service {
     if (decision?.kind === 'allow') return
     const reason =
       decision?.kind === 'deny' ? String(decision.reason ?? 'no reason given') : (failure ?? `the ${event} policy gave no usable answer`)
-    const where = path.real === path.absolute ? path.absolute : `${path.absolute} (which leads to ${path.real})`
     throw new FileSystemError('DENIED', path.absolute, `${kind} access to ${where} was denied: ${reason}`, reason)
   }
 

@@ -33,13 +33,15 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       shown = displayPath(run.cwd, info.path.absolute)
       if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
 
+      // Every later access must land where the check (or, without one, this stat) saw the file.
+      const options = { ...fsOptions(run, args.path), expectReal: info.path.real }
       const records = readRecords(run.sessionState)
       const record = records.get(info.path.real)
       if (!record) throw new ToolError('FS_NOT_READ', `you have not read ${shown} in this session. Read it with the read tool first, then retry the edit.`)
 
       let bytes: Buffer
       try {
-        bytes = await ctx.fs.readFile(args.path, { ...fsOptions(run), maxBytes: config.maxEditBytes })
+        bytes = await ctx.fs.readFile(args.path, { ...options, maxBytes: config.maxEditBytes })
       } catch (error) {
         throw toolErrorOf(error, shown, run.signal, {
           TOO_LARGE: `${shown} is larger than the ${config.maxEditBytes} bytes edit works on. Use write to replace it, or bash for a stream edit.`,
@@ -85,7 +87,7 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       const data = Buffer.from(after, 'utf8')
       let written: WriteResult
       try {
-        written = await ctx.fs.writeFile(args.path, data, fsOptions(run))
+        written = await ctx.fs.writeFile(args.path, data, options)
       } catch (error) {
         throw toolErrorOf(error, shown, run.signal)
       }

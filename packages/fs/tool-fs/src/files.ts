@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { assertNever, type Context } from '@dsh/cordis'
-import { type FileStat, type FsCallOptions, FileSystemError } from '@dsh/fs'
+import { checkedReal, type FileStat, type FsCallOptions, FileSystemError } from '@dsh/fs'
 import type { SpillStore } from '@dsh/spill'
 import { ToolError, type ToolRunContext } from '@dsh/tools'
 
@@ -32,9 +32,17 @@ export function sha256(data: Uint8Array | string): string {
   return createHash('sha256').update(data).digest('hex')
 }
 
-/** The options every `ctx.fs` call of a tool passes: the session workspace, the session, the call's signal. */
-export function fsOptions(run: ToolRunContext): FsCallOptions {
-  return { cwd: run.cwd, sessionId: run.sessionId, signal: run.signal }
+/**
+ * The options every `ctx.fs` call of a tool passes: the session workspace, the
+ * session, the call's signal. With `given` (the path argument of the call),
+ * also the real location a permission policy checked for it before the call
+ * ran, so `ctx.fs` acts there or fails with `PATH_CHANGED`.
+ */
+export function fsOptions(run: ToolRunContext, given?: string): FsCallOptions {
+  const options: FsCallOptions = { cwd: run.cwd, sessionId: run.sessionId, signal: run.signal }
+  if (given === undefined) return options
+  const checked = checkedReal(run.sessionState, run.callId, resolve(run.cwd, given))
+  return checked === undefined ? options : { ...options, expectReal: checked }
 }
 
 /** The path to show the model: relative when inside the workspace, else absolute. Control characters are escaped. */
@@ -91,6 +99,8 @@ export function toolErrorOf(error: unknown, shown: string, signal: AbortSignal, 
       return new ToolError('FS_TOO_LARGE', own ?? `${shown} is too large: ${error.message}.`)
     case 'LOOP':
       return new ToolError('FS_SYMLINK_LOOP', own ?? `${shown} goes through a symlink loop.`)
+    case 'PATH_CHANGED':
+      return new ToolError('FS_PATH_CHANGED', own ?? `${error.message}.`)
     case 'IO':
       return new ToolError('FS_IO_ERROR', own ?? `could not access ${shown}: ${error.message}`)
     default:
@@ -101,7 +111,7 @@ export function toolErrorOf(error: unknown, shown: string, signal: AbortSignal, 
 /** Stats a path; undefined when nothing is there. Other failures become tool errors. */
 export async function statOrUndefined(ctx: Context, given: string, run: ToolRunContext, shown: string): Promise<FileStat | undefined> {
   try {
-    return await ctx.fs.stat(given, fsOptions(run))
+    return await ctx.fs.stat(given, fsOptions(run, given))
   } catch (error) {
     if (error instanceof FileSystemError && error.code === 'NOT_FOUND') return undefined
     throw toolErrorOf(error, shown, run.signal)

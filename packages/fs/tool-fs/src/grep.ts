@@ -73,9 +73,14 @@ export function grepTool(ctx: Context, config: FsToolsConfig) {
       } else {
         rgArgs.push(mode === 'count' ? '--count' : '--files-with-matches', '--null')
       }
-      rgArgs.push('--regexp', args.pattern, '--', root.target)
+      rgArgs.push(...root.excludes, '--regexp', args.pattern, '--', root.target)
 
-      const outcome = await runRipgrep(rgArgs, { cwd: root.cwd, signal: run.signal, maxOutputBytes: config.searchMaxOutputBytes })
+      let outcome: RgOutcome
+      try {
+        outcome = await runRipgrep(rgArgs, { cwd: root.cwd, signal: run.signal, maxOutputBytes: config.searchMaxOutputBytes })
+      } finally {
+        root.close()
+      }
       const limit = args.head_limit ?? config.grepMaxResults
       const base = { ctx, run, root, outcome, limit, config }
       if (mode === 'content') return content(base, parseJson(outcome, root))
@@ -112,16 +117,18 @@ function overflowNote(base: Base): string[] {
 
 async function listing(base: Base, mode: 'files_with_matches' | 'count'): Promise<ToolOutput> {
   const { stdout, overflow } = base.outcome
-  const entries: { path: string; count: number }[] = []
+  const printed: { path: string; count: number }[] = []
   if (mode === 'count') {
     // `--count --null` prints `path\0count\n` per file; an entry cut short by an overflow is dropped.
     const text = stdout.toString('utf8')
     const complete = overflow || text === '' || text.endsWith('\n') ? text : `${text}\n`
     const pattern = /([^\0]*)\0(\d+)\n/g
-    for (let match = pattern.exec(complete); match; match = pattern.exec(complete)) entries.push({ path: match[1] as string, count: Number(match[2]) })
+    for (let match = pattern.exec(complete); match; match = pattern.exec(complete)) printed.push({ path: match[1] as string, count: Number(match[2]) })
   } else {
-    for (const record of nullSeparated(stdout, overflow)) if (record !== '') entries.push({ path: record, count: 0 })
+    for (const record of nullSeparated(stdout, overflow)) if (record !== '') printed.push({ path: record, count: 0 })
   }
+  // A file on the deny-read list never shows, not even by name.
+  const entries = printed.filter((entry) => base.root.allowed(entry.path))
   const notes = problems(base.outcome, entries.length)
   const shown = entries.map((entry) => ({ ...entry, path: base.root.show(entry.path) })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   const totalMatches = shown.reduce((sum, entry) => sum + entry.count, 0)
@@ -224,6 +231,7 @@ function parseJson(outcome: RgOutcome, root: SearchRoot): FileBlock[] {
     const data = event.data
     if (!data?.path) continue
     const file = textOf(data.path)
+    if (!root.allowed(file)) continue
     let block = blocks.get(file)
     if (!block) {
       block = { path: root.show(file), lines: [] }

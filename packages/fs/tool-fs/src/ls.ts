@@ -65,7 +65,7 @@ export function lsTool(ctx: Context, config: FsToolsConfig) {
     access: (args) => ({ kind: 'read', paths: [args.path ?? '.'], summary: `ls ${args.path ?? '.'}` }),
     async execute(args, run): Promise<ToolOutput> {
       const given = args.path ?? '.'
-      const options = fsOptions(run)
+      const options = fsOptions(run, given)
       let shown = shownArgument(run.cwd, given)
       let info: FileStat
       try {
@@ -87,7 +87,9 @@ export function lsTool(ctx: Context, config: FsToolsConfig) {
         for (const folder of level) {
           let entries: DirEntry[]
           try {
-            entries = await ctx.fs.readdir(path.join(info.path.absolute, folder.rel), options)
+            // Each folder must still lie where the listing found it: a folder swapped for a symlink is not followed.
+            const real = path.join(info.path.real, folder.rel)
+            entries = await ctx.fs.readdir(path.join(info.path.absolute, folder.rel), { ...options, expectReal: real })
           } catch (error) {
             if (folder === root) throw toolErrorOf(error, shown, run.signal)
             if (run.signal.aborted) throw error

@@ -30,7 +30,7 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
     isConcurrencySafe: () => true,
     access: (args) => ({ kind: 'read', paths: [args.path], summary: `read ${args.path}` }),
     async execute(args, run): Promise<ToolOutput> {
-      const options = fsOptions(run)
+      const options = fsOptions(run, args.path)
       let shown = shownArgument(run.cwd, args.path)
       let stream: Readable
       let info: FileStat
@@ -39,7 +39,8 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
         shown = displayPath(run.cwd, info.path.absolute)
         if (info.type === 'directory') throw new ToolError('FS_IS_DIRECTORY', `${shown} is a directory, not a file. List it with the ls tool instead.`)
         if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
-        stream = await ctx.fs.readStream(args.path, options)
+        // The same file the stat saw, or PATH_CHANGED: the read record below is keyed by that location.
+        stream = await ctx.fs.readStream(args.path, { ...options, expectReal: info.path.real })
       } catch (error) {
         if (error instanceof ToolError) throw error
         throw toolErrorOf(error, shown, run.signal, {

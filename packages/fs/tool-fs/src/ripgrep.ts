@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import path from 'node:path'
 import type { Context } from '@dsh/cordis'
-import type { FileStat } from '@dsh/fs'
+import type { HeldPath, ResolvedPath } from '@dsh/fs'
 import { scrubEnvironment } from '@dsh/subprocess'
 import { ToolError, type ToolRunContext } from '@dsh/tools'
 import { rgPath } from '@vscode/ripgrep'
@@ -87,37 +87,84 @@ export function runRipgrep(args: readonly string[], options: { cwd: string; sign
   })
 }
 
-/** Where a search looks: the resolved root, what to pass rg, and how to show rg's paths. */
+/** Where a search looks: the root held open, what to pass rg, and how to show rg's paths. */
 export interface SearchRoot {
-  info: FileStat
-  /** rg runs here: the root folder, or the folder of a root file. Globs with a `/` match relative to it. */
+  info: { path: ResolvedPath; type: HeldPath['type'] }
+  /** rg runs here: the held root folder (globs with a `/` match relative to it), or `/` for a root file. */
   cwd: string
-  /** The path argument for rg (the real location). */
+  /** The path argument for rg: `.` in the held folder, or the held file itself. */
   target: string
+  /** `--glob=!…` arguments that keep deny-listed paths below the root out of rg's walk; they go after any other glob. */
+  excludes: string[]
   /** Turns a path rg printed into what the model sees. */
   show(rgPath: string): string
+  /** False for a path rg printed that lies on the deny-read list (rg was racing a swapped folder, or the exclusion missed it). */
+  allowed(rgPath: string): boolean
+  /** Lets go of the held root. */
+  close(): void
+}
+
+/** A glob segment that matches `text` literally (rg's glob syntax escapes with a backslash). */
+function literalGlob(text: string): string {
+  return text.replace(/[\\*?[\]{}!]/g, '\\$&')
+}
+
+/** `--glob=!/…` arguments for deny-list patterns below the search root (segments relative to it). */
+function exclusions(below: readonly string[][]): string[] {
+  return below.map((segments) => `--glob=!/${segments.map((segment) => segment.split('*').map(literalGlob).join('*')).join('/')}`)
 }
 
 /**
- * Resolves and stats the search root through `ctx.fs` (so the `fs/read`
- * policy sees it), then searches its real location. Paths rg prints are
- * mapped back under the path the model gave, relative to the workspace.
+ * Resolves the search root through `ctx.fs` and holds it open (so the
+ * `fs/read` policy and the deny-read list see it, and a folder swapped after
+ * the check cannot redirect the search), then hands rg the held folder as its
+ * working directory, or the held file as its one path. rg does not follow
+ * symlinks inside the root. Paths rg prints are mapped back under the path the
+ * model gave, relative to the workspace.
  */
 export async function searchRoot(ctx: Context, given: string, run: ToolRunContext, wantDirectory: boolean): Promise<SearchRoot> {
   const shown = shownArgument(run.cwd, given)
-  let info: FileStat
+  let held: HeldPath
   try {
-    info = await ctx.fs.stat(given, fsOptions(run))
+    held = await ctx.fs.hold(given, fsOptions(run, given))
   } catch (error) {
     throw toolErrorOf(error, shown, run.signal, { NOT_FOUND: `${shown} does not exist. Check the path (relative paths start at ${run.cwd}).` })
   }
-  if (info.type === 'directory') {
-    const real = info.path.real
-    return { info, cwd: real, target: real, show: (p) => displayPath(run.cwd, path.join(info.path.absolute, path.relative(real, p))) }
+  const info = { path: held.path, type: held.type }
+  const close = () => held.close()
+  try {
+    held.verify()
+  } catch (error) {
+    close()
+    throw toolErrorOf(error, shown, run.signal)
   }
-  if (wantDirectory) throw new ToolError('FS_NOT_DIRECTORY', `${shown} is not a directory; give a directory to search in.`)
-  if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is neither a file nor a directory.`)
-  return { info, cwd: path.dirname(info.path.real), target: info.path.real, show: () => displayPath(run.cwd, info.path.absolute) }
+  const real = held.path.real
+  if (held.type === 'directory') {
+    const rel = (p: string) => (p.startsWith('./') ? p.slice(2) : p === '.' ? '' : p)
+    return {
+      info,
+      cwd: held.local,
+      target: '.',
+      excludes: exclusions(ctx.fs.deniedBelow(real)),
+      show: (p) => displayPath(run.cwd, path.join(held.path.absolute, rel(p))),
+      allowed: (p) => ctx.fs.deniedReason(path.join(real, rel(p))) === undefined,
+      close,
+    }
+  }
+  if (wantDirectory || held.type !== 'file') {
+    close()
+    if (wantDirectory) throw new ToolError('FS_NOT_DIRECTORY', `${shown} is not a directory; give a directory to search in.`)
+    throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is neither a file nor a directory.`)
+  }
+  return {
+    info,
+    cwd: '/',
+    target: held.local,
+    excludes: [],
+    show: () => displayPath(run.cwd, held.path.absolute),
+    allowed: () => true,
+    close,
+  }
 }
 
 /** rg's own complaint, first lines only, without its `rg: ` prefixes. */

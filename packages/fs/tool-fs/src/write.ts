@@ -30,7 +30,8 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
 
       let written: WriteResult
       try {
-        written = await ctx.fs.writeFile(args.path, data, fsOptions(run))
+        const options = fsOptions(run, args.path)
+        written = await ctx.fs.writeFile(args.path, data, before ? { ...options, expectReal: options.expectReal ?? before.path.real } : options)
       } catch (error) {
         throw toolErrorOf(error, shown, run.signal, { NOT_DIRECTORY: `cannot create ${shown}: a part of its folder path is a file, not a folder.` })
       }

@@ -7,6 +7,7 @@ import {
   type FileStat,
   FileSystem,
   FileSystemError,
+  type HeldPath,
   type FsAccessRequest,
   type FsCallOptions,
   type ResolvedPath,
@@ -301,6 +302,10 @@ class MemoryFileSystem extends FileSystem {
 
   async mkdir(given: string, options: FsCallOptions): Promise<ResolvedPath> {
     return this.resolve(given, options)
+  }
+
+  async hold(given: string): Promise<HeldPath> {
+    throw new FileSystemError('IO', given, 'the memory provider holds nothing open')
   }
 }
 

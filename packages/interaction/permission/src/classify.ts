@@ -1,5 +1,6 @@
 import path from 'node:path'
 import { assertNever } from '@dsh/cordis'
+import { recordChecked } from '@dsh/fs'
 import { PROTECTED_PROJECT_NAMES, protectedProjectPaths } from '@dsh/sandbox'
 import type { ToolAccess, ToolExecution } from '@dsh/tools'
 import { isWithin, realFolder, resolveReal } from './paths.ts'
@@ -150,6 +151,8 @@ async function classifyWrite(execution: ToolExecution, access: ToolAccess, optio
   }
   const outside: string[] = []
   const guarded: string[] = []
+  const hit = new Set<string>()
+  const { protectedPaths } = scope
   for (const given of paths) {
     const lexical = path.resolve(cwd, given)
     const real = await resolveReal(lexical)
@@ -157,9 +160,18 @@ async function classifyWrite(execution: ToolExecution, access: ToolAccess, optio
       outside.push(`${lexical} (a symlink loop)`)
       continue
     }
+    // The file tools act on exactly this location, or fail: a path swapped after this check is not followed.
+    recordChecked(execution.run.sessionState, execution.run.callId, lexical, real)
     const shown = real === lexical ? lexical : `${lexical} (which resolves to ${real})`
     if (!scope.roots.some((root) => isWithin(root, real))) outside.push(shown)
-    else if (scope.protectedPaths.some((folder) => isWithin(folder, real))) guarded.push(shown)
+    // A symlink planted in place of a protected path counts as that path.
+    else {
+      const guard = protectedPaths.find((folder) => isWithin(folder, real) || isWithin(folder, lexical))
+      if (guard !== undefined) {
+        guarded.push(shown)
+        hit.add(guard)
+      }
+    }
   }
   if (outside.length) {
     return {
@@ -173,8 +185,9 @@ async function classifyWrite(execution: ToolExecution, access: ToolAccess, optio
     return {
       inside: false,
       reason:
-        `tool "${tool}" would write ${listed(guarded)}, a protected path (${PROTECTED_PROJECT_NAMES.join(', ')}: ` +
-        'files that make something run outside the sandbox later), which preset "workspace-write" keeps read-only',
+        `tool "${tool}" would write ${listed(guarded)}, inside the protected path ${[...hit].join(', ')} ` +
+        `(${PROTECTED_PROJECT_NAMES.join(', ')}: files that make something run outside the sandbox later), ` +
+        'which preset "workspace-write" keeps read-only',
       advice: 'Do not change these paths yourself; ask the user to make this change, or to approve it.',
       scope: `${tool}\u0000write-protected`,
     }

@@ -313,7 +313,7 @@ describe('reasons', () => {
     await boot({ approval: 'never' })
     for (const target of ['.git/config', '.claude/settings.json', '.mcp.json', '.dsh/cordis.patch.yml', '.agents/skills/x/SKILL.md', '.codex/config.toml']) {
       const result = await invoke('write_file', { path: target })
-      expect(text(result), target).toContain(`would write ${path.join(ws, target)}, a protected path (.git, .dsh, .claude, .codex, .agents, .mcp.json`)
+      expect(text(result), target).toContain(`would write ${path.join(ws, target)}, inside the protected path ${path.join(ws, target.split('/')[0] as string)} (.git, .dsh, .claude, .codex, .agents, .mcp.json`)
     }
   })
 
