@@ -275,13 +275,14 @@ function makeDir(dir: HeldDir, name: string, shown: string): HeldDir {
   try {
     mkdirSync(procPath(dir.fd, name), 0o777)
   } catch (error) {
+    if (errno(error) === 'ENOENT') throw pathChanged(shown, `${dir.path} was removed while folders were created in it`)
     if (errno(error) !== 'EEXIST') throw fromNodeError(error, path.join(dir.path, name))
   }
   try {
     return { fd: openSync(procPath(dir.fd, name), O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW), path: path.join(dir.path, name) }
   } catch (error) {
     const code = errno(error)
-    if (code === 'ENOTDIR' || code === 'ELOOP') {
+    if (code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENOENT') {
       throw pathChanged(shown, `${path.join(dir.path, name)} is not a folder any more`)
     }
     throw fromNodeError(error, path.join(dir.path, name))
@@ -322,6 +323,8 @@ async function writeLocal(held: HeldResolution, bytes: Uint8Array, options: Writ
     aborted(options)
     return await replaceIn(dir, name, existing, bytes, target, options)
   } catch (error) {
+    // The folder the walk held was deleted under the write.
+    if (errno(error) === 'ENOENT' && !options.signal?.aborted) throw pathChanged(target.absolute, 'its folder was removed while it was written')
     throw failure(error, target.absolute, options)
   } finally {
     for (const fd of opened) closeQuietly(fd)

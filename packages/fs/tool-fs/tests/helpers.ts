@@ -29,7 +29,9 @@ export interface Setup {
 let calls = 0
 
 /** A root context with `ctx.tools`, `ctx.fs` (local), optionally `ctx.spill`, and the file tools. */
-export async function setup(options: { config?: Partial<FsToolsConfig>; spill?: boolean } = {}): Promise<Setup> {
+export async function setup(
+  options: { config?: Partial<FsToolsConfig>; spill?: boolean; fs?: (base: string) => fsPlugin.LocalFsConfig } = {},
+): Promise<Setup> {
   const root = new Context()
   const base = await realpath(await mkdtemp(path.join(tmpdir(), 'dsh-tool-fs-')))
   const workspace = path.join(base, 'ws')
@@ -38,7 +40,7 @@ export async function setup(options: { config?: Partial<FsToolsConfig>; spill?: 
   await mkdir(workspace)
   await mkdir(outside)
   await root.plugin(tools, {} as ToolsConfig)
-  const fsFiber = root.plugin(fsPlugin, {})
+  const fsFiber = root.plugin(fsPlugin, options.fs?.(base) ?? {})
   await fsFiber
   if (options.spill) await root.plugin(spillPlugin, { root: spillRoot, keepOnDispose: false })
   await root.plugin(fsTools, (options.config ?? {}) as FsToolsConfig)

@@ -6,6 +6,8 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { format } from 'node:util'
 
+export { type PathFlipper, startPathFlipper } from './flipper.ts'
+
 /** The repository root, found from this file (src/ or lib/ of packages/test-support/testkit). */
 export const repoRoot = path.resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..')
 
