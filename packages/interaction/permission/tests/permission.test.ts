@@ -329,6 +329,39 @@ describe('reasons', () => {
   })
 })
 
+describe('protected project paths', () => {
+  it('refuse .dsh, .claude, .codex, .agents and .mcp.json whether or not they exist, and a symlink planted in their place', async () => {
+    await boot({ approval: 'never' })
+    for (const target of ['.claude/settings.json', '.mcp.json', '.dsh/cordis.patch.yml', '.codex/config.toml', '.agents/skills/x/SKILL.md']) {
+      const result = await invoke('write_file', { path: target })
+      expect(result.error?.code).toBe('DENIED')
+      expect(text(result)).toContain(`inside the protected path ${path.join(ws, target.split('/')[0] as string)}`)
+      expect(existsSync(path.join(ws, target))).toBe(false)
+    }
+    const decoy = path.join(ws, 'decoy')
+    await mkdir(decoy)
+    await symlink('decoy', path.join(ws, '.claude'))
+    try {
+      expect((await invoke('write_file', { path: '.claude/settings.json' })).error?.code).toBe('DENIED')
+      expect(existsSync(path.join(decoy, 'settings.json'))).toBe(false)
+    } finally {
+      await rm(path.join(ws, '.claude'))
+      await rm(decoy, { recursive: true })
+    }
+  })
+
+  it('include the real git folder a .git file points to', async () => {
+    const worktree = path.join(base, 'worktree')
+    await mkdir(worktree, { recursive: true })
+    await writeFile(path.join(worktree, '.git'), 'gitdir: ../shared\n')
+    expect(permission.protectedProjectPaths(worktree)).toEqual([
+      path.join(worktree, '.git'),
+      path.join(base, 'shared'),
+      ...['.dsh', '.claude', '.codex', '.agents', '.mcp.json'].map((name) => path.join(worktree, name)),
+    ])
+  })
+})
+
 describe('approver answers', () => {
   it('allow-session is remembered for this kind of action in this session only', async () => {
     await boot()
