@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs'
 import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import path from 'node:path'
@@ -165,6 +166,33 @@ describe('descriptor resolution', () => {
     await rename(path.join(workspace, 'src'), path.join(workspace, 'moved'))
     expect(() => held.verify()).toThrow(/changed while it was being opened/)
     held.close()
+  })
+})
+
+describe('descriptors', () => {
+  it('are all released after every kind of access, failed ones included', async () => {
+    const open = () => readdirSync('/proc/self/fd').length
+    await mkdir(path.join(workspace, 'dir'))
+    await symlink('dir', path.join(workspace, 'link'))
+    // Warm up whatever Node opens lazily (the thread pool, the first FileHandle).
+    await fs.writeFile('warm.txt', 'x', at())
+    await fs.readFile('warm.txt', at())
+    const before = open()
+    for (let i = 0; i < 20; i += 1) {
+      await fs.writeFile(`link/f${i}.txt`, 'data', at())
+      await fs.readFile(`link/f${i}.txt`, at())
+      await fs.stat('link', at())
+      await fs.readdir('link', at())
+      await fs.mkdir(`link/sub${i}/deeper`, at())
+      await failureOf(fs.readFile('missing/file', at()))
+      await failureOf(fs.writeFile('link', 'onto a folder', at()))
+      await failureOf(fs.readFile(path.join(home, '.env'), at()))
+      const stream = await fs.readStream(`link/f${i}.txt`, at())
+      await new Promise((resolve) => stream.on('close', resolve).resume())
+      const held = await fs.hold('link', at())
+      held.close()
+    }
+    expect(open()).toBe(before)
   })
 })
 
