@@ -272,7 +272,7 @@ export abstract class FileSystem extends Service {
       throw new FileSystemError(
         'PATH_CHANGED',
         path.absolute,
-        `${path.absolute} changed while it was being opened: it was checked as ${options.expectReal} and now leads to ${path.real}; nothing was done`,
+        `${path.absolute} changed while it was being opened: it was checked as ${options.expectReal} and now leads to ${path.real}; nothing was done.`,
       )
     }
     const secret = this.deniedReason(path.real)

@@ -100,7 +100,7 @@ export function toolErrorOf(error: unknown, shown: string, signal: AbortSignal, 
     case 'LOOP':
       return new ToolError('FS_SYMLINK_LOOP', own ?? `${shown} goes through a symlink loop.`)
     case 'PATH_CHANGED':
-      return new ToolError('FS_PATH_CHANGED', own ?? `${error.message}.`)
+      return new ToolError('FS_PATH_CHANGED', own ?? error.message)
     case 'IO':
       return new ToolError('FS_IO_ERROR', own ?? `could not access ${shown}: ${error.message}`)
     default:
