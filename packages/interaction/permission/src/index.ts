@@ -15,7 +15,8 @@ export {
   type SandboxPolicyOptions,
 } from './service.ts'
 export { classify, accessOf, writeScope, type ClassifyOptions, type Verdict, type WriteScope } from './classify.ts'
-export { isWithin, protectedProjectPaths, resolveReal } from './paths.ts'
+export { isWithin, resolveReal } from './paths.ts'
+export { protectedProjectPaths } from '@dsh/sandbox'
 
 export const name = 'permission'
 export const inject = ['tools', 'sessions']

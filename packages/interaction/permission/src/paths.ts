@@ -1,5 +1,5 @@
 import { lstat, readlink, realpath } from 'node:fs/promises'
-import { readFileSync, realpathSync } from 'node:fs'
+import { realpathSync } from 'node:fs'
 import path from 'node:path'
 
 /** How many symlinks one path may pass through before it counts as a loop (Linux's own limit). */
@@ -46,26 +46,4 @@ export function realFolder(folder: string): string {
 export function isWithin(root: string, target: string): boolean {
   const rel = path.relative(root, target)
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel))
-}
-
-/** Project files that make something run outside the sandbox later (hooks, MCP server commands, skills, commands). */
-const PROJECT_CONFIG = ['.dsh', '.claude', '.codex', '.agents', '.mcp.json']
-
-/**
- * The project paths a workspace-write session may not change without asking,
- * whether or not they exist yet: `<workspace>/.git` (and the real git folder
- * when `.git` is a file saying `gitdir: …`), `.dsh`, `.claude`, `.codex`,
- * `.agents` and `.mcp.json`. `workspace` is absolute and symlink-resolved.
- */
-export function protectedProjectPaths(workspace: string): string[] {
-  const paths = [path.join(workspace, '.git')]
-  let pointer: string | undefined
-  try {
-    pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(path.join(workspace, '.git'), 'utf8'))?.[1]
-  } catch {
-    // No `.git` file (a folder, or nothing yet).
-  }
-  if (pointer) paths.push(realFolder(path.resolve(workspace, pointer)))
-  for (const name of PROJECT_CONFIG) paths.push(path.join(workspace, name))
-  return paths
 }

@@ -355,9 +355,8 @@ describe('protected project paths', () => {
     await mkdir(worktree, { recursive: true })
     await writeFile(path.join(worktree, '.git'), 'gitdir: ../shared\n')
     expect(permission.protectedProjectPaths(worktree)).toEqual([
-      path.join(worktree, '.git'),
+      ...['.git', '.dsh', '.claude', '.codex', '.agents', '.mcp.json'].map((name) => path.join(worktree, name)),
       path.join(base, 'shared'),
-      ...['.dsh', '.claude', '.codex', '.agents', '.mcp.json'].map((name) => path.join(worktree, name)),
     ])
   })
 })
