@@ -8,6 +8,8 @@ const sessionId = z.string().superRefine((id, context) => {
 })
 const absolutePath = z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path')
 const presets = z.enum(['read-only', 'workspace-write', 'danger-full-access'])
+/** The network of a session's sandboxed commands (`@dsh/sandbox`'s NETWORK_MODES). */
+const networkModes = z.enum(['off', 'proxy', 'on'])
 const empty = z.object({})
 
 // ---- shared shapes ----
@@ -82,7 +84,12 @@ export const InitializeResult = z.object({
   capabilities: z.object({ approvals: z.boolean(), questions: z.boolean() }),
 })
 
-export const SessionNewParams = z.object({ cwd: absolutePath, model: z.string().min(1).optional(), permissionPreset: presets.optional() })
+export const SessionNewParams = z.object({
+  cwd: absolutePath,
+  model: z.string().min(1).optional(),
+  permissionPreset: presets.optional(),
+  network: networkModes.optional(),
+})
 export const SessionIdResult = z.object({ sessionId: z.string() })
 export const SessionResumeParams = z.object({ sessionId })
 export const SessionResumeResult = SessionIdResult.extend({ problems: z.array(z.string()).optional() })

@@ -236,12 +236,13 @@ export class SdkServer {
     const folder = await stat(p.cwd).catch(() => undefined)
     if (!folder?.isDirectory()) throw invalidField('session/new', 'cwd', `${p.cwd} is not a folder`)
     const permission = this.ctx.get('permission')
-    if (p.permissionPreset && !permission) {
-      throw invalidField('session/new', 'permissionPreset', 'this profile has no permission service, so a preset cannot be chosen')
+    for (const field of ['permissionPreset', 'network'] as const) {
+      if (p[field] && !permission) throw invalidField('session/new', field, `this profile has no permission service, so ${field} cannot be chosen`)
     }
     const options = p.model ? this.modelOptions(p.model) : {}
     const agent = await this.ctx.agents.create({ cwd: p.cwd, options })
     if (p.permissionPreset) permission?.setPreset(agent.id, p.permissionPreset)
+    if (p.network) permission?.setNetwork(agent.id, p.network)
     return { sessionId: agent.id }
   }
 

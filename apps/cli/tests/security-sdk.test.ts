@@ -1,0 +1,90 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import path from 'node:path'
+import { reply } from '@dsh/llm-mock'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { useMockedHeadless } from './support/mocked-headless.ts'
+import { type Message, SdkWire } from './support/sdk-wire.ts'
+
+// The fences whose legitimate twin needs someone to approve: an SDK client.
+const t = useMockedHeadless()
+
+const TEST_HOST = '127.0.0.2'
+let testHost: Server
+let hostPort = 0
+let hits: string[] = []
+
+beforeAll(async () => {
+  testHost = createServer((request, response) => {
+    hits.push(`${request.headers.host}${request.url}`)
+    response.end('mirror-answer')
+  })
+  await new Promise<void>((resolve) => testHost.listen(0, TEST_HOST, resolve))
+  hostPort = (testHost.address() as { port: number }).port
+})
+afterAll(() => testHost.close())
+
+async function approvingClient(): Promise<{ wire: SdkWire; sessionId: string }> {
+  // other.test is not on the allowlist: the proxy must ask about it.
+  mkdirSync(t.home, { recursive: true })
+  writeFileSync(
+    path.join(t.home, 'cordis.patch.yml'),
+    `- id: sandbox-network\n  config:\n    allowedHosts: [registry.test]\n    staticHosts: { other.test: '${TEST_HOST}' }\n    publicRanges: ['${TEST_HOST}/32']\n`,
+  )
+  const wire = new SdkWire(['--profile', 'sdk'], { home: t.home, cwd: t.work, env: t.env() })
+  await wire.call('initialize', { protocolVersion: 1, clientInfo: { name: 'test' }, capabilities: { approvals: true } })
+  const { sessionId } = await wire.call('session/new', { cwd: t.work, network: 'proxy' })
+  return { wire, sessionId }
+}
+
+const fetchOther = (name: string) =>
+  reply.toolCalls([{ name: 'bash', arguments: { command: `curl -sS --max-time 10 http://other.test:${hostPort}/${name}; echo " [exit $?]"` } }])
+
+describe('approvals the fences ask for, through the SDK', () => {
+  it('network proxy: a host off the allowlist is asked about; allowed once it passes, rejected it does not', async () => {
+    hits = []
+    t.mock.enqueue(fetchOther('first'), reply.text('fetched'), fetchOther('second'), reply.text('not fetched'))
+    const { wire, sessionId } = await approvingClient()
+    const answers: unknown[] = [{ decision: 'allow-once' }, { decision: 'reject' }]
+    wire.answer = (request) => (request.method === 'approval/request' ? answers.shift() : undefined)
+
+    await wire.call('session/prompt', { sessionId, content: 'fetch the first' })
+    await wire.call('session/prompt', { sessionId, content: 'fetch the second' })
+    expect(hits).toEqual([`other.test:${hostPort}/first`])
+
+    const asked = wire.received.filter((m) => m.method === 'approval/request').map((m) => m.params)
+    expect(asked).toHaveLength(2)
+    expect(asked[0]).toMatchObject({ sessionId, toolCall: { name: 'bash', arguments: expect.stringContaining('other.test') } })
+    expect(asked[0].reason).toContain(`wants to reach other.test:${hostPort}, which is not on the network allowlist`)
+    const events: Message[] = (await wire.call('session/events', { sessionId })).events
+    const decisions = events.filter((e) => e.type === 'network/decision').map((e) => e.data)
+    expect(decisions).toEqual([
+      expect.objectContaining({ host: 'other.test', decision: 'allow', by: 'user' }),
+      expect.objectContaining({ host: 'other.test', decision: 'deny', by: 'user' }),
+    ])
+    const results = events.filter((e) => e.type === 'tool/result').map((e) => JSON.stringify(e.data))
+    expect(results[0]).toContain('mirror-answer [exit 0]')
+    expect(results[1]).toContain('the user did not allow it')
+    expect(events.find((e) => e.type === 'permission/network')?.data).toEqual({ network: 'proxy' })
+    expect((await wire.shutdown()).code).toBe(0)
+  })
+
+  it('protected paths: git init fails in the sandbox, and creates .git through an approved escalation', async () => {
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'bash', arguments: { command: 'git init -q . && echo initialised' } }]),
+      reply.toolCalls([{ name: 'bash', arguments: { command: 'git init -q . && echo initialised', escalate: true, justification: 'the user asked for a repository' } }]),
+      reply.text('Initialised.'),
+    )
+    const { wire, sessionId } = await approvingClient()
+    wire.answer = (request) => (request.method === 'approval/request' ? { decision: 'allow-once' } : undefined)
+    await wire.call('session/prompt', { sessionId, content: 'make this a git repository' })
+    const results: string[] = (await wire.call('session/events', { sessionId })).events
+      .filter((e: Message) => e.type === 'tool/result')
+      .map((e: Message) => JSON.stringify(e.data))
+    expect(results[0]).not.toContain('initialised')
+    expect(results[1]).toContain('initialised')
+    expect(existsSync(path.join(t.work, '.git', 'HEAD'))).toBe(true)
+    expect(wire.received.filter((m) => m.method === 'approval/request')).toHaveLength(1)
+    expect((await wire.shutdown()).code).toBe(0)
+  })
+})
