@@ -169,7 +169,9 @@ describe('dsh --profile headless', () => {
     const result = await t.headless(['-v', 'make a note'])
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('Done.\n')
-    const lines = result.stderr.trimEnd().split('\n')
+    const [session, ...lines] = result.stderr.trimEnd().split('\n')
+    // The id to --resume comes first, once the task is stored.
+    expect(session).toBe(`dsh: session ${onlySessionId()}`)
     expect(lines[0]).toBe('→ Write notes/hello.txt')
     expect(lines[1]).toBe('→ Read missing.txt')
     expect(lines[2]).toMatch(/^ {2}✗ read: \w+: .*missing\.txt/)

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
 import { type Message, SdkWire } from './support/sdk-wire.ts'
 import { ONE_TOOL_TURN, readSessionLog } from './support/session-log.ts'
@@ -363,6 +363,35 @@ describe('dsh --profile sdk', () => {
       expect(log.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted', cause: 'shutdown' } })
       expect(log.events.some((e) => e.type === 'assistant/message' && e.data.interrupted)).toBe(true)
     })
+  })
+})
+
+describe('dsh --profile sdk after a crash', () => {
+  it('a session/new id and a prompt whose first event went out survive a SIGKILL', async () => {
+    // The first process may die before or after its request reaches the model: answer by what is asked.
+    t.mock.setFallback((request) =>
+      textOf(request.body.messages).at(-1)?.includes('which word?') ? reply.text('Back again.') : reply.stall(1, reply.text('This reply never finishes.')),
+    )
+    onTestFinished(() => t.mock.setFallback())
+    const first = await started()
+    const empty = await newSession(first)
+    const sessionId = await newSession(first)
+    const running = first.request('session/prompt', { sessionId, content: 'remember the word quartz' })
+    await first.waitFor((m) => m.method === 'session/event' && m.params?.sessionId === sessionId, 'the first event of the turn')
+    void running.catch(() => {})
+    await first.proc.kill('SIGKILL')
+
+    const second = await started()
+    // Announced with no message yet: resumable, and empty.
+    expect(await second.call('session/resume', { sessionId: empty })).toEqual({ sessionId: empty })
+    expect((await second.call('session/events', { sessionId: empty })).events.filter((e: Message) => e.type === 'user/message')).toEqual([])
+    // Its turn was being shown: the message was stored first.
+    const resumed = await second.call('session/resume', { sessionId })
+    expect(resumed.problems.join('\n')).toMatch(/stopped mid-turn/)
+    const result = await second.call('session/prompt', { sessionId, content: 'which word?' })
+    expect(result).toMatchObject({ stopReason: 'completed', text: 'Back again.' })
+    expect(textOf(t.mock.requests.at(-1)?.body.messages).join('\n')).toContain('remember the word quartz')
+    expect((await second.shutdown()).code).toBe(0)
   })
 })
 

@@ -151,7 +151,7 @@ export class AcpServer {
 
   private listen(): void {
     const { ctx } = this
-    ctx.on('session/event', (session, event) => {
+    ctx.on('session/published', (session, event) => {
       const state = this.sessions.get(session.id)
       if (state && state.agent.session.id === session.id) this.send(state, state.updates.live(event))
     })
@@ -299,7 +299,7 @@ export class AcpServer {
     const updates = new SessionUpdates(new ToolViews(cwd, this.kinds))
     const state = open ?? this.adopt(agent, updates)
     state.updates = updates
-    for (const event of agent.session.events) this.send(state, updates.replay(event as SessionEvent))
+    for (const event of this.ctx.sessions.publishedEvents(agent.session)) this.send(state, updates.replay(event as SessionEvent))
     await this.connectMcp(state, servers)
     return { modes: this.modes(id) }
   }

@@ -51,16 +51,19 @@ export function apply(ctx: Context) {
       agent = await ctx.agents.create({ cwd: process.cwd(), options: overrides })
     }
     const from = agent.session.nextSeq
-    if (startup.json) {
-      out(JSON.stringify({ type: 'session', sessionId: agent.id, resumed: !!resume }))
-      for (const event of agent.session.events.slice(from)) out(JSON.stringify({ type: 'event', event }))
-      ctx.on('session/event', (session, event) => {
-        if (session === agent.session) out(JSON.stringify({ type: 'event', event }))
-      })
+    // The id goes out with the run's first published event: by then the task's message is stored (see holdPublished).
+    let announced = false
+    const announce = () => {
+      if (announced) return
+      announced = true
+      if (startup.json) out(JSON.stringify({ type: 'session', sessionId: agent.id, resumed: !!resume }))
+      if (startup.verbose) err(`dsh: session ${agent.id}`)
     }
-    if (startup.verbose) {
-      ctx.on('session/event', (session, event) => {
-        if (session !== agent.session) return
+    ctx.on('session/published', (session, event) => {
+      if (session !== agent.session || event.seq < from) return
+      announce()
+      if (startup.json) out(JSON.stringify({ type: 'event', event }))
+      if (startup.verbose) {
         if (event.type === 'tool/call') {
           const { name, arguments: raw } = (event as SessionEvent<'tool/call'>).data
           err(`→ ${describeToolCall(name, parseCallArguments(raw), session.meta.cwd)}`)
@@ -68,10 +71,11 @@ export function apply(ctx: Context) {
           const { name, error } = (event as SessionEvent<'tool/result'>).data
           if (error) err(`  ✗ ${name}: ${error.code}: ${error.message}`)
         }
-      })
-    }
+      }
+    })
     ctx.on('agent/delta', (source, delta) => {
       if (source !== agent) return
+      announce()
       if (startup.json) out(JSON.stringify({ type: 'delta', ...delta }))
       else if (startup.reasoning && delta.kind === 'reasoning') process.stderr.write(delta.delta)
     })
@@ -81,6 +85,7 @@ export function apply(ctx: Context) {
     const { end, text: answer, usage } = summarizeTurns(agent.session.events.filter((e) => e.seq >= from))
     const reason = end?.data.reason ?? 'aborted'
     const failure = end?.data.error
+    announce()
     if (startup.json) {
       out(JSON.stringify({ type: 'result', sessionId: agent.id, reason, text: answer, usage, ...(failure ? { error: failure } : {}) }))
     } else {

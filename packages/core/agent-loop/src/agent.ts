@@ -133,13 +133,15 @@ export class LoopAgent implements Agent {
     this.controller = controller
     this.cause = undefined
     const { signal } = controller
+    // Surfaces see nothing of the turn until its user input is stored (released in the first step, or at the end).
+    const release = this.ctx.sessions.holdPublished(this.session)
     this.session.append('turn/start', { turn })
     const claimed = this.nextStep.splice(0)
     const first = this.nextTurn.shift()
     if (first) claimed.push(first)
     let outcome: TurnOutcome
     try {
-      outcome = await this.turnBody(turn, claimed, signal)
+      outcome = await this.turnBody(turn, claimed, signal, release)
     } catch (error) {
       this.closeOpenWork('INTERNAL_ERROR', `the step failed before this tool call finished: ${errorText(error)}`)
       outcome = signal.aborted ? { turn, reason: 'aborted' } : { turn, reason: 'error', error: internal(errorText(error)) }
@@ -150,11 +152,13 @@ export class LoopAgent implements Agent {
     if (outcome.reason === 'aborted') end.cause = this.cause ?? 'user'
     this.session.append('turn/end', end)
     this.controller = undefined
+    // A turn that never reached its first request: its events are published (and stored) before its end is reported.
+    await release()
     void emitIsolated(this.ctx, 'agent/turn-end', this, outcome)
     await this.ctx.sessions.flush(this.session)
   }
 
-  private async turnBody(turn: number, claimed: Message[], signal: AbortSignal): Promise<TurnOutcome> {
+  private async turnBody(turn: number, claimed: Message[], signal: AbortSignal, release: () => Promise<void>): Promise<TurnOutcome> {
     let pending = claimed
     let hitMaxTokens = false
     for (let step = 1; ; step++) {
@@ -173,6 +177,8 @@ export class LoopAgent implements Agent {
       this.reconcileSystem(config)
       for (const message of pending) this.session.append('user/message', { message })
       pending = []
+      // The turn's input is stored before anything of the turn is shown; later steps are not held.
+      if (step === 1) await release()
       const tools = this.ctx.get('tools')?.schemas(this.id) ?? []
       this.logHeader(config, tools)
       const reply = await this.request(info, config, tools)

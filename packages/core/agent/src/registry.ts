@@ -119,12 +119,15 @@ export class AgentRegistry extends Service {
   }
 
   async create(options: CreateAgentOptions): Promise<Agent> {
+    if (!this.factory) throw noDriver()
     const session = this.home.sessions.create({
       cwd: options.cwd,
       ...(options.sessionId ? { id: options.sessionId } : {}),
       ...(options.parentSession ? { parentSession: options.parentSession } : {}),
       ...(options.title ? { title: options.title } : {}),
     })
+    // The id is announced once this returns: its log (the header, for now) must exist by then.
+    await this.home.sessions.flush(session)
     return this.start(session, options.options)
   }
 
@@ -167,7 +170,7 @@ export class AgentRegistry extends Service {
   }
 
   private start(session: Session, overrides: Partial<AgentOptions> = {}): Agent {
-    if (!this.factory) throw new Error('no agent driver is loaded (is the agent-loop plugin enabled?)')
+    if (!this.factory) throw noDriver()
     const options = { ...this.defaults(), ...stripUndefined(overrides) }
     const agent = this.factory(this.home, session, options)
     this.live.set(agent.id, agent)
@@ -189,6 +192,8 @@ export class AgentRegistry extends Service {
     await Promise.all(this.list().map((agent) => this.dispose(agent)))
   }
 }
+
+const noDriver = () => new Error('no agent driver is loaded (is the agent-loop plugin enabled?)')
 
 const EFFORTS = ['off', 'low', 'high', 'max']
 

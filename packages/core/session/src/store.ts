@@ -12,6 +12,13 @@ declare module '@dsh/cordis' {
     'session/created'(session: Session): void
     /** @mode emit (isolated), synchronous: an event was appended. Persistence copies it here. */
     'session/event'(session: Session, event: SessionEvent): void
+    /**
+     * @mode emit (isolated): an event may now be shown outside this process.
+     * Every event, in log order, after its `session/event`; while a hold is
+     * on (`holdPublished`: a turn's events until its user input is stored),
+     * later. Surfaces forward this one.
+     */
+    'session/published'(session: Session, event: SessionEvent): void
     /** @mode parallel: make everything appended so far durable. */
     'session/flush'(session: Session): Promise<void>
     /** @mode parallel: the session is done in this process; persistence seals it. */
@@ -67,6 +74,8 @@ export class SessionStore extends Service {
   private readonly home: Context
   private readonly live = new Map<string, Session>()
   private readonly stored = new WeakSet<Session>()
+  /** Sessions whose `session/published` is held back: the events waiting, and how many holds are on. */
+  private readonly held = new WeakMap<Session, { events: SessionEvent[]; holds: number }>()
   private readonly eventTypes = new ScopedRegistry<true>('session event type')
 
   constructor(ctx: Context) {
@@ -114,6 +123,9 @@ export class SessionStore extends Service {
       options.seed ?? [],
       (event) => {
         void emitIsolated(this.home, 'session/event', session as Session, event)
+        const held = this.held.get(session as Session)
+        if (held) held.events.push(event)
+        else void emitIsolated(this.home, 'session/published', session as Session, event)
       },
       options.adoptSeed === true,
     )
@@ -141,9 +153,50 @@ export class SessionStore extends Service {
     await emitIsolated(this.home, 'session/flush', session)
   }
 
+  /**
+   * Holds back `session/published` for `session` from now on; events still
+   * reach `session/event` (and storage) at once. The returned release flushes
+   * the session, then publishes the held events in order; a second call
+   * returns the first one's promise. With several holds on, the events wait
+   * for the last release. The agent loop holds each turn until its user
+   * input is stored, so no surface shows a turn whose message a crash
+   * could lose.
+   */
+  holdPublished(session: Session): () => Promise<void> {
+    let state = this.held.get(session)
+    if (!state) {
+      state = { events: [], holds: 0 }
+      this.held.set(session, state)
+    }
+    const hold = state
+    hold.holds++
+    let released: Promise<void> | undefined
+    return () => {
+      released ??= this.flush(session).then(() => {
+        if (--hold.holds === 0 && this.held.get(session) === hold) this.publishHeld(session)
+      })
+      return released
+    }
+  }
+
+  /** The events of `session` already published: all of them but those a hold keeps back (always the last ones). */
+  publishedEvents(session: Session): readonly SessionEvent[] {
+    const waiting = this.held.get(session)?.events.length ?? 0
+    return waiting ? session.events.slice(0, session.events.length - waiting) : session.events
+  }
+
+  private publishHeld(session: Session): void {
+    const state = this.held.get(session)
+    if (!state) return
+    this.held.delete(session)
+    for (const event of state.events) void emitIsolated(this.home, 'session/published', session, event)
+  }
+
   async close(session: Session): Promise<void> {
     if (this.live.get(session.id) !== session) return
     await this.flush(session)
+    // Stored now: nothing is held back any longer.
+    this.publishHeld(session)
     this.live.delete(session.id)
     await emitIsolated(this.home, 'session/closed', session)
   }

@@ -102,6 +102,42 @@ describe('SessionStore', () => {
     expect(() => store.fork(s, { throughTurn: 5 })).toThrow(/no finished turn 5/)
   })
 
+  it('publishes every event after session/event, holding them back while a hold is on until its release has flushed', async () => {
+    const order: string[] = []
+    root.on('session/event', (_s, e) => void order.push(`event ${e.seq}`))
+    root.on('session/published', (_s, e) => void order.push(`published ${e.seq}`))
+    root.on('session/flush', async () => void order.push('flush'))
+    const s = store.create({ cwd: '/w' })
+    s.append('turn/start', { turn: 0 })
+    const release = store.holdPublished(s)
+    s.append('turn/start', { turn: 1 })
+    s.append('user/message', user('stored before it is shown'))
+    expect(store.publishedEvents(s).map((e) => e.seq)).toEqual([0])
+    const done = release()
+    expect(release()).toBe(done)
+    await done
+    s.append('turn/end', { turn: 1, reason: 'completed' })
+    expect(order).toEqual(['event 0', 'published 0', 'event 1', 'event 2', 'flush', 'published 1', 'published 2', 'event 3', 'published 3'])
+    expect(store.publishedEvents(s)).toEqual(s.events)
+  })
+
+  it('publishes held events when the session closes, and waits for the last of several holds', async () => {
+    const published: number[] = []
+    root.on('session/published', (_s, e) => void published.push(e.seq))
+    const s = store.create({ cwd: '/w' })
+    const first = store.holdPublished(s)
+    const second = store.holdPublished(s)
+    s.append('turn/start', { turn: 1 })
+    await first()
+    expect(published).toEqual([])
+    await second()
+    expect(published).toEqual([0])
+    store.holdPublished(s)
+    s.append('turn/end', { turn: 1, reason: 'completed' })
+    await store.close(s)
+    expect(published).toEqual([0, 1])
+  })
+
   it('refuses unknown non-ignorable event types on load, skips ignorable ones', () => {
     const events = [
       { seq: 0, time: 1, type: 'turn/start', data: { turn: 1 } },

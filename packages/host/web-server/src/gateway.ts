@@ -99,7 +99,7 @@ export function apply(ctx: Context, config: WebApiConfig) {
   ctx.effect(() => () => hub.close(), 'web sockets')
   server.upgrade(ctx, '/api/ws', (req, socket, head) => hub.accept(req, socket, head))
 
-  ctx.on('session/event', (session, event) => {
+  ctx.on('session/published', (session, event) => {
     hub.onEvent(session.id, event)
     if (event.type === 'turn/start' || event.type === 'turn/end' || (event.type as string) === 'session/title') hub.broadcast({ type: 'sessions-changed' })
   })

@@ -87,7 +87,7 @@ export class SdkServer {
     const notify = (method: string, params: object) => {
       if (this.initialized) this.peer.notify(method, params)
     }
-    ctx.on('session/event', (session, event) => notify('session/event', { sessionId: session.id, event }))
+    ctx.on('session/published', (session, event) => notify('session/event', { sessionId: session.id, event }))
     ctx.on('agent/delta', (agent, d) => notify('session/delta', { sessionId: agent.id, turn: d.turn, step: d.step, index: d.index, kind: d.kind, delta: d.delta }))
     ctx.on('agent/status', (agent, status) => notify('session/status', { sessionId: agent.id, status }))
     ctx.effect(() => () => this.peer.close(), 'sdk connection')
@@ -123,7 +123,7 @@ export class SdkServer {
     },
     'session/events': async (p) => {
       const live = this.ctx.sessions.get(p.sessionId)
-      const events = live ? live.events : (await openStored(this.ctx, p.sessionId))?.events
+      const events = live ? this.ctx.sessions.publishedEvents(live) : (await openStored(this.ctx, p.sessionId))?.events
       if (!events) throw unknownSession(p.sessionId)
       const after = p.afterSeq ?? -1
       return { events: events.filter((e) => e.seq > after) }

@@ -235,7 +235,6 @@ export class JsonlSessionPersistence extends SessionPersistence {
 
   async append(meta: SessionMeta, events: readonly SessionEvent[]): Promise<void> {
     const id = checkSessionId(meta.id)
-    if (events.length === 0) return
     for (let i = 1; i < events.length; i++) {
       const [a, b] = [events[i - 1] as SessionEvent, events[i] as SessionEvent]
       if (b.seq <= a.seq) throw new SessionLogError(this.plainPath(id), `cannot append: event seq ${b.seq} follows ${a.seq} in the same batch`)
@@ -244,8 +243,10 @@ export class JsonlSessionPersistence extends SessionPersistence {
       try {
         await this.hold(id)
         const tail = await this.attach(id)
-        if (tail) await this.appendTo(id, tail, events)
-        else await this.create(meta, events)
+        // No events for an existing log: nothing to write. For a new one: the header alone.
+        if (tail) {
+          if (events.length) await this.appendTo(id, tail, events)
+        } else await this.create(meta, events)
       } finally {
         // Disposed: keep nothing open between operations.
         if (this.disposed) {

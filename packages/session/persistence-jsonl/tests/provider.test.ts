@@ -41,6 +41,16 @@ describe('JSONL session persistence', () => {
     expect(await p.export(id('s1'))).toBe(await readFile(fileOf('s1'), 'utf8'))
   })
 
+  it('creates a log holding its header alone from an append of no events, and continues it at seq 0', async () => {
+    await setup()
+    await p.append(meta('s0'), [])
+    expect(await readLines(fileOf('s0'))).toEqual([{ type: 'session', format: 1, id: 's0', createdAt: 1000, cwd: '/work' }])
+    expect(await p.open(id('s0'))).toEqual({ meta: meta('s0'), events: [], problems: [], file: fileOf('s0') })
+    await p.append(meta('s0'), []) // the log exists: nothing to write
+    await p.append(meta('s0'), events(0, 1))
+    expect((await readLines(fileOf('s0'))).slice(1).map((l) => l.seq)).toEqual([0, 1])
+  })
+
   it('refuses an append whose first seq does not follow the stored last seq', async () => {
     await setup()
     await p.append(meta('s1'), events(0, 2))

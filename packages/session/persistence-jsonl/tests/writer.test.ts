@@ -176,9 +176,11 @@ describe('session-persistence writer with the JSONL provider', () => {
     await expect(stat(`${fileOf(session.id)}.zst`)).rejects.toThrow(/ENOENT/)
     // Closed, sealed or not: other processes may open it now.
     await expect(stat(path.join(h.sessionsDir, `${session.id}.lock`))).rejects.toThrow(/ENOENT/)
+    // A session with no events yet is stored as its header alone once flushed (closing flushes).
     const empty = h.store.create({ cwd: '/work' })
     await h.store.close(empty)
-    expect(await h.root.sessionPersistence.list()).toHaveLength(1)
+    expect(await h.root.sessionPersistence.list()).toHaveLength(2)
+    expect((await h.root.sessionPersistence.open(empty.id)).events).toEqual([])
   })
 
   it('keeps logs 0600 in a 0700 folder', async () => {

@@ -117,7 +117,8 @@ export abstract class SessionPersistence extends Service {
 
   /**
    * Appends `events` to the log of `meta.id`, in order, durably. The first
-   * call creates the log (header first). For an existing log the first
+   * call creates the log (header first; with no events, the header alone,
+   * which is how a new session is made durable before it is announced). For an existing log the first
    * event's seq must follow the last stored seq, and seqs must increase
    * within the batch; otherwise nothing is written and a `SessionLogError`
    * says why. A sealed log is unsealed first.

@@ -92,7 +92,8 @@ class SessionWriter {
       this.logger.error('session %s: cannot read the stored log to continue it: %s', id, describe(error))
       return false
     }
-    if (this.pending.length === 0) return true
+    // Nothing pending: done, unless the log does not exist yet, in which case its header is written alone.
+    if (this.pending.length === 0 && this.stored) return true
     const batch = this.pending
     this.pending = []
     try {

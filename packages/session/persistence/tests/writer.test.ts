@@ -107,6 +107,17 @@ describe('session-persistence writer', () => {
     expect(memory.batches).toEqual([['0:turn/start', '1:user/message'], ['2:user/message', '3:turn/end']])
   })
 
+  it('stores the header alone when a session with no events is flushed, and the first events after it', async () => {
+    await mount()
+    const session = store.create({ cwd: '/w' })
+    await store.flush(session)
+    expect(memory.logs.get(session.id)?.events).toEqual([])
+    await store.flush(session) // stored now: nothing more to write
+    session.append('turn/start', { turn: 1 })
+    await store.flush(session)
+    expect(memory.batches).toEqual([[], ['0:turn/start']])
+  })
+
   it('keeps the events of a failed write, logs it, and sends them with the next flush', async () => {
     await mount()
     const session = store.create({ cwd: '/w' })
@@ -139,14 +150,15 @@ describe('session-persistence writer', () => {
     expect(memory.batches).toEqual([['2:session/end-seed']])
   })
 
-  it('seals on close when something is stored, and only when configured', async () => {
+  it('seals on close, an empty session too (its header is its log), and only when configured', async () => {
     await mount()
     const empty = store.create({ cwd: '/w' })
     await store.close(empty)
+    expect((await memory.open(empty.id)).events).toEqual([])
     const used = store.create({ cwd: '/w' })
     used.append('turn/start', { turn: 1 })
     await store.close(used)
-    expect(memory.sealCalls).toEqual([used.id])
+    expect(memory.sealCalls).toEqual([empty.id, used.id])
   })
 
   it('does not seal when seal is false', async () => {

@@ -163,7 +163,8 @@ export class SocketHub {
       throw error
     }
     if (client.subscriptions.get(sessionId) !== sub) return // unsubscribed or subscribed again meanwhile
-    const events = this.ctx.sessions.get(sessionId)?.events ?? view.events
+    const live = this.ctx.sessions.get(sessionId)
+    const events = live ? this.ctx.sessions.publishedEvents(live) : view.events
     for (const event of events) {
       if (event.seq <= sub.lastSeq) continue
       this.send(client, { type: 'event', sessionId, event })

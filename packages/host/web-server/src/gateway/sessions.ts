@@ -140,11 +140,11 @@ export class SessionAccess {
   async view(id: string): Promise<SessionView> {
     const agent = this.live(id)
     const session = agent?.session ?? this.ctx.sessions.get(id)
-    if (session) return { meta: session.meta, events: session.events, ...(agent ? { agent } : {}) }
+    if (session) return { meta: session.meta, events: this.ctx.sessions.publishedEvents(session), ...(agent ? { agent } : {}) }
     const stored = await this.readStored(id)
     // It may have been resumed while the log was read: the live copy is newer.
     const now = this.ctx.sessions.get(id)
-    if (now) return { meta: now.meta, events: now.events, ...(this.live(id) ? { agent: this.live(id) } : {}) }
+    if (now) return { meta: now.meta, events: this.ctx.sessions.publishedEvents(now), ...(this.live(id) ? { agent: this.live(id) } : {}) }
     return stored
   }
 
