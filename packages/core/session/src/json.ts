@@ -1,11 +1,15 @@
+/** A change to every string value (not keys) on the way in, e.g. redaction. */
+export type TextMap = (text: string) => string
+
 /**
  * Deep-copies `value` as lossless JSON and freezes the copy. Throws naming
  * the path of the first value JSON cannot carry exactly (functions, symbols,
  * bigint, NaN, Infinity, -0, class instances, cycles, sparse arrays).
- * Object keys whose value is undefined are left out.
+ * Object keys whose value is undefined are left out. `text` rewrites every
+ * string value of the copy.
  */
-export function frozenJsonCopy<T>(value: T, path = 'data'): T {
-  return walk(value, path, new Set(), true) as T
+export function frozenJsonCopy<T>(value: T, path = 'data', text?: TextMap): T {
+  return walk(value, path, new Set(), true, text) as T
 }
 
 /**
@@ -14,12 +18,13 @@ export function frozenJsonCopy<T>(value: T, path = 'data'): T {
  * `JSON.parse`): no copy is made, and keys whose value is undefined are
  * deleted. Returns `value`.
  */
-export function adoptFrozenJson<T>(value: T, path = 'data'): T {
-  return walk(value, path, new Set(), false) as T
+export function adoptFrozenJson<T>(value: T, path = 'data', text?: TextMap): T {
+  return walk(value, path, new Set(), false, text) as T
 }
 
-function walk(value: unknown, path: string, seen: Set<object>, copy: boolean): unknown {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value
+function walk(value: unknown, path: string, seen: Set<object>, copy: boolean, text: TextMap | undefined): unknown {
+  if (typeof value === 'string') return text ? text(value) : value
+  if (value === null || typeof value === 'boolean') return value
   if (typeof value === 'number') {
     if (!Number.isFinite(value) || Object.is(value, -0)) throw new TypeError(`${path} is ${value}, which JSON cannot carry`)
     return value
@@ -32,8 +37,9 @@ function walk(value: unknown, path: string, seen: Set<object>, copy: boolean): u
       const out: unknown[] = copy ? [] : value
       for (let i = 0; i < value.length; i++) {
         if (!(i in value)) throw new TypeError(`${path}[${i}] is a hole in a sparse array`)
-        const item = walk(value[i], `${path}[${i}]`, seen, copy)
+        const item = walk(value[i], `${path}[${i}]`, seen, copy, text)
         if (copy) out.push(item)
+        else if (item !== value[i]) out[i] = item
       }
       return Object.freeze(out)
     }
@@ -48,8 +54,8 @@ function walk(value: unknown, path: string, seen: Set<object>, copy: boolean): u
         delete out[key]
         continue
       }
-      const checked = walk(item, `${path}.${key}`, seen, copy)
-      if (copy) out[key] = checked
+      const checked = walk(item, `${path}.${key}`, seen, copy, text)
+      if (copy || checked !== item) out[key] = checked
     }
     return Object.freeze(out)
   } finally {

@@ -1,7 +1,14 @@
 import type { Message } from '@dsh/llm'
 import type { AnySessionEvent, SessionEvent, SessionEventMap, SessionEventType, SessionMeta, SurfaceEventType } from './events.ts'
 import { SURFACE_TYPES } from './events.ts'
-import { adoptFrozenJson, frozenJsonCopy } from './json.ts'
+import { adoptFrozenJson, frozenJsonCopy, type TextMap } from './json.ts'
+
+/**
+ * Asked once per event entering a session (an append, or each seed event):
+ * the rewrite of the event's string values, or undefined for none. How
+ * `ctx.sessions.registerTextFilter` redacts secrets before they are logged.
+ */
+export type TextFilter = () => TextMap | undefined
 
 export interface AppendOptions {
   /** Surface events only: earlier surface seqs this event replaces in the model's history. */
@@ -46,13 +53,19 @@ export class Session {
   private cached: Message[] | undefined
   private publishing = false
   private readonly publish: (event: SessionEvent) => void
+  private readonly filter: TextFilter | undefined
 
-  /** `adoptSeed`: the seed's objects are handed over, so they are frozen in place rather than copied (see `adoptFrozenJson`). */
-  constructor(meta: SessionMeta, seed: readonly SessionEvent[], publish: (event: SessionEvent) => void, adoptSeed = false) {
+  /**
+   * `adoptSeed`: the seed's objects are handed over, so they are frozen in place rather than copied (see `adoptFrozenJson`).
+   * `filter`: rewrites the strings of every event that enters, seed included (see `TextFilter`).
+   */
+  constructor(meta: SessionMeta, seed: readonly SessionEvent[], publish: (event: SessionEvent) => void, adoptSeed = false, filter?: TextFilter) {
     this.meta = Object.freeze({ ...meta })
     this.publish = publish
+    this.filter = filter
     const freeze = adoptSeed ? adoptFrozenJson : frozenJsonCopy
-    for (const event of seed) this.admit(freeze(event, `event ${event.seq}`))
+    const text = seed.length ? filter?.() : undefined
+    for (const event of seed) this.admit(freeze(event, `event ${event.seq}`, text))
     this.seedLength = this.log.length
   }
 
@@ -78,7 +91,7 @@ export class Session {
       if (!surfaceTypes.has(type)) throw new Error(`session ${this.id}: only surface events can replace others, not ${type}`)
       draft.replaces = options.replaces
     }
-    const event = frozenJsonCopy(draft, type)
+    const event = frozenJsonCopy(draft, type, this.filter?.())
     this.admit(event)
     this.publishing = true
     try {

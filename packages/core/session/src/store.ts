@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { type Context, emitIsolated, ScopedRegistry, Service } from '@dsh/cordis'
 import type { SessionEvent, SessionEventType, SessionId, SessionMeta } from './events.ts'
-import { Session } from './session.ts'
+import { Session, type TextFilter } from './session.ts'
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -77,6 +77,7 @@ export class SessionStore extends Service {
   /** Sessions whose `session/published` is held back: the events waiting, and how many holds are on. */
   private readonly held = new WeakMap<Session, { events: SessionEvent[]; holds: number }>()
   private readonly eventTypes = new ScopedRegistry<true>('session event type')
+  private readonly textFilters = new ScopedRegistry<TextFilter>('session text filter')
 
   constructor(ctx: Context) {
     super(ctx, 'sessions')
@@ -86,6 +87,25 @@ export class SessionStore extends Service {
   /** Lets logs with events of `type` load; returns a disposer. */
   registerEventType(ctx: Context, type: string): () => void {
     return this.eventTypes.register(ctx, type, true)
+  }
+
+  /**
+   * Rewrites the string values of every event before it enters any session
+   * opened from now on (appends, and the seed of a resume or fork), so what
+   * is logged, published and sent to the model is the rewritten text.
+   * Returns a disposer; the filter also goes when `ctx` is disposed.
+   */
+  registerTextFilter(ctx: Context, name: string, filter: TextFilter): () => void {
+    return this.textFilters.register(ctx, name, filter)
+  }
+
+  /** The registered filters as one, asked per event (see `TextFilter`). */
+  private readonly filterText: TextFilter = () => {
+    if (this.textFilters.size === 0) return undefined
+    const maps = this.textFilters.values().flatMap((filter) => filter() ?? [])
+    if (maps.length === 0) return undefined
+    if (maps.length === 1) return maps[0]
+    return (text) => maps.reduce((out, map) => map(out), text)
   }
 
   isKnownType(type: string): boolean {
@@ -128,6 +148,7 @@ export class SessionStore extends Service {
         else void emitIsolated(this.home, 'session/published', session as Session, event)
       },
       options.adoptSeed === true,
+      this.filterText,
     )
     if (options.seedStored) this.stored.add(session)
     this.live.set(meta.id, session)

@@ -15,6 +15,14 @@ export interface CredentialsConfig {
   file: string
   /** A dotenv file read last, `$DSH_HOME/.env`. */
   envFile: string
+  /** Names whose values are settings, not secrets (base URLs): `secrets()` leaves them out. */
+  plain?: string[]
+}
+
+/** A loaded credential: its name and value. */
+export interface Secret {
+  name: string
+  value: string
 }
 
 export type CredentialSource = 'env' | 'file' | 'env-file'
@@ -44,11 +52,50 @@ export function parseDotenv(text: string): Record<string, string> {
  */
 export class Credentials extends Service {
   private readonly config: CredentialsConfig
+  /** Names found in the environment by a lookup: their values count as loaded. */
+  private readonly fromEnv = new Set<string>()
+  /** The files' entries as last read for `secrets()`, and what the files looked like then. */
+  private cached: { stamp: string; entries: Secret[] } | undefined
+  private readonly logger: ReturnType<Context['logger']>
 
   constructor(ctx: Context, config: CredentialsConfig) {
     super(ctx, 'credentials')
     this.config = config
+    this.logger = ctx.logger('credentials')
     this.readFile()
+  }
+
+  /**
+   * Every credential loaded: each entry of the credentials document and of the
+   * home `.env`, and the environment's value of each name a lookup found
+   * there; names in `plain` are left out. Files are re-read only when they
+   * changed (size and mtime). Never throws: an unreadable file is logged and
+   * its entries are missing until it is fixed.
+   */
+  secrets(): Secret[] {
+    const stamp = [this.config.file, this.config.envFile].map((file) => {
+      const info = statSync(file, { throwIfNoEntry: false })
+      return info ? `${info.size}:${info.mtimeMs}` : '-'
+    }).join('|')
+    if (this.cached?.stamp !== stamp) {
+      const entries: Secret[] = []
+      try {
+        for (const [name, value] of Object.entries(this.readFile())) entries.push({ name, value })
+        if (existsSync(this.config.envFile)) {
+          for (const [name, value] of Object.entries(parseDotenv(readFileSync(this.config.envFile, 'utf8')))) entries.push({ name, value: value.trim() })
+        }
+      } catch (error) {
+        this.logger.warn('credentials cannot be read for redaction: %s', error instanceof Error ? error.message : String(error))
+      }
+      this.cached = { stamp, entries }
+    }
+    const out = [...this.cached.entries]
+    for (const name of this.fromEnv) {
+      const value = process.env[name]?.trim()
+      if (value) out.push({ name, value })
+    }
+    const plain = new Set(this.config.plain ?? [])
+    return out.filter((secret) => secret.value && !plain.has(secret.name))
   }
 
   get(name: string): string | undefined {
@@ -57,7 +104,10 @@ export class Credentials extends Service {
 
   lookup(name: string): { value: string; source: CredentialSource } | undefined {
     const fromEnv = process.env[name]
-    if (fromEnv?.trim()) return { value: fromEnv.trim(), source: 'env' }
+    if (fromEnv?.trim()) {
+      this.fromEnv.add(name)
+      return { value: fromEnv.trim(), source: 'env' }
+    }
     const fromFile = this.readFile()[name]
     if (fromFile) return { value: fromFile, source: 'file' }
     if (existsSync(this.config.envFile)) {
@@ -113,6 +163,9 @@ export const name = 'credentials'
 export const Config: Schema<CredentialsConfig> = Schema.object({
   file: Schema.string().required().description('Path of the credentials document (0600).'),
   envFile: Schema.string().required().description('A dotenv file consulted after the environment and the credentials document.'),
+  plain: Schema.array(Schema.string())
+    .default(['DEEPSEEK_BASE_URL'])
+    .description('Names whose values are settings, not secrets (base URLs): not redacted from logs and output.'),
 })
 
 /** Provides `ctx.credentials`. A credentials file with loose permissions or bad content fails the load. */

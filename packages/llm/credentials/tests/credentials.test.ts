@@ -43,6 +43,22 @@ describe('credentials', () => {
     await expect(root.plugin(Credentials, config())).rejects.toThrow('.credentials.yaml: refs.A must be a non-empty string')
   })
 
+  it('lists every loaded credential for redaction: file and .env entries, names found in the environment, not plain ones', async () => {
+    writeFileSync(config().file, 'version: 1\nrefs: { DEEPSEEK_API_KEY: sk-from-file, DEEPSEEK_BASE_URL: http://h }\n', { mode: 0o600 })
+    writeFileSync(config().envFile, 'OTHER_TOKEN=tok-dotenv\n')
+    await root.plugin(Credentials, { ...config(), plain: ['DEEPSEEK_BASE_URL'] })
+    const names = () => root.credentials.secrets().map((s) => `${s.name}=${s.value}`)
+    expect(names()).toEqual(['DEEPSEEK_API_KEY=sk-from-file', 'OTHER_TOKEN=tok-dotenv'])
+    // An environment variable counts once a lookup found it there.
+    process.env.DSH_TEST_SECRET_KEY = 'from-env'
+    expect(names()).not.toContain('DSH_TEST_SECRET_KEY=from-env')
+    root.credentials.get('DSH_TEST_SECRET_KEY')
+    expect(names()).toContain('DSH_TEST_SECRET_KEY=from-env')
+    // An edit is seen without a restart.
+    await root.credentials.set('NEW_KEY', 'sk-set-later')
+    expect(names()).toContain('NEW_KEY=sk-set-later')
+  })
+
   it('parses dotenv lines', () => {
     expect(parseDotenv("export A=1\nB='two words'\n# c\nC = x # note\nbad line\n")).toEqual({ A: '1', B: 'two words', C: 'x' })
   })
