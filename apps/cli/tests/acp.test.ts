@@ -277,6 +277,18 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
     expect((await client.prompt(sessionId, 'hello again')).stopReason).toBe('end_turn')
   })
 
+  it('a session/new answer survives a SIGKILL right after it: session/load finds the session', async () => {
+    const first = start()
+    await first.initialize()
+    const { sessionId } = await first.newSession()
+    expect((await first.process.kill('SIGKILL')).signal).toBe('SIGKILL')
+    const second = start()
+    await second.initialize()
+    const loaded = await second.agent.request('session/load', { sessionId, cwd: t.work, mcpServers: [] })
+    expect(loaded.modes?.currentModeId).toBe('workspace-write')
+    expect((await second.close()).code).toBe(0)
+  })
+
   it('session/load restores the mode the session was in', async () => {
     t.mock.enqueue(reply.text('Planning only.'))
     const first = start()

@@ -267,6 +267,42 @@ describe('dsh web API', () => {
       expect(info.json.version).toMatch(/^\d+\.\d+\.\d+/)
     })
 
+    it('answers POST /api/sessions once the session is stored: a crash after it leaves a session to open', async () => {
+      const id = await newSession()
+      const log = readFileSync(path.join(app.home, 'sessions', `${id}.jsonl`), 'utf8')
+      expect(JSON.parse(log.split('\n')[0] as string)).toMatchObject({ type: 'session', id, cwd: app.work })
+    })
+
+    it('never shows a loaded credential: a tool result and a streamed reply holding the key come back redacted', async () => {
+      // The key is this server's DEEPSEEK_API_KEY; the command prints it without spelling it.
+      mock.setFallback((req) =>
+        req.body.messages.at(-1)?.role === 'tool'
+          ? reply.text('Found it: sk-test-key is your key.', { chunkSize: 3 })
+          : reply.toolCalls([{ name: 'bash', arguments: { command: "printf '%s%s\\n' sk-test- key" } }]),
+      )
+      const id = await newSession()
+      const socket = await open()
+      socket.send({ type: 'subscribe', sessionId: id })
+      await socket.next((f) => f.type === 'subscribed' && f.sessionId === id)
+      expect((await app.api('POST', `/api/sessions/${id}/messages`, { text: 'print the key' })).status).toBe(202)
+      await settled(socket, id)
+
+      const read = await app.api('GET', `/api/sessions/${id}`)
+      const older = await app.api('GET', `/api/sessions/${id}/events?before=1000`)
+      for (const shown of [read.text, older.text, JSON.stringify(socket.frames)]) {
+        expect(shown).not.toContain('sk-test-key')
+        expect(shown).toContain('[redacted: DEEPSEEK_API_KEY]')
+      }
+      const result = read.json.events.find((e: { type: string }) => e.type === 'tool/result')
+      expect(JSON.stringify(result.data.message.content)).toContain('[redacted: DEEPSEEK_API_KEY]')
+      const answer = read.json.events.findLast((e: { type: string }) => e.type === 'assistant/message')
+      expect(answer.data.message.content).toEqual([{ type: 'text', text: 'Found it: [redacted: DEEPSEEK_API_KEY] is your key.' }])
+      // What went back to the model is what was logged.
+      const tool = mock.requests.at(-1)?.body.messages.find((m: { role: string }) => m.role === 'tool')
+      expect(tool.content).toContain('[redacted: DEEPSEEK_API_KEY]')
+      expect(mock.requests.at(-1)?.rawBody).not.toContain('sk-test-key')
+    })
+
     it('streams a prompt over the socket: events, deltas and status', async () => {
       const id = await newSession()
       const socket = await open()
