@@ -1,9 +1,11 @@
 // Harness overhead of one `bash` call: the tool through the whole pipeline
 // (validation, permission-free default policy, shell seam, process-tree
 // handling, output capture) against spawning `bash -c` directly. Measured with
-// the sandbox off and with the default workspace-write bwrap sandbox.
+// the sandbox off and with the default workspace-write bwrap sandbox (user
+// namespace, seccomp, protected-path stand-ins, private /tmp), network off and
+// through the filtering proxy.
 import { spawn } from 'node:child_process'
-import { median, ms, row, tempDir } from './common.mjs'
+import { importLib, median, ms, row, tempDir } from './common.mjs'
 import { toolContext } from './tools.mjs'
 
 export const name = 'bash-call'
@@ -35,21 +37,37 @@ export async function run({ runs }) {
     const spawnTimes = []
     const unsandboxed = []
     const sandboxed = []
-    const offPolicy = { mode: 'off', writableRoots: [], protectedPaths: [], network: true }
+    const proxied = []
+    const { protectedProjectPaths } = await importLib('packages/sandbox/sandbox/lib/index.js')
+    await tools.ctx.plugin(await importLib('packages/sandbox/network/lib/index.js'), {})
+    const offPolicy = { mode: 'off', writableRoots: [], protectedPaths: [], network: 'on' }
+    const confined = (network) => ({
+      mode: 'workspace-write',
+      writableRoots: [box.dir],
+      // As the permission layer gives them: none of these exist, so each call puts stand-ins in place.
+      protectedPaths: protectedProjectPaths(box.dir),
+      network,
+      ...(network === 'proxy' ? { proxyToken: tools.ctx.sandboxNetwork.grant({ sessionId: 'bench' }) } : {}),
+    })
     // The bash tool asks ctx.permission for the policy when one is loaded.
     let policy = offPolicy
     tools.ctx.provide('permission', { sandboxPolicy: () => policy })
     await direct(box.dir)
     await tools.call('bash', { command: COMMAND }, box.dir)
+    policy = confined('proxy')
+    await tools.call('bash', { command: COMMAND }, box.dir)
     for (let i = 0; i < runs; i++) {
       spawnTimes.push(await direct(box.dir))
       policy = offPolicy
       unsandboxed.push(await timed(() => tools.call('bash', { command: COMMAND }, box.dir)))
-      policy = { mode: 'workspace-write', writableRoots: [box.dir], protectedPaths: [], network: false }
+      policy = confined('off')
       sandboxed.push(await timed(() => tools.call('bash', { command: COMMAND }, box.dir)))
+      policy = confined('proxy')
+      proxied.push(await timed(() => tools.call('bash', { command: COMMAND }, box.dir)))
     }
     const added = median(unsandboxed) - median(spawnTimes)
     const addedBwrap = median(sandboxed) - median(spawnTimes)
+    const addedProxy = median(proxied) - median(spawnTimes)
     return {
       rows: [
         row('bash -c spawned directly, median', ms(median(spawnTimes))),
@@ -57,6 +75,8 @@ export async function run({ runs }) {
         row('added by the harness', ms(added), `< ${TARGET_MS} ms`, added < TARGET_MS),
         row('bash tool in bwrap (workspace-write), median', ms(median(sandboxed))),
         row('added by harness + sandbox', ms(addedBwrap)),
+        row('bash tool in bwrap, network proxy, median', ms(median(proxied))),
+        row('added by harness + sandbox + proxy namespace', ms(addedProxy)),
       ],
       note: `${runs} call(s) of \`${COMMAND}\` each way`,
     }

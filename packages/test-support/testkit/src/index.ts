@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, rmdirSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -37,6 +37,28 @@ export interface DshOptions {
   cwd?: string
   env?: Record<string, string | undefined>
   input?: string
+  /**
+   * Run dsh as this unprivileged user (the test runs as root). The checkout is
+   * bind-mounted at a folder anyone may enter, in a mount namespace of the
+   * child's own, so the user can run the bin wherever the checkout lives.
+   */
+  asUser?: { uid: number; gid: number }
+}
+
+/** The command line that runs the launcher with `args`, as the given user when asked. */
+function launchLine(args: string[], options: DshOptions): { program: string; argv: string[]; cleanup?: () => void } {
+  if (!options.asUser) return { program: dshLauncher, argv: args }
+  const mount = mkdtempSync(path.join(os.tmpdir(), 'dsh-checkout-'))
+  chmodSync(mount, 0o755)
+  const launcher = path.join(mount, path.relative(repoRoot, dshLauncher))
+  const { uid, gid } = options.asUser
+  const script = 'mount --bind "$1" "$2" && shift 2 && exec setpriv --reuid="$1" --regid="$2" --clear-groups "$3" "${@:4}"'
+  return {
+    program: 'unshare',
+    argv: ['--mount', '--propagation', 'private', 'bash', '-c', script, 'dsh-as-user', repoRoot, mount, String(uid), String(gid), launcher, ...args],
+    // The bind mount ends with the child's namespace; the empty folder stays behind until then.
+    cleanup: () => rmdirSync(mount),
+  }
 }
 
 /**
@@ -76,7 +98,8 @@ export class DshProcess {
 
   constructor(args: string[], options: DshOptions) {
     assertBuilt()
-    this.child = spawn(dshLauncher, args, {
+    const { program, argv, cleanup } = launchLine(args, options)
+    this.child = spawn(program, argv, {
       cwd: options.cwd ?? options.home,
       env: childEnv(options),
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -85,7 +108,10 @@ export class DshProcess {
     this.child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.stderr += chunk))
     if (options.input !== undefined) this.child.stdin?.end(options.input)
     this.exited = new Promise((resolve) => {
-      this.child.on('close', (code, signal) => resolve({ code, signal, stdout: this.stdout, stderr: this.stderr }))
+      this.child.on('close', (code, signal) => {
+        cleanup?.()
+        resolve({ code, signal, stdout: this.stdout, stderr: this.stderr })
+      })
     })
   }
 
