@@ -13,6 +13,7 @@ import {
   Sandbox,
   type SandboxAvailability,
   type SandboxPolicy,
+  type WrapOptions,
   type WrapResult,
 } from './seam.ts'
 import { buildSeccompFilter } from './seccomp.ts'
@@ -95,14 +96,14 @@ export class BwrapSandbox extends Sandbox {
     return this.availability
   }
 
-  async wrap(argv: string[], policy: SandboxPolicy, cwd: string): Promise<WrapResult> {
+  async wrap(argv: string[], policy: SandboxPolicy, cwd: string, options: WrapOptions = {}): Promise<WrapResult> {
     const problem = checkRequest(argv, policy, cwd)
     if (problem) return { refused: `the sandbox refused the command: ${problem}` }
     const availability = await this.available()
     if (policy.mode === 'off') {
       // Nothing to confine; with bwrap at hand, a private PID namespace still reaps what the command leaves behind.
       if (!availability.ok || this.program === undefined) return { argv: [...argv] }
-      return { argv: [this.program, ...reaperArguments(cwd, isRoot()), '--', ...argv] }
+      return { argv: [this.program, ...reaperArguments(cwd, isRoot(), options.interactive === true), '--', ...argv] }
     }
     if (!availability.ok || this.program === undefined || this.filterFolder === undefined) {
       const reason = availability.ok ? 'bubblewrap was not located' : availability.reason
@@ -140,9 +141,9 @@ export class BwrapSandbox extends Sandbox {
       prefix = attached.prefix
     }
     const hidden = { paths: this.settings.hiddenPaths, secretFiles: this.settings.secretFiles }
-    const options = await bwrapArguments(policy, cwd, hidden, network)
+    const bwrapOptions = await bwrapArguments(policy, cwd, hidden, network)
     const filter = path.join(this.filterFolder, FILTER_FILE)
-    return { argv: [...prefix, ...withSeccompFd(filter), this.program, ...options, '--', ...argv], release }
+    return { argv: [...prefix, ...withSeccompFd(filter), this.program, ...bwrapOptions, '--', ...argv], release }
   }
 
   /** The network namespace a command with network proxy or on joins, through nsenter. */

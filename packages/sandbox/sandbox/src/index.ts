@@ -17,6 +17,7 @@ export {
   SandboxNetwork,
   type SandboxMode,
   type SandboxPolicy,
+  type WrapOptions,
   type WrapResult,
 } from './seam.ts'
 

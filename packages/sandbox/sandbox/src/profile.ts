@@ -66,9 +66,13 @@ export async function bwrapArguments(
  * namespace, so that every process the command starts (`nohup setsid … &`
  * included) ends when the command's process tree is stopped.
  */
-export function reaperArguments(cwd: string, asRoot: boolean): string[] {
+export function reaperArguments(cwd: string, asRoot: boolean, interactive: boolean): string[] {
   const args = asRoot ? [] : ['--unshare-user']
-  args.push('--dev-bind', '/', '/', '--proc', '/proc', '--unshare-pid', '--die-with-parent', '--chdir', cwd)
+  args.push('--dev-bind', '/', '/', '--proc', '/proc', '--unshare-pid', '--die-with-parent')
+  // A session of its own keeps the namespace's init out of the caller's process group (bwrap leaves it
+  // to be reaped by the host's init); an interactive command keeps the terminal it was started on.
+  if (!interactive) args.push('--new-session')
+  args.push('--chdir', cwd)
   return args
 }
 

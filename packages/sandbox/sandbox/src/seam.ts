@@ -49,6 +49,11 @@ export interface SandboxPolicy {
  */
 export type WrapResult = { argv: string[]; release?: () => Promise<void> } | { refused: string }
 
+export interface WrapOptions {
+  /** The command runs on a terminal (a PTY) and must keep it as its controlling terminal. Mode `off` only. */
+  interactive?: boolean
+}
+
 export type SandboxAvailability = { ok: true } | { ok: false; reason: string }
 
 /**
@@ -69,7 +74,7 @@ export abstract class Sandbox extends Service {
    * The command line that runs `argv` in `cwd` under `policy`, or a refusal
    * with a reason meant for people. Call `release` (when given) after the command ends.
    */
-  abstract wrap(argv: string[], policy: SandboxPolicy, cwd: string): Promise<WrapResult>
+  abstract wrap(argv: string[], policy: SandboxPolicy, cwd: string, options?: WrapOptions): Promise<WrapResult>
 
   /** Whether this provider can confine commands here (checked once, then cached). */
   abstract available(): Promise<SandboxAvailability>

@@ -211,7 +211,7 @@ export class LocalTerminals extends Terminals {
   private async reaped(argv: string[], cwd: string): Promise<string[]> {
     const sandbox = this.home.get('sandbox')
     if (!sandbox) return argv
-    const wrapped = await sandbox.wrap(argv, { mode: 'off', writableRoots: [], protectedPaths: [], network: 'on' }, cwd)
+    const wrapped = await sandbox.wrap(argv, { mode: 'off', writableRoots: [], protectedPaths: [], network: 'on' }, cwd, { interactive: true })
     return 'argv' in wrapped ? wrapped.argv : argv
   }
 
