@@ -48,7 +48,8 @@ export function apply(ctx: Context) {
       for (const problem of resumed.problems) err(`dsh: warning: ${problem}`)
       agent = resumed.agent
     } else {
-      agent = await ctx.agents.create({ cwd: process.cwd(), options: overrides })
+      // Announced with the run's first published event, which waits for the stored input: no need to wait here.
+      agent = await ctx.agents.create({ cwd: process.cwd(), options: overrides, waitForLog: false })
     }
     const from = agent.session.nextSeq
     // The id goes out with the run's first published event: by then the task's message is stored (see holdPublished).

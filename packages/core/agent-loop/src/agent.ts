@@ -177,11 +177,13 @@ export class LoopAgent implements Agent {
       this.reconcileSystem(config)
       for (const message of pending) this.session.append('user/message', { message })
       pending = []
-      // The turn's input is stored before anything of the turn is shown; later steps are not held.
-      if (step === 1) await release()
+      // The turn's input is stored before anything of the turn is shown (its events and its first delta);
+      // the request goes out meanwhile. Later steps are not held.
+      const stored = step === 1 ? release() : undefined
       const tools = this.ctx.get('tools')?.schemas(this.id) ?? []
       this.logHeader(config, tools)
-      const reply = await this.request(info, config, tools)
+      const reply = await this.request(info, config, tools, stored)
+      await stored
       if (reply.kind !== 'message') {
         this.endStep(turn, step)
         return reply.kind === 'aborted' ? { turn, reason: 'aborted' } : { turn, reason: 'error', error: reply.failure }
@@ -249,7 +251,8 @@ export class LoopAgent implements Agent {
     return JSON.stringify({ ...header.data, reason: undefined })
   }
 
-  private async request(info: StepInfo, config: AgentOptions, tools: ToolSchema[]): Promise<Reply> {
+  /** One model call, retried as the hooks decide. `stored`: no delta is shown before it settles. */
+  private async request(info: StepInfo, config: AgentOptions, tools: ToolSchema[], stored?: Promise<void>): Promise<Reply> {
     const llm = this.ctx.get('llm')
     const { turn, step, signal } = info
     for (let attempt = 1; ; attempt++) {
@@ -268,6 +271,10 @@ export class LoopAgent implements Agent {
       })
       for await (const chunk of stream) {
         assembler.push(chunk)
+        if (stored) {
+          await stored
+          stored = undefined
+        }
         if (chunk.type === 'text-delta' || chunk.type === 'reasoning-delta' || chunk.type === 'tool-call-delta') {
           const kind = chunk.type === 'text-delta' ? 'text' : chunk.type === 'reasoning-delta' ? 'reasoning' : 'tool-arguments'
           const delta = chunk.type === 'tool-call-delta' ? chunk.argumentsDelta : chunk.text

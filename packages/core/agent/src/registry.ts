@@ -127,7 +127,7 @@ export class AgentRegistry extends Service {
       ...(options.title ? { title: options.title } : {}),
     })
     // The id is announced once this returns: its log (the header, for now) must exist by then.
-    await this.home.sessions.flush(session)
+    if (options.waitForLog !== false) await this.home.sessions.flush(session)
     return this.start(session, options.options)
   }
 

@@ -73,6 +73,13 @@ export interface CreateAgentOptions {
   sessionId?: SessionId
   parentSession?: SessionId
   title?: string
+  /**
+   * Default true: `create` returns once the session's log exists on disk, so
+   * its id may be announced at once. false: it returns at once and the log is
+   * stored with the first turn's input, for a surface that announces the
+   * session only through its published events (headless).
+   */
+  waitForLog?: boolean
 }
 
 /** Builds the driver of an agent; the agent loop registers the one factory. */

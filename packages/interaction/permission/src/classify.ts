@@ -47,8 +47,8 @@ export interface ClassifyOptions {
   preset: PermissionPreset
   network: boolean
   extraWritableRoots: readonly string[]
-  /** The session's temp folder, writable under workspace-write. */
-  temp: string
+  /** The session's temp folder, writable under workspace-write (made on first use). */
+  temp: () => string
 }
 
 const INSIDE: Verdict = { inside: true }
@@ -140,7 +140,7 @@ async function classifyWrite(execution: ToolExecution, access: ToolAccess, optio
       scope: `${tool}\u0000write`,
     }
   }
-  const scope = writeScope(cwd, options.extraWritableRoots, options.temp)
+  const scope = writeScope(cwd, options.extraWritableRoots, options.temp())
   if (paths.length === 0) {
     return {
       inside: false,

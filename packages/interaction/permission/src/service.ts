@@ -310,7 +310,7 @@ export class PermissionService extends Service {
       preset,
       network: this.network(run.sessionId) === 'on',
       extraWritableRoots: this.settings.extraWritableRoots,
-      temp: this.sessionTemp(run.sessionId),
+      temp: () => this.sessionTemp(run.sessionId),
     })
     if (verdict.inside) return next()
     const { reason, advice, scope } = verdict

@@ -1,5 +1,3 @@
-import { isIP } from 'node:net'
-
 /**
  * One allowlist entry: `example.com` (that name only) or `*.example.com`
  * (any name below it, not the name itself). Names are compared lowercased,
@@ -19,7 +17,8 @@ export function parseHostPattern(entry: string): HostPattern | { error: string }
   const subdomains = text.startsWith('*.')
   const name = subdomains ? text.slice(2) : text
   const labels = name.split('.')
-  if (!name || isIP(name) !== 0 || labels.length < 2 || !labels.every((label) => LABEL.test(label)) || /^\d+$/.test(labels.at(-1) ?? '')) {
+  // Labels of letters, digits and hyphens, at least two, the last not all digits: no IPv4 or IPv6 literal passes.
+  if (labels.length < 2 || !labels.every((label) => LABEL.test(label)) || /^\d+$/.test(labels.at(-1) ?? '')) {
     return { error: `${JSON.stringify(entry)} is not a domain name or a *.domain pattern` }
   }
   return { name, subdomains }

@@ -1,13 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { BlockList, isIP } from 'node:net'
+import { isIP } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { type Context, Schema } from '@dsh/cordis'
 import { type NetworkAttachment, type NetworkGrantRequest, SandboxNetwork } from '@dsh/sandbox'
 import { DEFAULT_ALLOWED_HOSTS, parseHostPatterns } from './hosts.ts'
 import { type NetworkNamespace, openNamespace } from './namespace.ts'
-import { FilteringProxy } from './proxy.ts'
+import { type AddressRange, FilteringProxy } from './proxy.ts'
 
 export { DEFAULT_ALLOWED_HOSTS, matchesHost, parseHostPattern, type HostPattern } from './hosts.ts'
 export { FilteringProxy, parseAuthority } from './proxy.ts'
@@ -81,15 +81,14 @@ export class LocalSandboxNetwork extends SandboxNetwork {
       if (isIP(address) === 0) throw new Error(`sandbox-network: staticHosts.${host}: ${JSON.stringify(address)} is not an IP address`)
       staticHosts.set(host.toLowerCase(), address)
     }
-    const publicRanges = new BlockList()
-    config.publicRanges.forEach((range, index) => {
+    const publicRanges = config.publicRanges.map((range, index): AddressRange => {
       const [address, bits] = range.split('/')
       const family = isIP(address ?? '')
       const prefix = Number(bits)
       if (family === 0 || !/^\d+$/.test(bits ?? '') || prefix > (family === 4 ? 32 : 128)) {
         throw new Error(`sandbox-network: publicRanges[${index}]: ${JSON.stringify(range)} is not a CIDR range such as 10.1.0.0/16`)
       }
-      publicRanges.addSubnet(address as string, prefix, family === 4 ? 'ipv4' : 'ipv6')
+      return { address: address as string, prefix, family: family === 4 ? 'ipv4' : 'ipv6' }
     })
     this.proxy = new FilteringProxy({ allowed, staticHosts, publicRanges, resolveTimeoutMs: config.resolveTimeoutMs })
     ctx.on('session/closed', async (session) => this.proxy.forgetSession(session.id))
@@ -125,7 +124,8 @@ export class LocalSandboxNetwork extends SandboxNetwork {
       listenPort: this.settings.proxyPort,
       timeoutMs: this.settings.startTimeoutMs,
     })
-    namespace.listener?.on('connection', (socket) => this.proxy.server.emit('connection', socket))
+    if (!namespace.listener) throw new Error('the proxy namespace came without its listening socket')
+    await this.proxy.serve(namespace.listener)
     return namespace
   }
 
@@ -181,7 +181,7 @@ export class LocalSandboxNetwork extends SandboxNetwork {
     this.children.clear()
     void this.proxied?.then((namespace) => namespace.close()).catch(() => undefined)
     void this.outbound?.then(({ namespace }) => namespace.close()).catch(() => undefined)
-    this.proxy.server.close()
+    this.proxy.close()
     if (this.folder) rmSync(this.folder, { recursive: true, force: true })
   }
 }

@@ -1,11 +1,18 @@
 import { randomBytes } from 'node:crypto'
 import { lookup } from 'node:dns/promises'
-import http from 'node:http'
-import net, { BlockList, isIP } from 'node:net'
+import type http from 'node:http'
+import net, { isIP } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { NetworkDecision, NetworkGrantRequest, NetworkTarget } from '@dsh/sandbox'
 import { nonPublicReason } from '@dsh/address-rules'
 import { type HostPattern, matchesHost, normalizeHost } from './hosts.ts'
+
+/** A CIDR range, already checked. */
+export interface AddressRange {
+  address: string
+  prefix: number
+  family: 'ipv4' | 'ipv6'
+}
 
 /** How the proxy decides, from the provider's config. */
 export interface ProxyRules {
@@ -13,7 +20,7 @@ export interface ProxyRules {
   /** Names answered without DNS (lowercase name → address). */
   staticHosts: ReadonlyMap<string, string>
   /** Addresses counted as public although the address rules class them otherwise. */
-  publicRanges: BlockList
+  publicRanges: readonly AddressRange[]
   /** How long a name lookup may take. */
   resolveTimeoutMs: number
 }
@@ -43,12 +50,27 @@ const PROXY_USER = 'dsh'
  */
 export class FilteringProxy {
   private readonly grants = new Map<string, Grant>()
-  readonly server: http.Server
+  private server: http.Server | undefined
+  private request: typeof http.request | undefined
+  private publicRanges: net.BlockList | undefined
 
-  constructor(private readonly rules: ProxyRules) {
-    this.server = http.createServer((request, response) => void this.forward(request, response))
-    this.server.on('connect', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.tunnel(request, socket, head))
-    this.server.on('clientError', (_error, socket) => socket.destroy())
+  constructor(private readonly rules: ProxyRules) {}
+
+  /**
+   * Serves the connections `listener` accepts. The HTTP machinery loads here,
+   * on the first command that needs the proxy, not when dsh starts.
+   */
+  async serve(listener: net.Server): Promise<void> {
+    const { createServer, request } = await import('node:http')
+    this.request = request
+    const server = (this.server ??= createServer((request, response) => void this.forward(request, response)))
+    server.on('connect', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.tunnel(request, socket, head))
+    server.on('clientError', (_error, socket) => socket.destroy())
+    listener.on('connection', (socket) => server.emit('connection', socket))
+  }
+
+  close(): void {
+    this.server?.close()
   }
 
   /** Registers a grant; the returned token goes into the command's proxy URL. */
@@ -127,7 +149,7 @@ export class FilteringProxy {
     const headers = { ...request.headers }
     delete headers['proxy-authorization']
     delete headers['proxy-connection']
-    const upstream = http.request({
+    const upstream = (this.request as typeof http.request)({
       host: verdict.address,
       port: target.port,
       method: request.method,
@@ -208,9 +230,13 @@ export class FilteringProxy {
         return { reason: `the name could not be resolved (${(error as Error).message})`, status: 502 }
       }
     }
+    if (!this.publicRanges) {
+      this.publicRanges = new net.BlockList()
+      for (const range of this.rules.publicRanges) this.publicRanges.addSubnet(range.address, range.prefix, range.family)
+    }
     for (const address of addresses) {
       const family = isIP(address) === 6 ? 'ipv6' : 'ipv4'
-      if (this.rules.publicRanges.check(address, family)) continue
+      if (this.publicRanges.check(address, family)) continue
       const why = nonPublicReason(address)
       if (why) return { reason: `it resolves to ${address}, ${why}, which sandboxed commands may not reach`, status: 403 }
     }
@@ -240,10 +266,12 @@ export function parseAuthority(authority: string): NetworkTarget | undefined {
   return { host: normalizeHost(match[1] as string), port }
 }
 
+const STATUS_TEXT: Readonly<Record<number, string>> = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 502: 'Bad Gateway' }
+
 function refuseSocket(socket: Duplex, status: number, reason: string): void {
   const text = `${reason}\n`
   socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
       (status === 407 ? 'Proxy-Authenticate: Basic realm="dsh"\r\n' : '') +
       `Content-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
   )
