@@ -631,6 +631,37 @@ describe('dsh web API', () => {
       await app.api('PUT', '/api/settings', { model: 'deepseek-v4-flash', reasoningEffort: 'high', theme: 'system', permissionPreset: 'workspace-write' })
     })
 
+    it('sets the network of sandboxed commands per session and as the default of new sessions', async () => {
+      const plain = await newSession()
+      expect((await app.api('GET', `/api/sessions/${plain}`)).json.session.network).toBe('proxy')
+      const off = await newSession({ network: 'off' })
+      expect((await app.api('GET', `/api/sessions/${off}`)).json.session.network).toBe('off')
+      expect((await app.api('PATCH', `/api/sessions/${off}`, { network: 'on' })).status).toBe(200)
+      const patched = await app.api('GET', `/api/sessions/${off}`)
+      expect(patched.json.session.network).toBe('on')
+      expect(patched.json.events.filter((e: Frame) => e.type === 'permission/network').map((e: Frame) => e.data)).toEqual([
+        { network: 'off' },
+        { network: 'on' },
+      ])
+
+      const put = await app.api('PUT', '/api/settings', { network: 'off' })
+      expect(put.json).toMatchObject({ network: 'off', networks: ['off', 'proxy', 'on'] })
+      expect(readFileSync(path.join(app.home, 'settings.yaml'), 'utf8')).toMatch(/web:\n(.*\n)* {2}network: off/)
+      const defaulted = await newSession()
+      expect((await app.api('GET', `/api/sessions/${defaulted}`)).json.session.network).toBe('off')
+
+      for (const [method, route, body] of [
+        ['POST', '/api/sessions', { network: 'everything' }],
+        ['PATCH', `/api/sessions/${plain}`, { network: true }],
+        ['PUT', '/api/settings', { network: 'wide' }],
+      ] as const) {
+        const bad = await app.api(method, route, body)
+        expect(bad.status, route).toBe(400)
+        expect(bad.json.error.message, route).toContain('network')
+      }
+      await app.api('PUT', '/api/settings', { network: 'proxy' })
+    })
+
     it('tests the connection: ok, and the provider code for a wrong key', async () => {
       expect((await app.api('POST', '/api/settings/test')).json).toEqual({ ok: true, model: 'deepseek-v4-flash' })
       expect(mock.requests.at(-1)?.headers.authorization).toBe('Bearer sk-test-key')

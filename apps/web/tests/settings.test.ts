@@ -37,6 +37,24 @@ describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
     await t.screenshot('settings')
   })
 
+  it('sets the network of commands for new sessions, which their header shows', async () => {
+    const { page } = t
+    await page.goto(`${t.url}/#/settings`)
+    await page.getByRole('heading', { name: 'Settings' }).waitFor()
+    await page.getByLabel('Network of commands').selectOption('off')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByText('Settings saved').waitFor()
+    expect(await t.api<Record<string, unknown>>('GET', '/api/settings')).toMatchObject({ network: 'off' })
+
+    t.mock.setFallback(() => reply.text('Offline it is.'))
+    await page.goto(t.url)
+    await composer(page).fill('hello')
+    await composer(page).press('Enter')
+    await page.getByText('Offline it is.').waitFor()
+    await page.getByTitle('Network of sandboxed commands').getByText('network off').waitFor()
+    await t.screenshot('session-network-off')
+  })
+
   it('switches to the dark theme, keeps it across reloads, and renders the conversation dark', async () => {
     t.script(reply.text('Dark mode answer with `code`.\n\n```ts\nconst x: number = 1\n```'))
     const { page } = t

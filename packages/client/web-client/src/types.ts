@@ -169,6 +169,8 @@ export interface SessionDetail {
     model?: string
     reasoningEffort?: string
     permissionPreset: string
+    /** The network of the session's sandboxed commands (off, proxy, on), when a permission service runs. */
+    network?: string
   }
   /** The whole log, or with `tail` its recent part (whole turns). */
   events: SessionEvent[]
@@ -191,6 +193,7 @@ export interface NewSession {
   model?: string
   reasoningEffort?: string
   permissionPreset?: string
+  network?: string
 }
 
 export interface ImageAttachment {
@@ -209,6 +212,7 @@ export interface SessionPatch {
   model?: string
   reasoningEffort?: string
   permissionPreset?: string
+  network?: string
 }
 
 export interface QuestionOption {
@@ -245,6 +249,10 @@ export interface Settings {
   model: string
   reasoningEffort?: string
   permissionPreset: string
+  /** The network of sandboxed commands in new sessions; absent: each preset's own default. */
+  network?: string
+  /** The network settings there are. */
+  networks: string[]
   theme: Theme
 }
 
@@ -254,6 +262,7 @@ export interface SettingsUpdate {
   model?: string
   reasoningEffort?: string
   permissionPreset?: string
+  network?: string
   theme?: Theme
 }
 

@@ -82,15 +82,15 @@ export function apply(ctx: Context, config: WebApiConfig) {
     baseUrlName: config.baseUrlName,
     testTimeoutMs: config.testTimeoutMs,
   })
-  const webPreset = () => {
+  const webDefaults = () => {
     try {
-      return settings.web().permissionPreset
+      return settings.web()
     } catch (error) {
       ctx.logger('web-api').warn(error)
-      return undefined
+      return {}
     }
   }
-  const sessions = new SessionAccess(ctx, webPreset)
+  const sessions = new SessionAccess(ctx, webDefaults)
   const hub = new SocketHub(ctx, sessions, config.maxFrameBytes)
   const idle = new IdleUnloader(ctx, config.idleUnloadMs, (sessionId) => hub.isWatched(sessionId), (agent) => sessions.unload(agent))
   hub.watchers = { watched: (sessionId) => idle.disarm(sessionId), unwatched: (sessionId) => idle.arm(sessionId) }

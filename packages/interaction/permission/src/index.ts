@@ -16,7 +16,7 @@ export {
 } from './service.ts'
 export { classify, accessOf, writeScope, type ClassifyOptions, type Verdict, type WriteScope } from './classify.ts'
 export { isWithin, resolveReal } from './paths.ts'
-export { protectedProjectPaths } from '@dsh/sandbox'
+export { NETWORK_MODES, type NetworkMode, protectedProjectPaths } from '@dsh/sandbox'
 
 export const name = 'permission'
 export const inject = ['tools', 'sessions']

@@ -55,6 +55,11 @@ export function SessionHeader({ view }: { view: SessionView }) {
             {meta.permissionPreset}
           </span>
         ) : null}
+        {meta?.network && meta.permissionPreset !== 'danger-full-access' ? (
+          <span className={styles.chip} title="Network of sandboxed commands">
+            network {meta.network}
+          </span>
+        ) : null}
         {tokens > 0 ? (
           <span className={styles.chip} title="Tokens and cost of this session">
             {formatTokens(tokens)} tokens{conversation.totalCost !== undefined ? ` · ${formatCost(conversation.totalCost)}` : ''}

@@ -34,6 +34,7 @@ export function SettingsPage() {
     const update: SettingsUpdate = {
       model: form.model,
       permissionPreset: form.permissionPreset,
+      ...(form.network ? { network: form.network } : {}),
       theme: form.theme,
       baseUrl: form.baseUrl ?? '',
       ...(form.reasoningEffort ? { reasoningEffort: form.reasoningEffort } : {}),
@@ -126,6 +127,17 @@ export function SettingsPage() {
             <select value={form.permissionPreset} onChange={(e) => setForm({ ...form, permissionPreset: e.target.value })}>
               {withCurrent(info?.presets ?? [], form.permissionPreset).map((preset) => (
                 <option key={preset}>{preset}</option>
+              ))}
+            </select>
+          </Field>
+          <Field
+            label="Network of commands"
+            hint="off: none. proxy: package registries and GitHub; other hosts are asked about. on: outbound, never this machine's own services."
+          >
+            <select value={form.network ?? ''} onChange={(e) => setForm({ ...form, ...(e.target.value ? { network: e.target.value } : {}) })}>
+              {form.network ? null : <option value="">the preset's default</option>}
+              {form.networks.map((network) => (
+                <option key={network}>{network}</option>
               ))}
             </select>
           </Field>

@@ -1,7 +1,7 @@
 import type {} from '@dsh/compaction'
 import type { Context } from '@dsh/cordis'
 import { type ContentBlock, type Message, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
-import { type PermissionPreset, PRESETS } from '@dsh/permission'
+import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS } from '@dsh/permission'
 import { newMessageId, type SessionId } from '@dsh/session'
 import type {} from '@dsh/session-catalog'
 import { SessionBusyError, SessionNotFoundError } from '@dsh/session-persistence'
@@ -17,9 +17,18 @@ import { checkedModel, checkedSessionId, type SessionAccess, unknownSession } fr
 const effort = z.enum(REASONING_EFFORTS as [ReasoningEffort, ...ReasoningEffort[]])
 const preset = z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]])
 const model = z.string().trim().min(1, 'must not be empty').max(200)
+const network = z.enum(NETWORK_MODES as [NetworkMode, ...NetworkMode[]])
 const base64 = /^[A-Za-z0-9+/]*={0,2}$/
 
-const CreateBody = z.object({ cwd: z.string().min(1).optional(), model: model.optional(), reasoningEffort: effort.optional(), permissionPreset: preset.optional() }).strict()
+const CreateBody = z
+  .object({
+    cwd: z.string().min(1).optional(),
+    model: model.optional(),
+    reasoningEffort: effort.optional(),
+    permissionPreset: preset.optional(),
+    network: network.optional(),
+  })
+  .strict()
 
 const MessageBody = z
   .object({
@@ -43,7 +52,13 @@ const MessageBody = z
 const ForkBody = z.object({ turn: z.number().int().min(1).optional() }).strict()
 
 const PatchBody = z
-  .object({ title: z.string().trim().min(1, 'must not be empty').max(200).optional(), model: model.optional(), reasoningEffort: effort.optional(), permissionPreset: preset.optional() })
+  .object({
+    title: z.string().trim().min(1, 'must not be empty').max(200).optional(),
+    model: model.optional(),
+    reasoningEffort: effort.optional(),
+    permissionPreset: preset.optional(),
+    network: network.optional(),
+  })
   .strict()
 
 const ListQuery = z.object({
@@ -95,12 +110,15 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
     const cwd = body.cwd ? await existingFolder(body.cwd, 'cwd') : launchCwd
     const permission = ctx.get('permission')
     if (body.permissionPreset && !permission) throw unavailable('permissionPreset', 'permission')
+    if (body.network && !permission) throw unavailable('network', 'permission')
     const agent = await ctx.agents.create({
       cwd,
       options: { ...(body.model ? { model: body.model } : {}), ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}) },
     })
     if (body.permissionPreset) permission?.setPreset(agent.id, body.permissionPreset)
     else sessions.applyDefaultPreset(agent.id)
+    if (body.network) permission?.setNetwork(agent.id, body.network)
+    else sessions.applyDefaultNetwork(agent.id)
     changed()
     return new JsonReply(201, { sessionId: agent.id })
   })
@@ -173,11 +191,13 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
     const permission = ctx.get('permission')
     if (body.title !== undefined && !titles) throw unavailable('renaming a session', 'session-titles')
     if (body.permissionPreset && !permission) throw unavailable('permissionPreset', 'permission')
+    if (body.network && !permission) throw unavailable('network', 'permission')
     const agent = await sessions.agent(idOf(request))
     if (body.model || body.reasoningEffort) {
       agent.options = { ...agent.options, ...(body.model ? { model: body.model } : {}), ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}) }
     }
     if (body.permissionPreset) permission?.setPreset(agent.id, body.permissionPreset)
+    if (body.network) permission?.setNetwork(agent.id, body.network)
     if (body.title !== undefined) {
       titles?.rename(agent.session, body.title)
       changed()

@@ -7,6 +7,7 @@ import { SessionBusyError, type SessionHolder, SessionNotFoundError } from '@dsh
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { HttpError } from '../http.ts'
 import { RecentReads } from './recent-reads.ts'
+import type { WebSettings } from './settings.ts'
 
 /** What the list needs of a stored session: a catalog entry, or the storage's own header. */
 type StoredSummary = Pick<CatalogEntry, 'sessionId' | 'title' | 'cwd' | 'createdAt' | 'updatedAt' | 'parentSession'>
@@ -86,8 +87,19 @@ export class SessionAccess {
   constructor(
     private readonly ctx: Context,
     /** The preset new and resumed web sessions get, if the web settings name one. */
-    private readonly defaultPreset: () => PermissionPreset | undefined,
+    private readonly webDefaults: () => WebSettings,
   ) {}
+
+  private defaultPreset(): PermissionPreset | undefined {
+    return this.webDefaults().permissionPreset
+  }
+
+  /** A new session gets the network setting the web settings name, if any. */
+  applyDefaultNetwork(id: string): void {
+    const network = this.webDefaults().network
+    const permission = this.ctx.get('permission')
+    if (network && permission) permission.setNetwork(id, network)
+  }
 
   live(id: string): Agent | undefined {
     return this.ctx.agents.get(id)
@@ -185,6 +197,7 @@ export class SessionAccess {
       ...(model ? { model } : {}),
       ...(reasoningEffort ? { reasoningEffort } : {}),
       permissionPreset: this.ctx.get('permission')?.preset(meta.id) ?? this.defaultPreset() ?? 'workspace-write',
+      ...(this.ctx.get('permission') ? { network: this.ctx.get('permission')?.network(meta.id) } : {}),
     }
   }
 

@@ -5,7 +5,7 @@ import { readAgentSettings } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import { type LlmFailure, REASONING_EFFORTS } from '@dsh/llm'
 import { isPlainObject, parseYaml, stringifyYaml } from '@dsh/loader/compose'
-import { type PermissionPreset, PRESETS } from '@dsh/permission'
+import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS } from '@dsh/permission'
 import { textMessage } from '@dsh/session'
 import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
@@ -17,6 +17,8 @@ export type Theme = (typeof THEMES)[number]
 /** The `web:` section of settings.yaml: what the browser app keeps. */
 export interface WebSettings {
   permissionPreset?: PermissionPreset
+  /** The network of sandboxed commands in new web sessions. */
+  network?: NetworkMode
   theme?: Theme
 }
 
@@ -42,6 +44,7 @@ const SettingsBody = z
     model: z.string().trim().min(1, 'must not be empty').max(200),
     reasoningEffort: z.enum(REASONING_EFFORTS as [string, ...string[]]),
     permissionPreset: z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]]),
+    network: z.enum(NETWORK_MODES as [NetworkMode, ...NetworkMode[]]),
     theme: z.enum(THEMES),
   })
   .partial()
@@ -54,7 +57,7 @@ function fileError(file: string, error: unknown): HttpError {
 /**
  * Reads and writes the user's settings: the `agent:` section of
  * settings.yaml (model, effort; `ctx.agents` reads it for new agents), its
- * `web:` section (default permission preset, theme), and the provider key
+ * `web:` section (default permission preset and network, theme), and the provider key
  * and base URL through `ctx.credentials` (0600).
  */
 export class SettingsStore {
@@ -83,6 +86,7 @@ export class SettingsStore {
     if (!isPlainObject(section)) return {}
     const out: WebSettings = {}
     if (PRESETS.includes(section.permissionPreset as PermissionPreset)) out.permissionPreset = section.permissionPreset as PermissionPreset
+    if (NETWORK_MODES.includes(section.network as NetworkMode)) out.network = section.network as NetworkMode
     if (THEMES.includes(section.theme as Theme)) out.theme = section.theme as Theme
     return out
   }
@@ -110,6 +114,8 @@ export class SettingsStore {
       model: defaults.model,
       ...(defaults.reasoningEffort ? { reasoningEffort: defaults.reasoningEffort } : {}),
       permissionPreset: web.permissionPreset ?? this.ctx.get('permission')?.preset('') ?? 'workspace-write',
+      ...(web.network ? { network: web.network } : {}),
+      networks: NETWORK_MODES,
       theme: web.theme ?? 'system',
     }
   }
@@ -124,7 +130,7 @@ export class SettingsStore {
       if (input.baseUrl !== undefined) await credentials.set(this.options.baseUrlName, input.baseUrl)
     }
     const agentFields = { model: input.model, reasoningEffort: input.reasoningEffort }
-    const webFields = { permissionPreset: input.permissionPreset, theme: input.theme }
+    const webFields = { permissionPreset: input.permissionPreset, network: input.network, theme: input.theme }
     const defined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
     if (Object.keys(defined(agentFields)).length || Object.keys(defined(webFields)).length) {
       const doc = this.readDoc()
