@@ -88,6 +88,25 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     expect(closed.stderr).toBe('')
   })
 
+  it('takes the network of sandboxed commands from session/new _meta; a bad value is -32602', async () => {
+    t.mock.enqueue(
+      reply.toolCalls([{ id: 'call_net', name: 'bash', arguments: { command: 'curl -sS --max-time 5 http://registry.npmjs.org/ ; echo " [exit $?]"' } }]),
+      reply.text('No network.'),
+    )
+    const client = start()
+    await client.initialize()
+    const { sessionId } = await client.newSession(t.work, [], { network: 'off' })
+    await client.prompt(sessionId, 'try the network')
+    await expect(client.newSession(t.work, [], { network: 'wide' })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('_meta.network') })
+    await client.close()
+    const events = await storedLog(sessionId)
+    expect(events.filter((e) => e.type === 'permission/network').map((e) => e.data)).toEqual([{ network: 'off' }])
+    // Off: no proxy either, so no decision was logged and the command could not connect.
+    expect(events.some((e) => e.type === 'network/decision')).toBe(false)
+    const result = events.find((e) => e.type === 'tool/result')
+    expect(JSON.stringify(result?.data)).not.toContain('[exit 0]')
+  })
+
   it('sends the todo list as a plan, whole each time it changes', async () => {
     const todos = (second: 'in_progress' | 'completed') => [
       { content: 'Read the code', status: 'completed' },

@@ -102,8 +102,8 @@ export class AcpTestClient {
     })
   }
 
-  newSession(cwd = this.options.cwd, mcpServers: acp.McpServer[] = []): Promise<acp.NewSessionResponse> {
-    return this.agent.request(acp.methods.agent.session.new, { cwd, mcpServers })
+  newSession(cwd = this.options.cwd, mcpServers: acp.McpServer[] = [], meta?: Record<string, unknown>): Promise<acp.NewSessionResponse> {
+    return this.agent.request(acp.methods.agent.session.new, { cwd, mcpServers, ...(meta ? { _meta: meta } : {}) })
   }
 
   prompt(sessionId: string, text: string): Promise<acp.PromptResponse> {

@@ -4,7 +4,7 @@ import * as acp from '@agentclientprotocol/sdk'
 import type { Agent } from '@dsh/agent'
 import { assertNever, type Context } from '@dsh/cordis'
 import type { ApprovalAnswer } from '@dsh/tools'
-import { PRESETS, type PermissionPreset } from '@dsh/permission'
+import { NETWORK_MODES, type NetworkMode, PRESETS, type PermissionPreset } from '@dsh/permission'
 import type { SessionEvent, SessionId } from '@dsh/session'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { routeFilesThroughClient } from './client-fs.ts'
@@ -269,7 +269,9 @@ export class AcpServer {
     const cwd = folder(params.cwd)
     if (params.additionalDirectories?.length) throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
     const servers = this.mcpServers(params.mcpServers, cwd)
+    const network = networkOf(params._meta)
     const agent = await this.ctx.agents.create({ cwd })
+    if (network) this.ctx.permission.setNetwork(agent.id, network)
     await this.connectMcp(this.adopt(agent), servers)
     return { sessionId: agent.id, modes: this.modes(agent.id) }
   }
@@ -432,4 +434,15 @@ function stopReason(end: SessionEvent<'turn/end'> | undefined, cancelled: boolea
     default:
       return assertNever(reason, 'turn end reason')
   }
+}
+
+/** dsh's own `session/new` option, in `_meta`: `{ network: 'off' | 'proxy' | 'on' }` for the session's sandboxed commands. */
+function networkOf(meta: unknown): NetworkMode | undefined {
+  if (meta === null || meta === undefined || typeof meta !== 'object') return undefined
+  const value = (meta as Record<string, unknown>).network
+  if (value === undefined) return undefined
+  if (!NETWORK_MODES.includes(value as NetworkMode)) {
+    throw invalid(`_meta.network must be one of ${NETWORK_MODES.join(', ')}, got ${JSON.stringify(value)}`, { network: value })
+  }
+  return value as NetworkMode
 }
