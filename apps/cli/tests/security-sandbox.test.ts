@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
 import { createServer, type Server } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { type RecordedRequest, reply } from '@dsh/llm-mock'
+import { type HttpTestHost, startHttpTestHost } from '@dsh/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { liveWithMarker } from '../../../packages/shell/shell/tests/processes.ts'
 import { useMockedHeadless } from './support/mocked-headless.ts'
@@ -141,31 +141,17 @@ describe('sandbox confinement through the headless bin (as root)', () => {
 describe('the network settings through the headless bin', () => {
   // The test host: a loopback alias the proxy is told to treat as public, reached by name.
   const TEST_HOST = '127.0.0.2'
-  let testHost: HttpServer
-  let hostPort = 0
-  let hostHits: string[] = []
+  let testHost: HttpTestHost
   // A service on the host's own loopback (the dsh web server, a database): nothing sandboxed may reach it.
-  let loopback: HttpServer
-  let loopbackPort = 0
-  let loopbackHits = 0
+  let loopback: HttpTestHost
 
   beforeAll(async () => {
-    testHost = createHttpServer((request, response) => {
-      hostHits.push(`${request.headers.host}${request.url}`)
-      response.end('registry-answer')
-    })
-    await new Promise<void>((resolve) => testHost.listen(0, TEST_HOST, resolve))
-    hostPort = (testHost.address() as { port: number }).port
-    loopback = createHttpServer((_request, response) => {
-      loopbackHits += 1
-      response.end('loopback-secret')
-    })
-    await new Promise<void>((resolve) => loopback.listen(0, '127.0.0.1', resolve))
-    loopbackPort = (loopback.address() as { port: number }).port
+    testHost = await startHttpTestHost(TEST_HOST, 'registry-answer')
+    loopback = await startHttpTestHost('127.0.0.1', 'loopback-secret')
   })
-  afterAll(() => {
-    testHost.close()
-    loopback.close()
+  afterAll(async () => {
+    await testHost.close()
+    await loopback.close()
   })
 
   /** The home patch: the test host is a registry on the allowlist; other.test is not; loopback.test is the host. */
@@ -188,29 +174,28 @@ describe('the network settings through the headless bin', () => {
 
   it('no setting reaches a loopback service of the host', async () => {
     configureProxy()
-    loopbackHits = 0
     for (const network of ['off', 'proxy', 'on']) {
       const { text } = await bash(
-        `${curl(`http://127.0.0.1:${loopbackPort}/`, '--noproxy "*" --connect-timeout 3')}; ${curl(`http://127.0.0.1:${loopbackPort}/`, '--connect-timeout 3')}; ` +
-          `${curl(`http://loopback.test:${loopbackPort}/`)}; ${curl(`http://10.0.2.2:${loopbackPort}/`, '--noproxy "*" --connect-timeout 3')}`,
+        `${curl(`http://127.0.0.1:${loopback.port}/`, '--noproxy "*" --connect-timeout 3')}; ${curl(`http://127.0.0.1:${loopback.port}/`, '--connect-timeout 3')}; ` +
+          `${curl(`http://loopback.test:${loopback.port}/`)}; ${curl(`http://10.0.2.2:${loopback.port}/`, '--noproxy "*" --connect-timeout 3')}`,
         ['--network', network],
       )
       expect(text, network).not.toContain('loopback-secret')
       // All four attempts ran (the command was not refused as a whole).
       expect(text.match(/\[exit \d+\]/g), network).toHaveLength(4)
     }
-    expect(loopbackHits).toBe(0)
+    expect(loopback.hits).toEqual([])
   })
 
   it('proxy: an allowlisted host passes, another is denied in headless, a name that resolves to loopback is refused; all logged', async () => {
     configureProxy()
-    hostHits = []
+    testHost.hits.length = 0
     t.mock.enqueue(
       reply.toolCalls([
         {
           name: 'bash',
           arguments: {
-            command: `${curl(`http://registry.test:${hostPort}/pkg`)}; ${curl(`http://other.test:${hostPort}/x`)}; ${curl(`http://loopback.test:${loopbackPort}/`)}`,
+            command: `${curl(`http://registry.test:${testHost.port}/pkg`)}; ${curl(`http://other.test:${testHost.port}/x`)}; ${curl(`http://loopback.test:${loopback.port}/`)}`,
           },
         },
       ]),
@@ -222,7 +207,7 @@ describe('the network settings through the headless bin', () => {
     expect(text).toContain('registry-answer [exit 0]')
     expect(text).toContain('other.test is not on the allowlist, and no one can be asked here')
     expect(text).toMatch(/loopback\.test: it resolves to 127\.0\.0\.1/)
-    expect(hostHits).toEqual([`registry.test:${hostPort}/pkg`])
+    expect(testHost.hits).toEqual([`registry.test:${testHost.port}/pkg`])
     const sessionId = /"sessionId":"([^"]+)"/.exec(result.stdout)?.[1] ?? ''
     const log = await sessionLogText(t.home, sessionId)
     const decisions = log
@@ -239,10 +224,10 @@ describe('the network settings through the headless bin', () => {
 
   it('off: no network at all, not even to an allowlisted host', async () => {
     configureProxy()
-    hostHits = []
-    const { text } = await bash(curl(`http://registry.test:${hostPort}/pkg`, '--connect-timeout 3'), ['--network', 'off'])
+    testHost.hits.length = 0
+    const { text } = await bash(curl(`http://registry.test:${testHost.port}/pkg`, '--connect-timeout 3'), ['--network', 'off'])
     expect(text).not.toContain('registry-answer')
-    expect(hostHits).toEqual([])
+    expect(testHost.hits).toEqual([])
     expect(readdirSync(t.work)).toEqual([])
   })
 })

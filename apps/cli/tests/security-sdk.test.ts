@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
+import { type HttpTestHost, startHttpTestHost } from '@dsh/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
 import { type Message, SdkWire } from './support/sdk-wire.ts'
@@ -10,17 +10,10 @@ import { type Message, SdkWire } from './support/sdk-wire.ts'
 const t = useMockedHeadless()
 
 const TEST_HOST = '127.0.0.2'
-let testHost: Server
-let hostPort = 0
-let hits: string[] = []
+let testHost: HttpTestHost
 
 beforeAll(async () => {
-  testHost = createServer((request, response) => {
-    hits.push(`${request.headers.host}${request.url}`)
-    response.end('mirror-answer')
-  })
-  await new Promise<void>((resolve) => testHost.listen(0, TEST_HOST, resolve))
-  hostPort = (testHost.address() as { port: number }).port
+  testHost = await startHttpTestHost(TEST_HOST, 'mirror-answer')
 })
 afterAll(() => testHost.close())
 
@@ -38,11 +31,11 @@ async function approvingClient(): Promise<{ wire: SdkWire; sessionId: string }> 
 }
 
 const fetchOther = (name: string) =>
-  reply.toolCalls([{ name: 'bash', arguments: { command: `curl -sS --max-time 10 http://other.test:${hostPort}/${name}; echo " [exit $?]"` } }])
+  reply.toolCalls([{ name: 'bash', arguments: { command: `curl -sS --max-time 10 http://other.test:${testHost.port}/${name}; echo " [exit $?]"` } }])
 
 describe('approvals the fences ask for, through the SDK', () => {
   it('network proxy: a host off the allowlist is asked about; allowed once it passes, rejected it does not', async () => {
-    hits = []
+    testHost.hits.length = 0
     t.mock.enqueue(fetchOther('first'), reply.text('fetched'), fetchOther('second'), reply.text('not fetched'))
     const { wire, sessionId } = await approvingClient()
     const answers: unknown[] = [{ decision: 'allow-once' }, { decision: 'reject' }]
@@ -50,12 +43,12 @@ describe('approvals the fences ask for, through the SDK', () => {
 
     await wire.call('session/prompt', { sessionId, content: 'fetch the first' })
     await wire.call('session/prompt', { sessionId, content: 'fetch the second' })
-    expect(hits).toEqual([`other.test:${hostPort}/first`])
+    expect(testHost.hits).toEqual([`other.test:${testHost.port}/first`])
 
     const asked = wire.received.filter((m) => m.method === 'approval/request').map((m) => m.params)
     expect(asked).toHaveLength(2)
     expect(asked[0]).toMatchObject({ sessionId, toolCall: { name: 'bash', arguments: expect.stringContaining('other.test') } })
-    expect(asked[0].reason).toContain(`wants to reach other.test:${hostPort}, which is not on the network allowlist`)
+    expect(asked[0].reason).toContain(`wants to reach other.test:${testHost.port}, which is not on the network allowlist`)
     const events: Message[] = (await wire.call('session/events', { sessionId })).events
     const decisions = events.filter((e) => e.type === 'network/decision').map((e) => e.data)
     expect(decisions).toEqual([

@@ -1,11 +1,10 @@
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
 import { createServer, type Server } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { type RecordedRequest, reply } from '@dsh/llm-mock'
-import { runDsh } from '@dsh/testkit'
+import { type HttpTestHost, runDsh, startHttpTestHost } from '@dsh/testkit'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { liveWithMarker } from '../../../packages/shell/shell/tests/processes.ts'
 import { useMockedHeadless } from './support/mocked-headless.ts'
@@ -39,22 +38,15 @@ async function bashAsNobody(command: string, args: string[] = []): Promise<strin
 }
 
 let outside: string
-let loopback: HttpServer
-let loopbackPort = 0
-let loopbackHits = 0
+let loopback: HttpTestHost
 beforeAll(async () => {
-  // A folder nobody may write on the host, to aim at.
+  // A folder the user may write on the host, to aim at.
   outside = await mkdtemp(path.join(os.tmpdir(), 'dsh-unprivileged-out-'))
   chmodSync(outside, 0o777)
-  loopback = createHttpServer((_request, response) => {
-    loopbackHits += 1
-    response.end('loopback-secret')
-  })
-  await new Promise<void>((resolve) => loopback.listen(0, '127.0.0.1', resolve))
-  loopbackPort = (loopback.address() as { port: number }).port
+  loopback = await startHttpTestHost('127.0.0.1', 'loopback-secret')
 })
 afterAll(async () => {
-  loopback.close()
+  await loopback.close()
   await rm(outside, { recursive: true, force: true })
 })
 
@@ -100,29 +92,26 @@ describe('sandbox confinement with dsh run as an ordinary user', () => {
   })
 
   it('no network setting reaches the host loopback; the proxy still serves an allowlisted host', async () => {
-    const testHost = createHttpServer((_request, response) => response.end('registry-answer'))
-    await new Promise<void>((resolve) => testHost.listen(0, '127.0.0.2', resolve))
-    const hostPort = (testHost.address() as { port: number }).port
+    const testHost = await startHttpTestHost('127.0.0.2', 'registry-answer')
     writeFileSync(
       path.join(t.home, 'cordis.patch.yml'),
       `- id: sandbox-network\n  config:\n    allowedHosts: [registry.test]\n    staticHosts: { registry.test: '127.0.0.2' }\n    publicRanges: ['127.0.0.2/32']\n`,
     )
     chownSync(path.join(t.home, 'cordis.patch.yml'), NOBODY.uid, NOBODY.gid)
     try {
-      loopbackHits = 0
       for (const network of ['off', 'proxy', 'on']) {
         const text = await bashAsNobody(
-          `curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:${loopbackPort}/; curl -sS --max-time 5 http://127.0.0.1:${loopbackPort}/; echo end`,
+          `curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:${loopback.port}/; curl -sS --max-time 5 http://127.0.0.1:${loopback.port}/; echo end`,
           ['--network', network],
         )
         expect(text, network).toContain('end')
         expect(text, network).not.toContain('loopback-secret')
       }
-      expect(loopbackHits).toBe(0)
-      const allowed = await bashAsNobody(`curl -sS --max-time 10 http://registry.test:${hostPort}/`, ['--network', 'proxy'])
+      expect(loopback.hits).toEqual([])
+      const allowed = await bashAsNobody(`curl -sS --max-time 10 http://registry.test:${testHost.port}/`, ['--network', 'proxy'])
       expect(allowed).toContain('registry-answer')
     } finally {
-      testHost.close()
+      await testHost.close()
     }
   })
 })

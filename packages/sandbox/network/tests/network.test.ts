@@ -1,53 +1,39 @@
 import { execFile } from 'node:child_process'
 import { mkdtemp, realpath, rm } from 'node:fs/promises'
-import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from '@dsh/cordis'
 import * as sandboxPlugin from '@dsh/sandbox'
 import type { BwrapSandboxConfig, NetworkDecision, NetworkTarget, SandboxPolicy } from '@dsh/sandbox'
+import { type HttpTestHost, startHttpTestHost } from '@dsh/testkit'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import * as networkPlugin from '../src/index.ts'
 import type { SandboxNetworkConfig } from '../src/index.ts'
 
 // The test host: a loopback alias the proxy is told to treat as public, reached by name.
 const TEST_HOST = '127.0.0.2'
-let testHost: Server
-let hostPort: number
-let hostRequests: string[] = []
+let testHost: HttpTestHost
 // A service on the host's own loopback, which no sandboxed command may reach.
-let loopback: Server
-let loopbackPort: number
-let loopbackRequests = 0
+let loopback: HttpTestHost
 
 let root: Context
 let workspace: string
 
 beforeAll(async () => {
-  testHost = createServer((request, response) => {
-    hostRequests.push(`${request.headers.host} ${request.url}`)
-    response.end(`hello from the test host: ${request.url}`)
-  })
-  await new Promise<void>((resolve) => testHost.listen(0, TEST_HOST, resolve))
-  hostPort = (testHost.address() as { port: number }).port
-  loopback = createServer((_request, response) => {
-    loopbackRequests += 1
-    response.end('loopback service')
-  })
-  await new Promise<void>((resolve) => loopback.listen(0, '127.0.0.1', resolve))
-  loopbackPort = (loopback.address() as { port: number }).port
+  testHost = await startHttpTestHost(TEST_HOST, 'hello from the test host')
+  loopback = await startHttpTestHost('127.0.0.1', 'loopback service')
 })
 
 afterAll(async () => {
-  testHost.close()
-  loopback.close()
+  await testHost.close()
+  await loopback.close()
 })
 
 beforeEach(async () => {
   root = new Context()
   workspace = await realpath(await mkdtemp(join(tmpdir(), 'dsh-network-ws-')))
-  hostRequests = []
-  loopbackRequests = 0
+  testHost.hits.length = 0
+  loopback.hits.length = 0
 })
 
 afterEach(async () => {
@@ -112,59 +98,60 @@ describe('network proxy', () => {
   it('lets an allowlisted name through, plain and tunnelled, and logs it once', async () => {
     await boot()
     const { policy: rules, decisions } = proxied()
-    const plain = await run(curl(`http://registry.test:${hostPort}/pkg`), rules)
-    expect(plain.stdout).toBe('hello from the test host: /pkg [exit 0]\n')
-    const tunnel = await run(curl(`http://deep.allowed.test:${hostPort}/tunnel`, '--proxytunnel'), rules)
-    expect(tunnel.stdout).toBe('hello from the test host: /tunnel [exit 0]\n')
-    expect(hostRequests).toEqual([`registry.test:${hostPort} /pkg`, `deep.allowed.test:${hostPort} /tunnel`])
+    const plain = await run(curl(`http://registry.test:${testHost.port}/pkg`), rules)
+    expect(plain.stdout).toBe('hello from the test host [exit 0]\n')
+    const tunnel = await run(curl(`http://deep.allowed.test:${testHost.port}/tunnel`, '--proxytunnel'), rules)
+    expect(tunnel.stdout).toBe('hello from the test host [exit 0]\n')
+    expect(testHost.hits).toEqual([`registry.test:${testHost.port}/pkg`, `deep.allowed.test:${testHost.port}/tunnel`])
     expect(decisions).toEqual([
-      { host: 'registry.test', port: hostPort, decision: 'allow', by: 'allowlist' },
-      { host: 'deep.allowed.test', port: hostPort, decision: 'allow', by: 'allowlist' },
+      { host: 'registry.test', port: testHost.port, decision: 'allow', by: 'allowlist' },
+      { host: 'deep.allowed.test', port: testHost.port, decision: 'allow', by: 'allowlist' },
     ])
   })
 
   it('denies a host off the allowlist where nobody can be asked; asks where someone can', async () => {
     await boot()
     const headless = proxied()
-    const denied = await run(curl(`http://other.test:${hostPort}/x`), headless.policy)
+    const denied = await run(curl(`http://other.test:${testHost.port}/x`), headless.policy)
     expect(denied.stdout).toContain('not on the allowlist, and no one can be asked here')
-    const deniedTunnel = await run(curl(`http://other.test:${hostPort}/x`, '--proxytunnel'), headless.policy)
+    const deniedTunnel = await run(curl(`http://other.test:${testHost.port}/x`, '--proxytunnel'), headless.policy)
     expect(deniedTunnel.stdout).not.toContain('hello')
-    expect(hostRequests).toEqual([])
+    expect(testHost.hits).toEqual([])
     expect(headless.decisions).toEqual([expect.objectContaining({ host: 'other.test', decision: 'deny', by: 'policy' })])
 
     const refused = proxied(false)
-    expect((await run(curl(`http://other.test:${hostPort}/x`), refused.policy)).stdout).toContain('the user did not allow it')
-    expect(refused.asked).toEqual([{ host: 'other.test', port: hostPort }])
+    expect((await run(curl(`http://other.test:${testHost.port}/x`), refused.policy)).stdout).toContain('the user did not allow it')
+    expect(refused.asked).toEqual([{ host: 'other.test', port: testHost.port }])
 
     const allowed = proxied(true)
-    const ok = await run(`${curl(`http://other.test:${hostPort}/a`)}; ${curl(`http://other.test:${hostPort}/b`)}`, allowed.policy)
-    expect(ok.stdout).toBe('hello from the test host: /a [exit 0]\nhello from the test host: /b [exit 0]\n')
+    const ok = await run(`${curl(`http://other.test:${testHost.port}/a`)}; ${curl(`http://other.test:${testHost.port}/b`)}`, allowed.policy)
+    expect(ok.stdout).toBe('hello from the test host [exit 0]\nhello from the test host [exit 0]\n')
+    expect(testHost.hits).toEqual([`other.test:${testHost.port}/a`, `other.test:${testHost.port}/b`])
     // Asked once for the command, not per request.
     expect(allowed.asked).toHaveLength(1)
-    expect(allowed.decisions).toEqual([{ host: 'other.test', port: hostPort, decision: 'allow', by: 'user' }])
+    expect(allowed.decisions).toEqual([{ host: 'other.test', port: testHost.port, decision: 'allow', by: 'user' }])
   })
 
   it('refuses names and addresses on the host loopback, allowlisted or not, and cannot be bypassed', async () => {
     await boot()
     const { policy: rules, decisions } = proxied(true)
-    const byName = await run(curl(`http://localhost.test:${loopbackPort}/`), rules)
+    const byName = await run(curl(`http://localhost.test:${loopback.port}/`), rules)
     expect(byName.stdout).toMatch(/resolves to 127\.0\.0\.1, .*loopback/)
-    const byAddress = await run(curl(`http://127.0.0.1:${loopbackPort}/`, '--proxytunnel'), rules)
+    const byAddress = await run(curl(`http://127.0.0.1:${loopback.port}/`, '--proxytunnel'), rules)
     expect(byAddress.stdout).not.toContain('loopback service')
     // Without the proxy: the namespace has no route to the host at all.
-    const direct = await run(curl(`http://127.0.0.1:${loopbackPort}/`, '--noproxy "*"'), rules)
+    const direct = await run(curl(`http://127.0.0.1:${loopback.port}/`, '--noproxy "*"'), rules)
     expect(direct.stdout).not.toContain('loopback service')
-    expect(loopbackRequests).toBe(0)
+    expect(loopback.hits).toEqual([])
     expect(decisions.filter((d) => d.decision === 'allow')).toEqual([])
     expect(decisions).toEqual(expect.arrayContaining([expect.objectContaining({ host: 'localhost.test', decision: 'deny', by: 'address' })]))
   })
 
   it('refuses a command whose token it does not know', async () => {
     await boot()
-    const result = await run(curl(`http://registry.test:${hostPort}/`), policy({ network: 'proxy', proxyToken: 'made-up' }))
+    const result = await run(curl(`http://registry.test:${testHost.port}/`), policy({ network: 'proxy', proxyToken: 'made-up' }))
     expect(result.stdout).not.toContain('hello')
-    expect(hostRequests).toEqual([])
+    expect(testHost.hits).toEqual([])
   })
 
   it('fails at load on an allowlist entry that is not a domain, a bad range or a bad static address', async () => {
@@ -182,10 +169,10 @@ describe('network proxy', () => {
 describe('network on', () => {
   it('never reaches the host loopback', async () => {
     await boot()
-    const result = await run(curl(`http://10.0.2.2:${loopbackPort}/`, '--connect-timeout 3'), policy({ network: 'on' }))
+    const result = await run(curl(`http://10.0.2.2:${loopback.port}/`, '--connect-timeout 3'), policy({ network: 'on' }))
     expect(result.stdout).not.toContain('loopback service')
-    const direct = await run(curl(`http://127.0.0.1:${loopbackPort}/`, '--connect-timeout 3'), policy({ network: 'on' }))
+    const direct = await run(curl(`http://127.0.0.1:${loopback.port}/`, '--connect-timeout 3'), policy({ network: 'on' }))
     expect(direct.stdout).not.toContain('loopback service')
-    expect(loopbackRequests).toBe(0)
+    expect(loopback.hits).toEqual([])
   })
 })
