@@ -6,6 +6,7 @@ import { Context } from '@dsh/cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as fsPlugin from '../src/index.ts'
 import { type FileSystem, FileSystemError, type FsAccessRequest } from '../src/index.ts'
+import { failureOf } from './support.ts'
 
 let root: Context
 let base: string
@@ -32,16 +33,6 @@ afterEach(async () => {
 
 const at = () => ({ cwd: workspace, sessionId: 'sess-1' })
 
-/** The error a promise rejects with. */
-async function failureOf(promise: Promise<unknown>): Promise<FileSystemError> {
-  try {
-    await promise
-  } catch (error) {
-    expect(error).toBeInstanceOf(FileSystemError)
-    return error as FileSystemError
-  }
-  throw new Error('expected a rejection')
-}
 
 /** A policy: writes must land inside the workspace. */
 function confineWrites(seen: FsAccessRequest[] = []) {

@@ -6,6 +6,7 @@ import { Context } from '@dsh/cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as fsPlugin from '../src/index.ts'
 import { checkedReal, type FileSystem, FileSystemError, type FsAccessRequest, recordChecked } from '../src/index.ts'
+import { failureOf } from './support.ts'
 
 let root: Context
 let base: string
@@ -46,15 +47,6 @@ afterEach(async () => {
 
 const at = () => ({ cwd: workspace, sessionId: 'sess-1' })
 
-async function failureOf(promise: Promise<unknown>): Promise<FileSystemError> {
-  try {
-    await promise
-  } catch (error) {
-    expect(error).toBeInstanceOf(FileSystemError)
-    return error as FileSystemError
-  }
-  throw new Error('expected a rejection')
-}
 
 /** Runs `swap` once, from inside the policy check: after the walk, before the access. */
 async function swapDuringCheck(event: 'fs/read' | 'fs/write', swap: () => Promise<void>) {
