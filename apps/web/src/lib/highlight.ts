@@ -26,17 +26,6 @@ hljs.registerAliases(['md'], { languageName: 'markdown' })
 hljs.registerAliases(['rs'], { languageName: 'rust' })
 hljs.registerAliases(['patch'], { languageName: 'diff' })
 
-const EXTENSIONS: Record<string, string> = {
-  ts: 'typescript', tsx: 'typescript', mts: 'typescript', cts: 'typescript', js: 'javascript', jsx: 'javascript', mjs: 'javascript',
-  cjs: 'javascript', json: 'json', py: 'python', go: 'go', rs: 'rust', css: 'css', html: 'xml', xml: 'xml', svg: 'xml', md: 'markdown',
-  yml: 'yaml', yaml: 'yaml', sh: 'bash', bash: 'bash',
-}
-
-/** The language of a file from its extension, when one is registered. */
-export function languageOfPath(path: string): string | undefined {
-  return EXTENSIONS[path.slice(path.lastIndexOf('.') + 1).toLowerCase()]
-}
-
 /** Highlighted HTML for code (escaped plain text when the language is unknown). */
 export function highlight(code: string, language: string | undefined): string {
   const lang = language?.trim().split(/\s+/, 1)[0]?.toLowerCase()

@@ -1,5 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import { type CompactionConfig, Config } from './config.ts'
+import type { CompactionConfig } from './config.ts'
 import { Compaction } from './service.ts'
 
 export { Config, type CompactionConfig, DEFAULT_PROMPT } from './config.ts'

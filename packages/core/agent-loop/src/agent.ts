@@ -56,7 +56,6 @@ export class LoopAgent implements Agent {
   /** The last `request/header` by seq, and its JSON without `reason`: tool schemas are large, stringify them once a step. */
   private headerKey: { seq: number; key: string } | undefined
   private openStep: { turn: number; step: number } | undefined
-  private openCalls = new Map<string, ToolCall>()
   private readonly toolState = new Map<string, unknown>()
 
   constructor(ctx: Context, session: Session, options: AgentOptions, config: LoopConfig) {
@@ -355,7 +354,6 @@ export class LoopAgent implements Agent {
     }
     const running = new Set<Promise<void>>()
     for (const [i, call] of calls.entries()) {
-      this.openCalls.set(call.id, call)
       const safe = !!tools && tools.isConcurrencySafe(call.name, call.arguments)
       if (!safe) await Promise.all(running)
       while (running.size >= this.config.maxParallelToolCalls) await Promise.race(running)
@@ -392,7 +390,6 @@ export class LoopAgent implements Agent {
   }
 
   private logResult(turn: number, step: number, call: ToolCall, result: ToolResult): void {
-    this.openCalls.delete(call.id)
     const message: Message = {
       id: newMessageId(),
       role: 'user',
@@ -421,7 +418,6 @@ export class LoopAgent implements Agent {
         if (block.type === 'tool-call' && !answered.has(block.id)) this.logResult(step.turn, step.step, block, failed(code, `Error: ${text}`))
       }
     }
-    this.openCalls.clear()
     this.endStep(step.turn, step.step)
   }
 }

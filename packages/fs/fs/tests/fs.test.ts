@@ -5,7 +5,7 @@ import path from 'node:path'
 import { Context } from '@dsh/cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as fsPlugin from '../src/index.ts'
-import { type FileSystem, FileSystemError, type FsAccessRequest } from '../src/index.ts'
+import type { FileSystem, FsAccessRequest } from '../src/index.ts'
 import { failureOf } from './support.ts'
 
 let root: Context

@@ -5,7 +5,7 @@ import path from 'node:path'
 import { Context } from '@dsh/cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as fsPlugin from '../src/index.ts'
-import { checkedReal, type FileSystem, FileSystemError, type FsAccessRequest, recordChecked } from '../src/index.ts'
+import { checkedReal, type FileSystem, type FsAccessRequest, recordChecked } from '../src/index.ts'
 import { failureOf } from './support.ts'
 
 let root: Context

@@ -177,6 +177,5 @@ export const ServerRequests = {
   'question/ask': { params: QuestionAskParams, result: QuestionAskResult },
 } as const
 
-/** Either side: the request with this id is no longer wanted. */
-export const CancelRequestParams = z.object({ id: z.union([z.string(), z.number()]) })
+/** Either side, params `{id}`: the request with this id is no longer wanted. */
 export const CANCEL_REQUEST = '$/cancelRequest'

@@ -36,12 +36,6 @@ function digestLog(log: OpenedLog, stored?: StoredSession): Digested {
   return digested
 }
 
-/** Indexes one opened log, replacing what the catalog had for it. */
-export function indexLog(store: CatalogStore, log: OpenedLog, stored?: StoredSession): void {
-  const { digest, texts, file } = digestLog(log, stored)
-  store.replace(digest, texts, file)
-}
-
 /**
  * Logs modified this long before the last catch-up are looked at again:
  * some file systems keep mtimes in whole seconds.

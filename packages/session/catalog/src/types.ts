@@ -11,7 +11,7 @@ export interface CatalogEntry {
   parentSession?: string
   userMessages: number
   assistantMessages: number
-  /** Prompt tokens that missed the provider's cache, summed like `ctx.tokenMeter.totals`. */
+  /** Prompt tokens that missed the provider's cache, summed from each event's `eventUsage`. */
   inputTokens: number
   outputTokens: number
 }
