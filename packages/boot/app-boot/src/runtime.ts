@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { CmdlineArgs } from '@dsh/cmdline'
 import { Context, emitIsolated } from '@dsh/cordis'
 import { errorText, exportLogsToConsole, type Health, Loader, type LogLevel, type Row } from '@dsh/loader'
+import { readDshEnv } from './env.ts'
 import { createModuleImporter, type PreloadedModules } from './modules.ts'
 import type { ProfileContext } from './profile-context.ts'
 import { DRAIN_LIMIT_MS, type ExitRequest } from './shutdown.ts'
@@ -35,7 +36,7 @@ export async function runTree(options: TreeOptions): Promise<number> {
   const dshHomePath = (...segments: string[]) => path.join(options.home, ...segments)
   await root.plugin(Loader, {
     importModule: createModuleImporter({ home: options.home, profileDir: options.profile.dir, installDir: options.installDir, preloaded: options.preloaded }),
-    scope: { dshHomePath },
+    scope: { dshHomePath, dshEnv: readDshEnv() },
   })
 
   let code: number

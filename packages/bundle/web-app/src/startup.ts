@@ -1,5 +1,6 @@
 import { parseCmdline } from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
+import { DEFAULT_PORT } from '@dsh/web-server'
 import { Command, InvalidArgumentError } from 'commander'
 
 declare module '@dsh/cordis' {
@@ -34,7 +35,7 @@ export function apply(ctx: Context) {
   const program = new Command('dsh web')
     .description('Serve the dsh browser app on this machine.')
     .option('--host <host>', 'address to bind (default 127.0.0.1)', parseHost)
-    .option('--port <port>', 'port to listen on; 0 picks a free one (default 3080)', parsePort)
+    .option('--port <port>', `port to listen on; 0 picks a free one (default ${DEFAULT_PORT})`, parsePort)
     .option('--trusted-host <authority>', 'extra host or host:port the API accepts (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--no-open', 'do not open a browser')
   const startup = parseCmdline(ctx, program, ({ options }): WebStartup => {

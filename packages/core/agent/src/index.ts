@@ -3,7 +3,7 @@ import { AgentRegistry, type AgentRegistryConfig } from './registry.ts'
 
 export * from './types.ts'
 export { type TurnSummary, summarizeTurns } from './summary.ts'
-export { AgentRegistry, type AgentRegistryConfig, Config, readAgentSettings } from './registry.ts'
+export { AgentRegistry, type AgentRegistryConfig, Config, readAgentSettings, readSettingsDocument } from './registry.ts'
 
 export const name = 'agent'
 export const inject = ['sessions']

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { type Context, emitIsolated, Schema, Service } from '@dsh/cordis'
-import type { LlmFailure, ReasoningEffort } from '@dsh/llm'
+import { type LlmFailure, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
 import { isPlainObject, parseYaml } from '@dsh/loader/compose'
 import { closersForOpenTurn, type Session, type SessionEvent, type SessionId } from '@dsh/session'
 import type {} from '@dsh/cmdline'
@@ -79,6 +79,11 @@ export class AgentRegistry extends Service {
     this.config = config
     ctx.on('app/shutdown', () => this.disposeAll())
     ctx.effect(() => () => void this.disposeAll(), 'dispose agents')
+  }
+
+  /** The settings document this registry reads (`settingsFile` of its config), if any. */
+  settingsFile(): string | undefined {
+    return this.config.settingsFile
   }
 
   /** The default model settings: config, overridden by the settings file's `agent:` section (read each time). */
@@ -195,15 +200,22 @@ export class AgentRegistry extends Service {
 
 const noDriver = () => new Error('no agent driver is loaded (is the agent-loop plugin enabled?)')
 
-const EFFORTS = ['off', 'low', 'high', 'max']
-
-/** The `agent:` section of a settings document: `{provider?, model?, reasoningEffort?}`. */
-export function readAgentSettings(file: string): Partial<AgentOptions> {
+/**
+ * The user's settings document (`settings.yaml` in the home): a mapping of
+ * sections (`agent:` here, `web:` for the web app). Empty when the file is
+ * missing or blank; throws naming the file when it is not a mapping.
+ */
+export function readSettingsDocument(file: string): Record<string, unknown> {
   if (!existsSync(file)) return {}
   const doc = parseYaml(readFileSync(file, 'utf8'), file)
   if (doc === null || doc === undefined) return {}
   if (!isPlainObject(doc)) throw new Error(`${file}: a settings document must be a mapping`)
-  const section = doc.agent
+  return doc
+}
+
+/** The `agent:` section of a settings document: `{provider?, model?, reasoningEffort?}`. */
+export function readAgentSettings(file: string): Partial<AgentOptions> {
+  const section = readSettingsDocument(file).agent
   if (section === undefined || section === null) return {}
   if (!isPlainObject(section)) throw new Error(`${file}: "agent" must be a mapping of provider, model and reasoningEffort`)
   const out: Partial<AgentOptions> = {}
@@ -212,7 +224,7 @@ export function readAgentSettings(file: string): Partial<AgentOptions> {
       if (typeof value !== 'string' || !value.trim()) throw new Error(`${file}: agent.${key} must be a non-empty string`)
       out[key] = value.trim()
     } else if (key === 'reasoningEffort') {
-      if (typeof value !== 'string' || !EFFORTS.includes(value)) throw new Error(`${file}: agent.reasoningEffort must be one of ${EFFORTS.join(', ')}`)
+      if (!REASONING_EFFORTS.includes(value as ReasoningEffort)) throw new Error(`${file}: agent.reasoningEffort must be one of ${REASONING_EFFORTS.join(', ')}`)
       out.reasoningEffort = value as ReasoningEffort
     } else {
       throw new Error(`${file}: unknown setting agent.${key} (known: provider, model, reasoningEffort)`)
@@ -228,7 +240,7 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
 export const Config: Schema<AgentRegistryConfig> = Schema.object({
   provider: Schema.string().default('deepseek').description('The model route new agents use.'),
   model: Schema.string().default('deepseek-v4-flash').description('The model new agents use.'),
-  reasoningEffort: Schema.union(['off', 'low', 'high', 'max'] as const).description('Reasoning effort; the route default when unset.'),
+  reasoningEffort: Schema.union(REASONING_EFFORTS).description('Reasoning effort; the route default when unset.'),
   maxTokens: Schema.natural().description('Output token cap per request; the route default when unset.'),
   settingsFile: Schema.string().description('A YAML settings document; its `agent:` section (provider, model, reasoningEffort) overrides this config.'),
 })

@@ -37,7 +37,7 @@ export interface WebApiConfig {
 export const Config: Schema<WebApiConfig> = Schema.object({
   launchCwd: Schema.string().description('The default workspace of new sessions. Default: the folder dsh was started in.'),
   home: Schema.string().description('The dsh home shown to the app. Default: $DSH_HOME, else ~/.dsh.'),
-  settingsFile: Schema.string().description('The settings document (agent: and web: sections). Default: settings.yaml in the home.'),
+  settingsFile: Schema.string().description("The settings document (agent: and web: sections). Default: the agent row's settingsFile."),
   apiKeyName: Schema.string().default('DEEPSEEK_API_KEY').description('The credential the settings page stores the API key under.'),
   baseUrlName: Schema.string().default('DEEPSEEK_BASE_URL').description('The credential the settings page stores the base URL under.'),
   testTimeoutMs: Schema.natural().min(1).default(30_000).description('How long the connection test waits for the provider.'),
@@ -76,8 +76,10 @@ const DirsQuery = z.object({ path: z.string().optional(), hidden: z.enum(['0', '
 export function apply(ctx: Context, config: WebApiConfig) {
   const launchCwd = path.resolve(config.launchCwd ?? process.cwd())
   const home = config.home ?? (process.env.DSH_HOME?.trim() || path.join(os.homedir(), '.dsh'))
+  const settingsFile = config.settingsFile ?? ctx.agents.settingsFile()
+  if (!settingsFile) throw new Error('web-api: no settings file: set settingsFile on the agent row (the base bundle does) or on this row')
   const settings = new SettingsStore(ctx, {
-    settingsFile: config.settingsFile ?? path.join(home, 'settings.yaml'),
+    settingsFile,
     apiKeyName: config.apiKeyName,
     baseUrlName: config.baseUrlName,
     testTimeoutMs: config.testTimeoutMs,

@@ -32,9 +32,12 @@ const INSTALL_ROOT = fileURLToPath(new URL('../../../../', import.meta.url))
 
 export const DEFAULT_STATIC_DIR = path.join(INSTALL_ROOT, 'apps/web/dist')
 
+/** The port `dsh web` listens on unless told otherwise. */
+export const DEFAULT_PORT = 3080
+
 export const Config: Schema<WebServerConfig> = Schema.object({
   host: Schema.string().default('127.0.0.1').description('Address to bind. A non-loopback address turns on the access token.'),
-  port: Schema.natural().max(65535).default(3080).description('Port to listen on; 0 picks a free one.'),
+  port: Schema.natural().max(65535).default(DEFAULT_PORT).description('Port to listen on; 0 picks a free one.'),
   trustedHosts: Schema.array(Schema.string()).default([]).description('Extra Host values the API accepts: host:port exact, or a bare host for any port.'),
   openBrowser: Schema.boolean().default(false).description('Open the default browser once listening (never in an SSH session).'),
   staticDir: Schema.string().description('Folder of the built browser app. Default: apps/web/dist of the installation.'),

@@ -1,5 +1,5 @@
 import { Schema } from '@dsh/cordis'
-import type { LlmErrorCode, ModelInfo, ReasoningEffort } from '@dsh/llm'
+import { type LlmErrorCode, type ModelInfo, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
 
 /** How a route asks the server for reasoning. */
 export type ReasoningParams = 'deepseek' | 'effort' | 'none'
@@ -57,7 +57,7 @@ export const DEFAULT_MODELS: ModelEntry[] = [
 
 export const DEFAULT_RETRYABLE: LlmErrorCode[] = ['RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT', 'EMPTY_RESPONSE']
 
-const efforts: Schema<ReasoningEffort> = Schema.union(['off', 'low', 'high', 'max'] as const)
+const efforts: Schema<ReasoningEffort> = Schema.union(REASONING_EFFORTS)
 
 const ModelSchema: Schema<ModelEntry> = Schema.object({
   id: Schema.string().required().description('Model id, sent as is.'),

@@ -89,8 +89,9 @@ export interface ToolSchema {
   parameters: Record<string, JsonValue>
 }
 
-export type ReasoningEffort = 'off' | 'low' | 'high' | 'max'
-export const REASONING_EFFORTS: readonly ReasoningEffort[] = ['off', 'low', 'high', 'max']
+/** The reasoning efforts a request may ask for; every route maps them to its own wire values. */
+export const REASONING_EFFORTS = ['off', 'low', 'high', 'max'] as const
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number]
 
 export type RequestPurpose = 'agent' | 'title' | 'compaction'
 

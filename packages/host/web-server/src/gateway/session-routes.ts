@@ -1,6 +1,6 @@
 import type {} from '@dsh/compaction'
 import type { Context } from '@dsh/cordis'
-import { type ContentBlock, type Message, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
+import { type ContentBlock, type Message, REASONING_EFFORTS } from '@dsh/llm'
 import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS } from '@dsh/permission'
 import { newMessageId, type SessionId } from '@dsh/session'
 import type {} from '@dsh/session-catalog'
@@ -14,7 +14,7 @@ import { recentHistory } from './history.ts'
 import type { SocketHub } from './hub.ts'
 import { checkedModel, checkedSessionId, type SessionAccess, unknownSession } from './sessions.ts'
 
-const effort = z.enum(REASONING_EFFORTS as [ReasoningEffort, ...ReasoningEffort[]])
+const effort = z.enum(REASONING_EFFORTS)
 const preset = z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]])
 const model = z.string().trim().min(1, 'must not be empty').max(200)
 const network = z.enum(NETWORK_MODES as [NetworkMode, ...NetworkMode[]])

@@ -1,10 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs'
 import { chmod, mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { readAgentSettings } from '@dsh/agent'
+import { readAgentSettings, readSettingsDocument } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import { type LlmFailure, REASONING_EFFORTS } from '@dsh/llm'
-import { isPlainObject, parseYaml, stringifyYaml } from '@dsh/loader/compose'
+import { isPlainObject, stringifyYaml } from '@dsh/loader/compose'
 import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS } from '@dsh/permission'
 import { textMessage } from '@dsh/session'
 import { z } from 'zod'
@@ -42,7 +41,7 @@ const SettingsBody = z
       .trim()
       .refine((url) => /^https?:\/\/[^\s]+$/i.test(url) && URL.canParse(url), 'must be an http:// or https:// URL'),
     model: z.string().trim().min(1, 'must not be empty').max(200),
-    reasoningEffort: z.enum(REASONING_EFFORTS as [string, ...string[]]),
+    reasoningEffort: z.enum(REASONING_EFFORTS),
     permissionPreset: z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]]),
     network: z.enum(NETWORK_MODES as [NetworkMode, ...NetworkMode[]]),
     theme: z.enum(THEMES),
@@ -67,17 +66,11 @@ export class SettingsStore {
   ) {}
 
   private readDoc(): Record<string, unknown> {
-    const file = this.options.settingsFile
-    if (!existsSync(file)) return {}
-    let doc: unknown
     try {
-      doc = parseYaml(readFileSync(file, 'utf8'), file)
+      return readSettingsDocument(this.options.settingsFile)
     } catch (error) {
-      throw fileError(file, error)
+      throw fileError(this.options.settingsFile, error)
     }
-    if (doc === null || doc === undefined) return {}
-    if (!isPlainObject(doc)) throw fileError(file, new Error('the document must be a mapping'))
-    return doc
   }
 
   /** The `web:` section, ignoring values this version does not know. */

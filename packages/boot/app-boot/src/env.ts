@@ -1,0 +1,23 @@
+/**
+ * The `DSH_*` variables the shipped bundles read, by meaning. Patch files see
+ * this object as `dshEnv` in `!!js` expressions (`model: !!js dshEnv.model`),
+ * so each variable's name lives here only. A blank value counts as unset:
+ * the row then gets its plugin's `Config` default.
+ */
+export interface DshEnv {
+  /** `DSH_MODEL`: the model new agents use. */
+  model: string | undefined
+  /** `DSH_PERMISSION_MODE`: the permission preset (`read-only`, `workspace-write`, `danger-full-access`). */
+  permissionMode: string | undefined
+  /** `DSH_SESSION_TITLES`: `on` or `off`, whether a model call names new sessions. */
+  sessionTitles: string | undefined
+}
+
+export function readDshEnv(env: NodeJS.ProcessEnv = process.env): DshEnv {
+  const value = (name: string) => env[name]?.trim() || undefined
+  return {
+    model: value('DSH_MODEL'),
+    permissionMode: value('DSH_PERMISSION_MODE'),
+    sessionTitles: value('DSH_SESSION_TITLES'),
+  }
+}
