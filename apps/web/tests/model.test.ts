@@ -1,4 +1,4 @@
-import type { DshApi, LiveConnection, SessionDetail, SessionEvent, SessionHandlers, SessionId } from '@dsh/web-client'
+import { type DshApi, isEvent, type LiveConnection, type SessionDetail, type SessionEvent, type SessionHandlers, type SessionId, type TokenUsage } from '@dsh/web-client'
 import { Marked } from 'marked'
 import { describe, expect, it, vi } from 'vitest'
 import { parseCommand } from '../src/lib/commands.ts'
@@ -119,8 +119,8 @@ describe('opening a session from its recent part', () => {
   function recent(events: SessionEvent[], fromTurn: number): SessionDetail {
     const start = events.findIndex((e) => e.type === 'turn/start' && (e.data as { turn: number }).turn === fromTurn)
     const left = events.slice(0, start)
-    const replies = left.filter((e) => e.type === 'assistant/message').map((e) => (e.data as { usage: Record<string, number> }).usage)
-    const sum = (key: string) => replies.reduce((n, u) => n + (u[key] ?? 0), 0)
+    const replies = left.flatMap((e) => (isEvent(e, 'assistant/message') && e.data.usage ? [e.data.usage] : []))
+    const sum = (key: keyof TokenUsage) => replies.reduce((n, u) => n + (u[key] ?? 0), 0)
     const latest = (type: string) => left.findLast((e) => e.type === type) as SessionEvent
     return {
       session: { sessionId: 's' as SessionId, cwd: '/w', createdAt: 0, running: false, permissionPreset: 'workspace-write' },

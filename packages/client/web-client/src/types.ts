@@ -1,116 +1,41 @@
 /**
  * The JSON shapes of the dsh web API (packages/host/web-server/API.md), as
- * the browser sees them. They mirror the server's types without importing
- * Node packages, so this file compiles for the DOM alone; the typecheck of
- * apps/cli/tests/web-wire-types.check.ts fails when they drift apart.
+ * the browser sees them. Messages, events, questions and usage are the
+ * server's own types from `@dsh/wire-types` (dependency-free, so the DOM
+ * build takes them); the request and response bodies of the API are here.
  */
 
-declare const brand: unique symbol
-export type Branded<T, B extends string> = T & { readonly [brand]: B }
+import type { Branded, Delta, EarlierHistory, Question, SessionEvent, SessionEventMap, SessionId, ToolCallId } from '@dsh/wire-types'
 
-export type SessionId = Branded<string, 'SessionId'>
+export type {
+  ApprovalDecision,
+  Branded,
+  ContentBlock,
+  Delta,
+  EarlierHistory,
+  JsonValue,
+  LlmFailure,
+  Message,
+  MessageSource,
+  PermissionPreset,
+  Question,
+  QuestionAnswer,
+  QuestionOption,
+  SessionEvent,
+  SessionEventMap,
+  SessionId,
+  Todo,
+  TodoStatus,
+  TokenUsage,
+  ToolCallId,
+} from '@dsh/wire-types'
+
 export type RequestId = Branded<string, 'RequestId'>
-export type ToolCallId = Branded<string, 'ToolCallId'>
 
-export type ContentBlock =
-  | { type: 'text'; text: string }
-  | { type: 'reasoning'; text: string }
-  | { type: 'image'; mediaType: string; data: string }
-  | { type: 'tool-call'; id: ToolCallId; name: string; arguments: string }
-  | { type: 'tool-result'; toolCallId: ToolCallId; content: ContentBlock[]; isError?: boolean }
-
-export type MessageSource =
-  | { kind: 'user' }
-  | { kind: 'system' }
-  | { kind: 'model'; provider: string; model: string }
-  | { kind: 'tool'; name: string }
-  | { kind: 'plugin'; plugin: string; form?: 'instructions' | 'context' | 'summary' | 'notice' }
-
-export interface Message {
-  id: string
-  role: 'system' | 'user' | 'assistant'
-  content: ContentBlock[]
-  source: MessageSource
-}
-
-export interface TokenUsage {
-  inputTokens: number
-  outputTokens: number
-  cacheReadTokens?: number
-  reasoningTokens?: number
-}
-
-export interface LlmFailure {
-  code: string
-  message: string
-  status?: number
-  retryAfterMs?: number
-  requestId?: string
-}
-
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
-
-export type TodoStatus = 'pending' | 'in_progress' | 'completed'
-export interface Todo {
-  content: string
-  status: TodoStatus
-  activeForm?: string
-}
-
-export type PermissionPreset = 'read-only' | 'workspace-write' | 'danger-full-access'
-export type ApprovalDecision = 'allow-once' | 'allow-session' | 'reject'
-
-/** The data of each session event type the app understands. */
-export interface SessionEventMap {
-  'turn/start': { turn: number }
-  'turn/end': { turn: number; reason: 'completed' | 'aborted' | 'error' | 'max-tokens' | 'interrupted'; error?: LlmFailure; cause?: string }
-  'step/start': { turn: number; step: number }
-  'step/end': { turn: number; step: number }
-  'system/message': { message: Message }
-  'user/message': { message: Message }
-  'assistant/message': { turn: number; step: number; message: Message; finish: string; usage?: TokenUsage; interrupted?: true }
-  'assistant/attempt': { turn: number; step: number; attempt: number; error: LlmFailure; usage?: TokenUsage }
-  'tool/call': { turn: number; step: number; callId: ToolCallId; name: string; arguments: string }
-  'tool/result': {
-    turn: number
-    step: number
-    callId: ToolCallId
-    name: string
-    message: Message
-    error?: { code: string; message: string }
-    meta?: JsonValue
-  }
-  'request/header': { reason: string; provider: string; model: string; reasoningEffort?: string; maxTokens?: number }
-  'request/context': { provider: string; model: string; contextWindow?: number }
-  'session/end-seed': Record<string, never>
-  'llm/retry': { turn: number; step: number; attempt: number; delayMs: number; error: LlmFailure }
-  'permission/decision': { callId: ToolCallId; tool: string; preset: string; decision: 'allow' | 'deny' | 'ask'; reason: string; answer?: string }
-  'todo/write': { todos: Todo[] }
-  'session/title': { title: string; source: 'model' | 'user' }
-  'plan/mode': { active: boolean; plan?: string }
-  'context/compaction': { reason: 'threshold' | 'overflow' | 'manual'; replaced: number[]; tokensBefore?: number; error?: string }
-}
-
-export type KnownEventType = keyof SessionEventMap
-
-export interface SessionEvent<K extends string = string> {
-  seq: number
-  time: number
-  type: K
-  data: K extends KnownEventType ? SessionEventMap[K] : unknown
-  replaces?: number[]
-}
+export type KnownEventType = keyof SessionEventMap & string
 
 export function isEvent<K extends KnownEventType>(event: SessionEvent, type: K): event is SessionEvent<K> {
   return event.type === type
-}
-
-export interface Delta {
-  turn: number
-  step: number
-  kind: 'text' | 'reasoning' | 'tool-arguments'
-  index: number
-  delta: string
 }
 
 // ---- HTTP bodies ----
@@ -178,16 +103,6 @@ export interface SessionDetail {
   earlier?: EarlierHistory
 }
 
-/** What the client needs of the events left out of a recent-history read to show the session as a whole. */
-export interface EarlierHistory {
-  /** The seq of the first event sent. */
-  before: number
-  /** The last event of each type that sets session-wide state (model, title, todos, plan mode, preset). */
-  state: SessionEvent[]
-  /** The token usage of the left-out events, summed per model. */
-  usage: Array<{ model?: string; usage: TokenUsage }>
-}
-
 export interface NewSession {
   cwd?: string
   model?: string
@@ -213,24 +128,6 @@ export interface SessionPatch {
   reasoningEffort?: string
   permissionPreset?: string
   network?: string
-}
-
-export interface QuestionOption {
-  label: string
-  description?: string
-}
-
-export interface Question {
-  question: string
-  header?: string
-  options: QuestionOption[]
-  multiSelect?: boolean
-}
-
-export interface QuestionAnswer {
-  question: string
-  selected: string[]
-  text?: string
 }
 
 export interface DirListing {

@@ -7,17 +7,10 @@ import { contextTokens, estimateTokens } from './measure.ts'
 import { pairsIntact, prunable, resultChars, type Retention, SUMMARY_PLUGIN, summarisable, unitsOf } from './plan.ts'
 import { summaryText, transcript } from './summary.ts'
 
-export type CompactionReason = 'threshold' | 'overflow' | 'manual'
+import type { CompactionEventData, CompactionReason } from '@dsh/wire-types'
 
-/** Logged once per compaction attempt, after the history was changed (or not, with `error`). */
-export interface CompactionEventData {
-  reason: CompactionReason
-  /** Every seq taken out of the model's history: pruned tool results and summarised messages. */
-  replaced: number[]
-  /** The estimated context size before, in tokens. */
-  tokensBefore?: number
-  error?: string
-}
+/** The `context/compaction` event (logged once per attempt, after the history changed, or not with `error`) is a wire type. */
+export type { CompactionEventData, CompactionReason } from '@dsh/wire-types'
 
 export interface CompactResult {
   compacted: boolean
@@ -27,12 +20,6 @@ export interface CompactResult {
 }
 
 export const COMPACTION_EVENT = 'context/compaction'
-
-declare module '@dsh/session' {
-  interface SessionEventMap {
-    'context/compaction': CompactionEventData
-  }
-}
 
 declare module '@dsh/cordis' {
   interface Context {

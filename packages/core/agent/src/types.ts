@@ -40,15 +40,8 @@ export interface Agent {
   stop(): Promise<void>
 }
 
-/** The live stream of a reply, for surfaces; the durable record is the session log. */
-export interface AgentDelta {
-  turn: number
-  step: number
-  kind: 'text' | 'reasoning' | 'tool-arguments'
-  /** The content block index within the reply. */
-  index: number
-  delta: string
-}
+/** The live stream of a reply, for surfaces (a wire type); the durable record is the session log. */
+export type { Delta as AgentDelta } from '@dsh/wire-types'
 
 export type PreStepDecision = { kind: 'enter' } | { kind: 'reject' }
 export type RequestErrorDecision = { kind: 'retry'; delayMs: number } | undefined

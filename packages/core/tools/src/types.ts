@@ -1,5 +1,7 @@
 import type { JsonValue } from '@dsh/cordis'
 import type { ContentBlock, ToolCallId } from '@dsh/llm'
+
+export type { ToolFailure, ToolResult } from '@dsh/wire-types'
 import type { z } from 'zod'
 
 /** One tool call as the model made it. `arguments` is the raw JSON text the model produced. */
@@ -51,19 +53,6 @@ export type ToolErrorCode =
   | 'TOOL_ERROR'
   | 'TOOL_FAILED'
   | 'PIPELINE_ERROR'
-
-export interface ToolFailure {
-  code: string
-  message: string
-}
-
-/** The outcome of one call, always produced, never thrown. */
-export interface ToolResult {
-  content: ContentBlock[]
-  isError: boolean
-  error?: ToolFailure
-  meta?: JsonValue
-}
 
 /** A zod object schema: the only shape tool parameters may take. */
 export type ParameterSchema = z.ZodObject

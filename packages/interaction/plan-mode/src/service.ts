@@ -11,13 +11,6 @@ declare module '@dsh/cordis' {
   }
 }
 
-declare module '@dsh/session' {
-  interface SessionEventMap {
-    /** Plan mode turned on or off; `plan` is the plan the user approved. The last one holds. */
-    'plan/mode': { active: boolean; plan?: string }
-  }
-}
-
 export const PLAN_EVENT = 'plan/mode'
 export const EXIT_TOOL = 'exit_plan_mode'
 

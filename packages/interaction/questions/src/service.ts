@@ -1,5 +1,8 @@
 import { type Context, ExclusiveSlot, Service } from '@dsh/cordis'
 import { untilAborted } from '@dsh/tools'
+import type { Question, QuestionAnswer } from '@dsh/wire-types'
+
+export type { Question, QuestionAnswer, QuestionOption } from '@dsh/wire-types'
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -7,30 +10,10 @@ declare module '@dsh/cordis' {
   }
 }
 
-export interface QuestionOption {
-  label: string
-  description?: string
-}
-
-export interface Question {
-  question: string
-  /** A short heading, e.g. "Database". */
-  header?: string
-  options: QuestionOption[]
-  multiSelect?: boolean
-}
-
 export interface QuestionRequest {
   sessionId: string
   callId: string
   questions: Question[]
-}
-
-/** The user's answer to one question: the labels they picked, and what they typed instead or besides. */
-export interface QuestionAnswer {
-  question: string
-  selected: string[]
-  text?: string
 }
 
 /** Puts questions to a user (a surface: browser dialog, SDK client, terminal). One at a time. */

@@ -5,6 +5,7 @@ import {
   type ApprovalResult,
   type ClientMethod,
   ConnectionClosedError,
+  type Delta,
   ErrorCodes,
   type InitializeResult,
   JsonRpcPeer,
@@ -27,7 +28,7 @@ import { AsyncQueue } from './queue.ts'
 /** One item of a session's live stream: a durable event, a streamed piece of a reply, or a status change. */
 export type SessionUpdate =
   | { type: 'event'; event: WireEvent }
-  | { type: 'delta'; kind: 'text' | 'reasoning' | 'tool-arguments'; delta: string; turn: number; step: number; index: number }
+  | ({ type: 'delta' } & Delta)
   | { type: 'status'; status: 'running' | 'idle' }
 
 export interface ClientOptions {

@@ -1,4 +1,5 @@
 import path from 'node:path'
+import type * as Wire from '@dsh/wire-types'
 import { z } from 'zod'
 import { sessionIdProblem } from './session-id.ts'
 
@@ -7,7 +8,7 @@ const sessionId = z.string().superRefine((id, context) => {
   if (problem) context.addIssue({ code: 'custom', message: problem })
 })
 const absolutePath = z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path')
-const presets = z.enum(['read-only', 'workspace-write', 'danger-full-access'])
+const presets = z.enum(['read-only', 'workspace-write', 'danger-full-access']) satisfies z.ZodType<Wire.PermissionPreset>
 /** The network of a session's sandboxed commands (`@dsh/sandbox`'s NETWORK_MODES). */
 const networkModes = z.enum(['off', 'proxy', 'on'])
 const empty = z.object({})
@@ -44,7 +45,7 @@ export const Usage = z.object({
   outputTokens: z.number(),
   cacheReadTokens: z.number(),
   reasoningTokens: z.number(),
-})
+}) satisfies z.ZodType<Required<Wire.TokenUsage>>
 
 export const ModelSummary = z.object({
   provider: z.string(),
@@ -139,7 +140,7 @@ export const SessionDeltaNotification = z.object({
   index: z.number(),
   kind: z.enum(['text', 'reasoning', 'tool-arguments']),
   delta: z.string(),
-})
+}) satisfies z.ZodType<Wire.Delta & { sessionId: string }>
 export const SessionStatusNotification = z.object({ sessionId: z.string(), status: z.enum(['running', 'idle']) })
 
 export const ServerNotifications = {
@@ -158,7 +159,7 @@ export const ApprovalRequestParams = z.object({
   reason: z.string(),
 })
 export const ApprovalResult = z.object({
-  decision: z.enum(['allow-once', 'allow-session', 'reject']),
+  decision: z.enum(['allow-once', 'allow-session', 'reject']) satisfies z.ZodType<Wire.ApprovalDecision>,
   message: z.string().optional(),
 })
 
@@ -167,8 +168,12 @@ export const Question = z.object({
   header: z.string().optional(),
   options: z.array(z.object({ label: z.string(), description: z.string().optional() })),
   multiSelect: z.boolean().optional(),
-})
-export const QuestionAnswer = z.object({ question: z.string(), selected: z.array(z.string()), text: z.string().optional() })
+}) satisfies z.ZodType<Wire.Question>
+export const QuestionAnswer = z.object({
+  question: z.string(),
+  selected: z.array(z.string()),
+  text: z.string().optional(),
+}) satisfies z.ZodType<Wire.QuestionAnswer>
 export const QuestionAskParams = z.object({ sessionId: z.string(), callId: z.string(), questions: z.array(Question) })
 export const QuestionAskResult = z.object({ answers: z.array(QuestionAnswer) })
 

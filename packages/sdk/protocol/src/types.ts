@@ -1,5 +1,9 @@
+import type { TokenUsage } from '@dsh/wire-types'
 import type { z } from 'zod'
 import type * as S from './schemas.ts'
+
+/** The shapes shared with every surface; the schemas of the same name validate them. */
+export type { ApprovalDecision, Delta, Question, QuestionAnswer, QuestionOption } from '@dsh/wire-types'
 
 export type ClientMethod = keyof typeof S.ClientMethods
 /** What a client sends for a method (optional fields may be left out). */
@@ -16,7 +20,7 @@ export type ServerRequestResult<M extends ServerRequest> = z.input<(typeof S.Ser
 export type PromptBlock = z.output<typeof S.PromptBlock>
 export type PromptContent = z.output<typeof S.PromptContent>
 export type WireEvent = z.output<typeof S.WireEvent>
-export type Usage = z.output<typeof S.Usage>
+export type Usage = Required<TokenUsage>
 export type ModelSummary = z.output<typeof S.ModelSummary>
 export type SessionSummary = z.output<typeof S.SessionSummary>
 export type StopReason = z.output<typeof S.StopReason>
@@ -30,8 +34,6 @@ export type SessionDeltaNotification = z.output<typeof S.SessionDeltaNotificatio
 export type SessionStatusNotification = z.output<typeof S.SessionStatusNotification>
 export type ApprovalRequestParams = z.output<typeof S.ApprovalRequestParams>
 export type ApprovalResult = z.input<typeof S.ApprovalResult>
-export type Question = z.output<typeof S.Question>
-export type QuestionAnswer = z.output<typeof S.QuestionAnswer>
 export type QuestionAskParams = z.output<typeof S.QuestionAskParams>
 export type QuestionAskResult = z.input<typeof S.QuestionAskResult>
 

@@ -3,14 +3,9 @@ import { type Context, Schema, Service } from '@dsh/cordis'
 import { completeText, type Message } from '@dsh/llm'
 import { newMessageId, type Session, type SessionEvent } from '@dsh/session'
 
-export type TitleSource = 'model' | 'user'
 
-declare module '@dsh/session' {
-  interface SessionEventMap {
-    /** The session's title; the latest one wins. Never model-visible. */
-    'session/title': { title: string; source: TitleSource }
-  }
-}
+/** The `session/title` event is a wire type (`@dsh/wire-types`). */
+export type { TitleSource } from '@dsh/wire-types'
 
 declare module '@dsh/cordis' {
   interface Context {

@@ -3,21 +3,10 @@ import type { Session } from '@dsh/session'
 import { defineTool, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 
-export type TodoStatus = 'pending' | 'in_progress' | 'completed'
+import type { Todo, TodoStatus } from '@dsh/wire-types'
 
-export interface Todo {
-  content: string
-  status: TodoStatus
-  /** The present-continuous form shown while the item is in progress, e.g. "Running the tests". */
-  activeForm?: string
-}
-
-declare module '@dsh/session' {
-  interface SessionEventMap {
-    /** The whole todo list after a `todo_write` call. Log only; the model reads the tool result. */
-    'todo/write': { todos: Todo[] }
-  }
-}
+/** The list and its `todo/write` event are wire types (the web app shows them). */
+export type { Todo, TodoStatus } from '@dsh/wire-types'
 
 export const TODO_EVENT = 'todo/write'
 

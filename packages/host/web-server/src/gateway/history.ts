@@ -1,19 +1,10 @@
 import { addUsage, noUsage, type TokenUsage } from '@dsh/llm'
 import type { SessionEvent } from '@dsh/session'
 import { eventUsage } from '@dsh/token-meter'
+import type { EarlierHistory } from '@dsh/wire-types'
 
 /** Event types whose latest instance holds state of the whole session (title, model, todos, modes). */
 const SESSION_STATE_TYPES: readonly string[] = ['request/header', 'session/title', 'todo/write', 'plan/mode', 'permission/preset']
-
-/** What a client needs of the events it was not sent to show the session as a whole. */
-export interface EarlierHistory {
-  /** The seq of the first event sent; every event before it was left out. */
-  before: number
-  /** The last event of each of SESSION_STATE_TYPES among those left out, in log order. */
-  state: SessionEvent[]
-  /** The token usage of those left out, summed per model. */
-  usage: Array<{ model?: string; usage: Required<TokenUsage> }>
-}
 
 /**
  * The recent part of a log: at least its last `tail` events, starting at a

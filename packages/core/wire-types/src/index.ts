@@ -1,0 +1,5 @@
+export type * from './events.ts'
+export type * from './json.ts'
+export type * from './messages.ts'
+export type * from './questions.ts'
+export type * from './tools.ts'
