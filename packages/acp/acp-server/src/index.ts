@@ -14,13 +14,13 @@ export { AcpServer } from './server.ts'
 export { Config, type AcpServerConfig } from './config.ts'
 export { oversizedLineGuard, OVERSIZED_METHOD } from './guard.ts'
 export { promptMessage, type PromptLimits } from './prompt.ts'
-export { DEFAULT_TOOL_KINDS, fence, ToolViews, type ToolCallView } from './tool-view.ts'
+export { fence, ToolViews, type ToolCallView } from './tool-view.ts'
 export { SessionUpdates } from './updates.ts'
 export { mcpConfig, McpLinks } from './mcp.ts'
 export { routeFilesThroughClient, type ClientFiles } from './client-fs.ts'
 
 export const name = 'acp-server'
-export const inject = ['acpAppStartup', 'agents', 'sessions', 'permission', 'appExit']
+export const inject = ['acpAppStartup', 'agents', 'sessions', 'permission', 'tools', 'appExit']
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
 

@@ -13,7 +13,7 @@ import { OVERSIZED_METHOD } from './guard.ts'
 import type { McpServerConfig } from '@dsh/mcp'
 import { mcpConfig, McpLinks, mcpOf } from './mcp.ts'
 import { promptMessage } from './prompt.ts'
-import { DEFAULT_TOOL_KINDS, ToolViews } from './tool-view.ts'
+import { ToolViews } from './tool-view.ts'
 import { SessionUpdates } from './updates.ts'
 
 /** One session the client drives. */
@@ -50,7 +50,6 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
 export class AcpServer {
   private readonly sessions = new Map<string, AcpSession>()
   private readonly links: McpLinks
-  private readonly kinds: Record<string, acp.ToolKind>
   private readonly connection: acp.AgentConnection
   private capabilities: acp.ClientCapabilities = {}
   /** Ids of the client's requests not answered yet. */
@@ -65,7 +64,6 @@ export class AcpServer {
     private readonly version: string,
   ) {
     this.links = new McpLinks(ctx)
-    this.kinds = { ...DEFAULT_TOOL_KINDS, ...config.toolKinds }
     const app = acp
       .agent({ name: 'dsh' })
       .onRequest(acp.methods.agent.initialize, ({ params }) => this.initialize(params))
@@ -235,7 +233,7 @@ export class AcpServer {
     return state
   }
 
-  private adopt(agent: Agent, updates = new SessionUpdates(new ToolViews(agent.session.meta.cwd, this.kinds))): AcpSession {
+  private adopt(agent: Agent, updates = new SessionUpdates(new ToolViews(agent.session.meta.cwd, this.ctx.tools, this.config.toolKinds))): AcpSession {
     const id = agent.id
     // Tools of MCP servers a client supplied are for the sessions that supplied them.
     const unrestrict = this.ctx.get('tools')?.restrict(this.ctx, id, (name) => this.links.visible(id, name)) ?? (() => {})
@@ -298,7 +296,7 @@ export class AcpServer {
     const cwd = agent.session.meta.cwd
     if (path.resolve(params.cwd) !== cwd) this.ctx.logger.info('acp: session %s keeps its own folder %s (the client asked for %s)', id, cwd, params.cwd)
     const servers = this.mcpServers(params.mcpServers, cwd)
-    const updates = new SessionUpdates(new ToolViews(cwd, this.kinds))
+    const updates = new SessionUpdates(new ToolViews(cwd, this.ctx.tools, this.config.toolKinds))
     const state = open ?? this.adopt(agent, updates)
     state.updates = updates
     for (const event of this.ctx.sessions.publishedEvents(agent.session)) this.send(state, updates.replay(event as SessionEvent))

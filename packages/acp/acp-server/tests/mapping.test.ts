@@ -1,8 +1,9 @@
 import type { SessionUpdate } from '@agentclientprotocol/sdk'
 import type { ToolCallId } from '@dsh/llm'
 import type { SessionEvent } from '@dsh/session'
+import { callTarget, presentCall, textArgument, type ToolDefinition } from '@dsh/tools'
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_TOOL_KINDS, fence, oversizedLineGuard, promptMessage, SessionUpdates, ToolViews } from '../src/index.ts'
+import { fence, oversizedLineGuard, promptMessage, SessionUpdates, ToolViews } from '../src/index.ts'
 
 const limits = { images: false, model: 'text-model', maxBytes: 1000 }
 
@@ -48,35 +49,50 @@ describe('prompts', () => {
   })
 })
 
-describe('tool calls', () => {
-  const views = new ToolViews('/work', { ...DEFAULT_TOOL_KINDS, deploy: 'execute' })
+/** Tools as a plugin would declare them; none of their names is known to the ACP server. */
+const definitions: Record<string, Pick<ToolDefinition, 'presentation'>> = {
+  read: {
+    presentation: { kind: 'read', view: 'read', title: (args, shown) => `Read ${shown(callTarget(args) ?? '.')}` },
+  },
+  patch: {
+    presentation: {
+      kind: 'edit',
+      view: 'diff',
+      title: (args, shown) => `Patch ${shown(callTarget(args) ?? '.')}`,
+      change: (args) => ({ path: callTarget(args) ?? '.', oldText: textArgument(args, 'old') ?? null, newText: textArgument(args, 'new') ?? '' }),
+    },
+  },
+  shell: {
+    presentation: { kind: 'execute', view: 'terminal', title: (args) => `\`${textArgument(args, 'command')}\``, locations: () => [] },
+  },
+}
+const tools = { present: (call: { name: string; arguments: string }, cwd: string) => presentCall(call.name, definitions[call.name], call.arguments, cwd) }
 
-  it('names, sorts and locates the calls of the shipped tools', () => {
-    expect(views.view('read', JSON.stringify({ path: 'src/a.ts', offset: 10, limit: 5 }))).toMatchObject({
-      title: 'Read src/a.ts (from line 10, 5 lines)',
-      kind: 'read',
-      locations: [{ path: '/work/src/a.ts' }],
-    })
-    expect(views.view('edit', JSON.stringify({ path: '/etc/hosts', old_string: 'a', new_string: 'b' }))).toEqual({
-      title: 'Edit /etc/hosts',
+describe('tool calls', () => {
+  const views = new ToolViews('/work', tools, { deploy: 'execute' })
+
+  it("names, sorts and locates calls by the tool's own presentation", () => {
+    expect(views.view('read', JSON.stringify({ path: 'src/a.ts' }))).toMatchObject({ title: 'Read src/a.ts', kind: 'read', locations: [{ path: '/work/src/a.ts' }] })
+    expect(views.view('patch', JSON.stringify({ path: '/etc/hosts', old: 'a', new: 'b' }))).toEqual({
+      title: 'Patch /etc/hosts',
       kind: 'edit',
       locations: [{ path: '/etc/hosts' }],
       content: [{ type: 'diff', path: '/etc/hosts', oldText: 'a', newText: 'b' }],
-      rawInput: { path: '/etc/hosts', old_string: 'a', new_string: 'b' },
+      rawInput: { path: '/etc/hosts', old: 'a', new: 'b' },
     })
-    expect(views.view('write', JSON.stringify({ path: 'n.md', content: 'hi' })).content).toEqual([{ type: 'diff', path: '/work/n.md', oldText: null, newText: 'hi' }])
-    expect(views.view('bash', JSON.stringify({ command: 'npm test\n  -- --watch' }))).toMatchObject({ title: '`npm test -- --watch`', kind: 'execute' })
-    expect(views.view('grep', JSON.stringify({ pattern: 'TODO', path: 'src' }))).toMatchObject({ title: 'Search "TODO" in src', kind: 'search' })
-    expect(views.view('glob', JSON.stringify({ pattern: '**/*.ts' }))).toMatchObject({ title: 'Find **/*.ts', kind: 'search', locations: [] })
-    expect(views.view('mcp__github__create_issue', '{}')).toMatchObject({ title: 'create_issue (github)', kind: 'other' })
+    expect(views.view('patch', JSON.stringify({ path: 'n.md', new: 'hi' })).content).toEqual([{ type: 'diff', path: '/work/n.md', oldText: null, newText: 'hi' }])
+    expect(views.view('shell', JSON.stringify({ command: 'npm test' }))).toMatchObject({ title: '`npm test`', kind: 'execute', locations: [] })
+    expect(views.view('lint', JSON.stringify({ path: 'src' }))).toMatchObject({ title: 'lint: src', kind: 'other', locations: [{ path: '/work/src' }] })
     expect(views.view('deploy', JSON.stringify({ description: 'ship it' }))).toMatchObject({ title: 'deploy: ship it', kind: 'execute' })
-    expect(views.view('read', 'not json')).toMatchObject({ title: 'read', rawInput: 'not json', locations: [] })
+    expect(views.view('read', 'not json')).toMatchObject({ title: 'read', kind: 'read', rawInput: 'not json', locations: [] })
   })
 
-  it('shows command output fenced, keeps the diff of a successful edit, and reports failures as text', () => {
-    expect(views.resultContent('bash', [{ type: 'text', text: 'ok\n' }], false)).toEqual([{ type: 'content', content: { type: 'text', text: '```console\nok\n```' } }])
-    expect(views.resultContent('edit', [{ type: 'text', text: 'Edited' }], false)).toBeUndefined()
-    expect(views.resultContent('edit', [{ type: 'text', text: 'Error: not found' }], true)).toEqual([{ type: 'content', content: { type: 'text', text: 'Error: not found' } }])
+  it('fences terminal and read output, keeps the diff of a successful diff call, and reports failures as text', () => {
+    expect(views.resultContent('shell', [{ type: 'text', text: 'ok\n' }], false)).toEqual([{ type: 'content', content: { type: 'text', text: '```console\nok\n```' } }])
+    expect(views.resultContent('read', [{ type: 'text', text: 'x' }], false)).toEqual([{ type: 'content', content: { type: 'text', text: '```\nx\n```' } }])
+    expect(views.resultContent('lint', [{ type: 'text', text: 'clean' }], false)).toEqual([{ type: 'content', content: { type: 'text', text: 'clean' } }])
+    expect(views.resultContent('patch', [{ type: 'text', text: 'Edited' }], false)).toBeUndefined()
+    expect(views.resultContent('patch', [{ type: 'text', text: 'Error: not found' }], true)).toEqual([{ type: 'content', content: { type: 'text', text: 'Error: not found' } }])
     expect(fence('a ``` b', '')).toBe('````\na ``` b\n````')
   })
 })
@@ -117,7 +133,7 @@ describe('session updates', () => {
   ]
 
   it('replays a history: user and agent messages, each tool call with its final status, the plan and the title', () => {
-    const updates = new SessionUpdates(new ToolViews('/work', DEFAULT_TOOL_KINDS))
+    const updates = new SessionUpdates(new ToolViews('/work', tools))
     expect(history.flatMap((e) => updates.replay(e))).toEqual<SessionUpdate[]>([
       { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'fix it' } },
       { sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: 'hmm' } },
@@ -130,7 +146,7 @@ describe('session updates', () => {
   })
 
   it('live, leaves text to the stream and announces calls once', () => {
-    const updates = new SessionUpdates(new ToolViews('/work', DEFAULT_TOOL_KINDS))
+    const updates = new SessionUpdates(new ToolViews('/work', tools))
     const live = history.slice(0, 4).flatMap((e) => updates.live(e))
     expect(live.map((u) => u.sessionUpdate)).toEqual(['tool_call'])
     expect(updates.delta({ turn: 1, step: 1, kind: 'text', index: 1, delta: 'Lo' })).toEqual([{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Lo' } }])

@@ -3,13 +3,13 @@ import type {} from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
 import type {} from '@dsh/loader'
 import type { SessionEvent, SessionId } from '@dsh/session'
-import { describeToolCall, parseCallArguments } from '@dsh/tools'
+import type {} from '@dsh/tools'
 import type {} from '@dsh/session-persistence'
 import type {} from './startup.ts'
 import { joinTask, readTaskInput } from './stdin.ts'
 
 export const name = 'headless-runner'
-export const inject = ['headlessStartup', 'agents', 'appExit']
+export const inject = ['headlessStartup', 'agents', 'tools', 'appExit']
 
 /**
  * Runs the task from the command line as one turn of a new (or resumed)
@@ -66,8 +66,8 @@ export function apply(ctx: Context) {
       if (startup.json) out(JSON.stringify({ type: 'event', event }))
       if (startup.verbose) {
         if (event.type === 'tool/call') {
-          const { name, arguments: raw } = (event as SessionEvent<'tool/call'>).data
-          err(`→ ${describeToolCall(name, parseCallArguments(raw), session.meta.cwd)}`)
+          const call = (event as SessionEvent<'tool/call'>).data
+          err(`→ ${ctx.tools.present(call, session.meta.cwd).title}`)
         } else if (event.type === 'tool/result') {
           const { name, error } = (event as SessionEvent<'tool/result'>).data
           if (error) err(`  ✗ ${name}: ${error.code}: ${error.message}`)

@@ -1,6 +1,6 @@
 import type { JsonValue } from '@dsh/cordis'
 import { z } from 'zod'
-import type { ParameterSchema, ToolDefinition } from './types.ts'
+import { type ParameterSchema, TOOL_KINDS, TOOL_VIEWS, type ToolDefinition } from './types.ts'
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/
 
@@ -27,9 +27,23 @@ export function checkDefinition(definition: ToolDefinition<ParameterSchema>): vo
   }
   if (definition.inputSchema !== undefined) checkInputSchema(label, definition.inputSchema)
   if (typeof definition.execute !== 'function') throw new Error(`${label}: execute is not a function`)
+  if (definition.presentation !== undefined) checkPresentation(label, definition.presentation)
   const { timeoutMs } = definition
   if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
     throw new Error(`${label}: timeoutMs must be a positive number of milliseconds`)
+  }
+}
+
+function checkPresentation(label: string, presentation: NonNullable<ToolDefinition['presentation']>): void {
+  if (presentation === null || typeof presentation !== 'object') throw new Error(`${label}: presentation must be an object`)
+  if (!TOOL_KINDS.includes(presentation.kind)) {
+    throw new Error(`${label}: presentation.kind ${JSON.stringify(presentation.kind)} is not one of ${TOOL_KINDS.join(', ')}`)
+  }
+  if (!TOOL_VIEWS.includes(presentation.view)) {
+    throw new Error(`${label}: presentation.view ${JSON.stringify(presentation.view)} is not one of ${TOOL_VIEWS.join(', ')}`)
+  }
+  for (const key of ['title', 'locations', 'change', 'command'] as const) {
+    if (presentation[key] !== undefined && typeof presentation[key] !== 'function') throw new Error(`${label}: presentation.${key} is not a function`)
   }
 }
 

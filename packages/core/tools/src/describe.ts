@@ -1,6 +1,5 @@
 import path from 'node:path'
-
-export type CallArguments = Record<string, unknown>
+import type { CallArguments, ToolCallPresentation, ToolDefinition, ToolPresentation } from './types.ts'
 
 /** A call's arguments as the model sent them (a JSON string), parsed; undefined unless they are a JSON object. */
 export function parseCallArguments(raw: string): CallArguments | undefined {
@@ -12,11 +11,15 @@ export function parseCallArguments(raw: string): CallArguments | undefined {
   }
 }
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined)
+/** A non-empty string argument, else undefined. */
+export function textArgument(args: CallArguments, name: string): string | undefined {
+  const value = args[name]
+  return typeof value === 'string' && value.length > 0 ? value : undefined
+}
 
 /** The path argument of a call (`path`, else `file_path`), if any. */
 export function callTarget(args: CallArguments): string | undefined {
-  return text(args.path) ?? text(args.file_path)
+  return textArgument(args, 'path') ?? textArgument(args, 'file_path')
 }
 
 /** A path as the user reads it: relative inside `cwd`, absolute outside. */
@@ -27,46 +30,64 @@ export function shownPath(cwd: string, given: string): string {
   return relative.startsWith('..') || path.isAbsolute(relative) ? absolute : relative
 }
 
-function oneLine(value: string): string {
+/** Text on one line, at most 200 characters. */
+export function oneLine(value: string): string {
   const line = value.replace(/\s*\n\s*/g, ' ').trim()
   return line.length > 200 ? `${line.slice(0, 199)}…` : line
 }
 
-/**
- * One line saying what a tool call does, for people watching a session:
- * "Read src/a.ts", "Search "todo" in src", "`npm test`". Paths show relative
- * to `cwd` when inside it. Unparsable arguments give the tool's name.
- */
-export function describeToolCall(name: string, args: CallArguments | undefined, cwd: string): string {
-  if (!args) return name
+/** What a tool without a presentation of its own shows: its name, with a description or path argument if any. */
+export const GENERIC_PRESENTATION: ToolPresentation = {
+  kind: 'other',
+  view: 'generic',
+}
+
+function genericTitle(name: string, args: CallArguments, shown: (given: string) => string): string {
   const target = callTarget(args)
-  const where = target ? shownPath(cwd, target) : undefined
-  switch (name) {
-    case 'read': {
-      const from = typeof args.offset === 'number' ? args.offset : undefined
-      const count = typeof args.limit === 'number' ? args.limit : undefined
-      const range = from !== undefined || count !== undefined ? ` (from line ${from ?? 1}${count !== undefined ? `, ${count} lines` : ''})` : ''
-      return where ? `Read ${where}${range}` : 'Read'
-    }
-    case 'write':
-      return where ? `Write ${where}` : 'Write'
-    case 'edit':
-      return where ? `Edit ${where}` : 'Edit'
-    case 'ls':
-      return `List ${where ?? '.'}`
-    case 'glob':
-      return `Find ${text(args.pattern) ?? ''}${where ? ` in ${where}` : ''}`.trim()
-    case 'grep':
-      return `Search ${JSON.stringify(text(args.pattern) ?? '')}${where ? ` in ${where}` : ''}`
-    case 'bash':
-      return text(args.command) ? `\`${oneLine(args.command as string)}\`` : 'Run a command'
-    case 'todo_write':
-      return 'Update the todo list'
-    default: {
-      const mcp = /^mcp__(.+?)__(.+)$/.exec(name)
-      if (mcp) return `${mcp[2]} (${mcp[1]})`
-      const about = text(args.description) ?? where
-      return about ? `${name}: ${oneLine(about)}` : name
-    }
+  const about = textArgument(args, 'description') ?? (target ? shown(target) : undefined)
+  return about ? `${name}: ${oneLine(about)}` : name
+}
+
+/**
+ * How surfaces show one call of a tool: its presentation (the generic one
+ * when the tool has none or is not registered) applied to the raw arguments.
+ * Unparsable arguments give the tool's name as title and nothing else.
+ * A presentation function that throws counts as absent.
+ */
+export function presentCall(
+  name: string,
+  definition: Pick<ToolDefinition, 'presentation'> | undefined,
+  rawArguments: string,
+  cwd: string,
+): ToolCallPresentation {
+  const presentation = definition?.presentation ?? GENERIC_PRESENTATION
+  const base: ToolCallPresentation = {
+    title: name,
+    kind: presentation.kind,
+    view: presentation.view,
+    locations: [],
+    unfolded: presentation.unfolded === true || presentation.view === 'diff' || presentation.view === 'terminal',
+  }
+  const args = parseCallArguments(rawArguments)
+  if (!args) return base
+  const shown = (given: string) => shownPath(cwd, given)
+  const title = attempt(() => (presentation.title ? presentation.title(args, shown) : genericTitle(name, args, shown)))
+  const given = attempt(() => (presentation.locations ? presentation.locations(args) : [callTarget(args)]))
+  const change = attempt(() => presentation.change?.(args))
+  const command = attempt(() => presentation.command?.(args))
+  return {
+    ...base,
+    ...(typeof title === 'string' && title.length > 0 ? { title } : {}),
+    locations: (Array.isArray(given) ? given : []).filter((p): p is string => typeof p === 'string' && p !== '').map((p) => path.resolve(cwd, p)),
+    ...(change ? { change: { ...change, path: path.resolve(cwd, change.path) } } : {}),
+    ...(typeof command === 'string' ? { command } : {}),
+  }
+}
+
+function attempt<T>(run: () => T): T | undefined {
+  try {
+    return run()
+  } catch {
+    return undefined
   }
 }

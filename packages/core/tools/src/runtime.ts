@@ -2,12 +2,14 @@ import { assertNever, type Context, ExclusiveSlot, Schema, ScopedRegistry, Servi
 import type { ToolSchema } from '@dsh/llm'
 import { untilAborted } from './abort.ts'
 import { checkDefinition, errorMessage, parametersJsonSchema } from './define.ts'
+import { presentCall } from './describe.ts'
 import { capResult, deepFreeze, failure, formatIssues, fromOutput, isToolResult } from './result.ts'
 import {
   type ApprovalAnswer,
   type PreToolDecision,
   type ToolApprover,
   type ToolCall,
+  type ToolCallPresentation,
   type ToolDefinition,
   ToolError,
   type ToolExecution,
@@ -122,6 +124,15 @@ export class ToolRuntime extends Service {
 
   list(): ToolDefinition[] {
     return this.sorted().map((entry) => entry.definition)
+  }
+
+  /**
+   * How surfaces show a call (title, ACP kind, view of the result) from the
+   * tool's own presentation; a tool that has none, or is not registered
+   * (any more), shows generically. `cwd` is the session's workspace.
+   */
+  present(call: Pick<ToolCall, 'name' | 'arguments'>, cwd: string): ToolCallPresentation {
+    return presentCall(call.name, this.get(call.name), call.arguments, cwd)
   }
 
   /** What the model is told about every tool, sorted by name; with a session id, only the tools that session may use. */

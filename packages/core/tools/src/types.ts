@@ -85,6 +85,61 @@ export interface ToolDefinition<S extends ParameterSchema = ParameterSchema> {
    */
   access?(args: z.output<S>): ToolAccess
   execute(args: z.output<S>, run: ToolRunContext): ToolOutput | Promise<ToolOutput>
+  /** How surfaces show the tool's calls (a title, an ACP kind, the view of its result). Never sent to the model. */
+  readonly presentation?: ToolPresentation
+}
+
+/** The ACP kind of a tool call: editors pick an icon and grouping from it. */
+export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'think' | 'fetch' | 'switch_mode' | 'other'
+
+export const TOOL_KINDS: readonly ToolKind[] = ['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other']
+
+/**
+ * How a call and its result render: `diff` a file change, `terminal` a command
+ * and its output, `search` matches, `read` file content, `web` a fetched page,
+ * `generic` the arguments and the result as text.
+ */
+export type ToolView = 'diff' | 'terminal' | 'search' | 'read' | 'web' | 'generic'
+
+export const TOOL_VIEWS: readonly ToolView[] = ['diff', 'terminal', 'search', 'read', 'web', 'generic']
+
+/**
+ * What a tool says about its own presentation. The functions get the call's
+ * arguments as the model sent them, parsed but not validated (they may be
+ * incomplete or wrong), and must not throw for odd values.
+ */
+export interface ToolPresentation {
+  kind: ToolKind
+  view: ToolView
+  /** One line saying what the call does: "Read src/a.ts". `shown` renders a path as the user reads it (relative inside the workspace). */
+  title?(args: CallArguments, shown: (path: string) => string): string
+  /** The paths the call acts on, as given (resolved against the workspace by the caller). */
+  locations?(args: CallArguments): string[]
+  /** For `diff`: the change the call asks for, shown before it runs (`oldText` null for a new file). */
+  change?(args: CallArguments): FileChange | undefined
+  /** For `terminal`: the command line the call runs. */
+  command?(args: CallArguments): string | undefined
+  /** Show the call unfolded by default (the web app unfolds `diff` and `terminal` calls anyway). */
+  unfolded?: boolean
+}
+
+export type CallArguments = Record<string, unknown>
+
+export interface FileChange {
+  path: string
+  oldText: string | null
+  newText: string
+}
+
+/** A tool's presentation applied to one call: what surfaces show (locations are absolute). */
+export interface ToolCallPresentation {
+  title: string
+  kind: ToolKind
+  view: ToolView
+  locations: string[]
+  change?: FileChange
+  command?: string
+  unfolded: boolean
 }
 
 /**

@@ -1,31 +1,67 @@
 import { describe, expect, it } from 'vitest'
-import { describeToolCall, parseCallArguments, shownPath } from '../src/describe.ts'
+import { z } from 'zod'
+import { defineTool } from '../src/define.ts'
+import { parseCallArguments, presentCall, shownPath, textArgument } from '../src/describe.ts'
 
 const cwd = '/work/project'
 
-describe('describeToolCall', () => {
-  it.each([
-    ['read', { path: 'src/a.ts', offset: 10, limit: 20 }, 'Read src/a.ts (from line 10, 20 lines)'],
-    ['read', { path: '/etc/hosts' }, 'Read /etc/hosts'],
-    ['write', { path: '/work/project/out.txt', content: 'x' }, 'Write out.txt'],
-    ['edit', { file_path: 'b.ts' }, 'Edit b.ts'],
-    ['ls', {}, 'List .'],
-    ['glob', { pattern: '**/*.ts', path: 'src' }, 'Find **/*.ts in src'],
-    ['grep', { pattern: 'TODO' }, 'Search "TODO"'],
-    ['bash', { command: 'npm test\n  -- --watch=false' }, '`npm test -- --watch=false`'],
-    ['todo_write', { todos: [] }, 'Update the todo list'],
-    ['mcp__docs__fetch', { url: 'x' }, 'fetch (docs)'],
-    ['task', { description: 'Find the parser' }, 'task: Find the parser'],
-    ['job_list', {}, 'job_list'],
-  ])('%s %j', (name, args, line) => {
-    expect(describeToolCall(name, args, cwd)).toBe(line)
+const deploy = defineTool({
+  name: 'deploy',
+  description: 'Ship a folder.',
+  parameters: z.object({ target: z.string() }),
+  presentation: {
+    kind: 'execute',
+    view: 'terminal',
+    title: (args, shown) => `Deploy ${shown(textArgument(args, 'target') ?? '.')}`,
+    locations: (args) => [textArgument(args, 'target') ?? '.'],
+    command: (args) => `deploy ${textArgument(args, 'target') ?? ''}`,
+  },
+  execute: () => ({ content: 'ok' }),
+})
+
+describe('presentCall', () => {
+  it("applies the tool's own presentation: title, kind, view, absolute locations, command", () => {
+    expect(presentCall('deploy', deploy, JSON.stringify({ target: '/work/project/site' }), cwd)).toEqual({
+      title: 'Deploy site',
+      kind: 'execute',
+      view: 'terminal',
+      locations: ['/work/project/site'],
+      command: 'deploy /work/project/site',
+      unfolded: true,
+    })
   })
 
-  it('gives the name for arguments that are not a JSON object', () => {
-    expect(parseCallArguments('{"path": ')).toBeUndefined()
+  it('shows a tool without a presentation (or an unknown one) generically: its name with a description or path', () => {
+    expect(presentCall('task', undefined, JSON.stringify({ description: 'Find\n the parser' }), cwd)).toEqual({
+      title: 'task: Find the parser',
+      kind: 'other',
+      view: 'generic',
+      locations: [],
+      unfolded: false,
+    })
+    expect(presentCall('lint', undefined, JSON.stringify({ file_path: 'src/a.ts' }), cwd)).toMatchObject({
+      title: 'lint: src/a.ts',
+      locations: ['/work/project/src/a.ts'],
+    })
+  })
+
+  it('gives the name, and the declared kind and view, for arguments that are not a JSON object', () => {
+    expect(presentCall('deploy', deploy, '{"target": ', cwd)).toEqual({ title: 'deploy', kind: 'execute', view: 'terminal', locations: [], unfolded: true })
     expect(parseCallArguments('[1]')).toBeUndefined()
     expect(parseCallArguments('')).toEqual({})
-    expect(describeToolCall('read', parseCallArguments('nope'), cwd)).toBe('read')
+  })
+
+  it('counts a presentation function that throws as absent', () => {
+    const broken = { presentation: { kind: 'read' as const, view: 'read' as const, title: () => { throw new Error('boom') } } }
+    expect(presentCall('peek', broken, '{}', cwd)).toMatchObject({ title: 'peek', kind: 'read', view: 'read' })
+  })
+
+  it('refuses a presentation with an unknown kind or view, naming the tool', () => {
+    const bad = (presentation: unknown) => () =>
+      defineTool({ name: 'odd', description: 'x', parameters: z.object({}), presentation: presentation as never, execute: () => ({ content: '' }) })
+    expect(bad({ kind: 'teleport', view: 'generic' })).toThrow('tool "odd": presentation.kind "teleport" is not one of read, edit')
+    expect(bad({ kind: 'read', view: 'hologram' })).toThrow('tool "odd": presentation.view "hologram" is not one of diff, terminal')
+    expect(bad({ kind: 'read', view: 'read', title: 'Read' })).toThrow('tool "odd": presentation.title is not a function')
   })
 
   it('shows paths relative inside the workspace and absolute outside it', () => {

@@ -1,6 +1,6 @@
 import type { Context } from '@dsh/cordis'
 import type { WriteResult } from '@dsh/fs'
-import { defineTool, ToolError } from '@dsh/tools'
+import { callTarget, defineTool, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { editDiff, type Replacement } from './diff.ts'
@@ -11,6 +11,19 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 export function editTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'edit',
+    presentation: {
+      kind: 'edit',
+      view: 'diff',
+      title: (args, shown) => {
+        const target = callTarget(args)
+        return target ? `Edit ${shown(target)}` : 'Edit'
+      },
+      change: (args) => {
+        const target = callTarget(args)
+        const { old_string: oldText, new_string: newText } = args
+        return target && typeof oldText === 'string' && typeof newText === 'string' ? { path: target, oldText, newText } : undefined
+      },
+    },
     description:
       'Replace exact text in a file. `old_string` must match the file exactly (whitespace and indentation included) and, ' +
       'unless `replace_all` is true, exactly once; include enough surrounding lines to make it unique. ' +

@@ -1,5 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import { defineTool, ToolError } from '@dsh/tools'
+import { callTarget, defineTool, textArgument, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { MAX_PATH_LENGTH } from './files.ts'
@@ -15,6 +15,14 @@ export function globTool(ctx: Context, config: FsToolsConfig) {
   const ignored = config.globIncludeIgnored ? 'Files excluded by .gitignore are listed too.' : 'Files excluded by .gitignore are left out.'
   return defineTool({
     name: 'glob',
+    presentation: {
+      kind: 'search',
+      view: 'search',
+      title: (args, shown) => {
+        const target = callTarget(args)
+        return `Find ${textArgument(args, 'pattern') ?? ''}${target ? ` in ${shown(target)}` : ''}`.trim()
+      },
+    },
     description:
       'Find files by name pattern, e.g. `**/*.ts` or `src/**/test_*.py`. A pattern without `/` matches file names at any depth; ' +
       'one with `/` matches paths relative to `path`. Lists files only (not directories), most recently modified first, ' +

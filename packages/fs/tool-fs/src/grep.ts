@@ -1,5 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import { defineTool, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { callTarget, defineTool, textArgument, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { MAX_PATH_LENGTH } from './files.ts'
@@ -23,6 +23,14 @@ interface FileBlock {
 export function grepTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'grep',
+    presentation: {
+      kind: 'search',
+      view: 'search',
+      title: (args, shown) => {
+        const target = callTarget(args)
+        return `Search ${JSON.stringify(textArgument(args, 'pattern') ?? '')}${target ? ` in ${shown(target)}` : ''}`
+      },
+    },
     description:
       'Search file contents with a regular expression (ripgrep, Rust regex syntax: escape literal braces and parentheses, e.g. `interface\\{\\}`). ' +
       'Searches the workspace, or `path` (a file or directory); files excluded by .gitignore and binary files are skipped. ' +

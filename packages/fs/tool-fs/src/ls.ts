@@ -1,7 +1,7 @@
 import path from 'node:path'
 import type { Context } from '@dsh/cordis'
 import { type DirEntry, type FileStat, FileSystemError } from '@dsh/fs'
-import { defineTool, ToolError, type ToolOutput } from '@dsh/tools'
+import { callTarget, defineTool, ToolError, type ToolOutput } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { displayPath, fsOptions, MAX_PATH_LENGTH, printable, shownArgument, toolErrorOf } from './files.ts'
@@ -47,6 +47,14 @@ export function globMatcher(pattern: string): RegExp {
 export function lsTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'ls',
+    presentation: {
+      kind: 'read',
+      view: 'generic',
+      title: (args, shown) => {
+        const target = callTarget(args)
+        return `List ${target ? shown(target) : '.'}`
+      },
+    },
     description:
       `List a directory as a tree, ${config.lsMaxDepth} levels deep and at most ${config.lsMaxEntries} entries, shallow entries first. ` +
       'Directories end with `/`, symlinks with `@` (not followed); a directory shown as `name/ …` was not opened (list it to see inside). ' +

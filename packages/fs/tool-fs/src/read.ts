@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import type { Context } from '@dsh/cordis'
 import type { FileStat } from '@dsh/fs'
-import { defineTool, ToolError, type ToolOutput } from '@dsh/tools'
+import { callTarget, defineTool, ToolError, type ToolOutput } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, shownArgument, toolErrorOf } from './files.ts'
@@ -15,6 +15,18 @@ const SNIFF_BYTES = 8192
 export function readTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'read',
+    presentation: {
+      kind: 'read',
+      view: 'read',
+      title: (args, shown) => {
+        const target = callTarget(args)
+        if (!target) return 'Read'
+        const from = typeof args.offset === 'number' ? args.offset : undefined
+        const count = typeof args.limit === 'number' ? args.limit : undefined
+        const range = from !== undefined || count !== undefined ? ` (from line ${from ?? 1}${count !== undefined ? `, ${count} lines` : ''})` : ''
+        return `Read ${shown(target)}${range}`
+      },
+    },
     description:
       `Read a file. Text comes back as lines numbered like \`cat -n\` (line number, a tab, the text). ` +
       `Reads up to ${config.readLimit} lines from \`offset\` (1-based, default 1); use offset and limit to page through longer files. ` +

@@ -1,6 +1,6 @@
 import type { Context } from '@dsh/cordis'
 import type { WriteResult } from '@dsh/fs'
-import { defineTool, ToolError } from '@dsh/tools'
+import { callTarget, defineTool, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, sha256, shownArgument, statOrUndefined, toolErrorOf } from './files.ts'
@@ -8,6 +8,18 @@ import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, sha256, shownArgu
 export function writeTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'write',
+    presentation: {
+      kind: 'edit',
+      view: 'diff',
+      title: (args, shown) => {
+        const target = callTarget(args)
+        return target ? `Write ${shown(target)}` : 'Write'
+      },
+      change: (args) => {
+        const target = callTarget(args)
+        return target && typeof args.content === 'string' ? { path: target, oldText: null, newText: args.content } : undefined
+      },
+    },
     description:
       'Write a file with the given content, creating it (and any missing parent folders) or replacing it entirely. ' +
       'The new content replaces the old in one step, so no half-written file is ever left behind. ' +

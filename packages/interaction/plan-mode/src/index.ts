@@ -1,5 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import { defineTool, ToolError } from '@dsh/tools'
+import { defineTool, oneLine, textArgument, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { PlanModeConfig } from './config.ts'
 import { EXIT_TOOL, PlanMode } from './service.ts'
@@ -24,6 +24,14 @@ export function apply(ctx: Context, config: PlanModeConfig) {
     ctx,
     defineTool({
       name: EXIT_TOOL,
+      presentation: {
+        kind: 'switch_mode',
+        view: 'generic',
+        title: (args) => {
+          const heading = /^#+\s*(.+)$/m.exec(textArgument(args, 'plan') ?? '')?.[1]
+          return heading ? `Submit the plan: ${oneLine(heading)}` : 'Submit the plan'
+        },
+      },
       description:
         'Only in plan mode: submit your plan for the user to approve. Send the complete plan as markdown, starting with a # heading that names it. ' +
         'Once approved, plan mode ends and you carry out the plan from your next step; otherwise the result carries the user\'s feedback: revise and submit again.',

@@ -1,5 +1,5 @@
 import { type Context, Schema } from '@dsh/cordis'
-import { defineTool, ToolError } from '@dsh/tools'
+import { defineTool, oneLine, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import { NoAskerError, type Question, type QuestionAnswer, Questions } from './service.ts'
 
@@ -60,6 +60,15 @@ export function apply(ctx: Context, config: QuestionsConfig) {
     ctx,
     defineTool({
       name: 'ask_user_question',
+      presentation: {
+        kind: 'other',
+        view: 'generic',
+        title: (args) => {
+          const asked = Array.isArray(args.questions) ? args.questions.map((q) => (q as { question?: unknown })?.question) : []
+          const texts = asked.filter((q): q is string => typeof q === 'string')
+          return texts.length ? `Ask the user: ${oneLine(texts.join(' / '))}` : 'Ask the user'
+        },
+      },
       description:
         'Ask the user 1 to 4 multiple-choice questions when you need a decision or a fact only they have, instead of guessing. ' +
         'Each question has 2 to 4 options; the user may also answer in their own words. Do not ask what you can find out yourself.',

@@ -1,5 +1,5 @@
 import { assertNever, type Context, Schema } from '@dsh/cordis'
-import { defineTool, ToolError, type ToolRunContext } from '@dsh/tools'
+import { defineTool, textArgument, ToolError, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
 import { leadingContinuation } from './ring.ts'
 import { type JobInfo, JobNotFoundError, type JobOutput, type JobStatus } from './seam.ts'
@@ -34,6 +34,11 @@ export function apply(ctx: Context, config: JobToolsConfig) {
     ctx,
     defineTool({
       name: 'job_output',
+      presentation: {
+        kind: 'read',
+        view: 'terminal',
+        title: (args) => `Output of ${textArgument(args, 'job_id') ?? 'a background job'}`,
+      },
       description:
         'Read the new output of a background job (stdout and stderr as they arrived) since the last job_output call for it, ' +
         'and its status. Give wait_ms to wait up to that long for new output or for the job to end. Do not poll in a tight loop; ' +
@@ -70,6 +75,7 @@ export function apply(ctx: Context, config: JobToolsConfig) {
     ctx,
     defineTool({
       name: 'job_list',
+      presentation: { kind: 'read', view: 'generic', title: () => 'List background jobs' },
       description: "List this session's background jobs with their status.",
       parameters: z.object({}),
       readOnly: true,
@@ -87,6 +93,11 @@ export function apply(ctx: Context, config: JobToolsConfig) {
     ctx,
     defineTool({
       name: 'job_kill',
+      presentation: {
+        kind: 'execute',
+        view: 'generic',
+        title: (args) => `Stop ${textArgument(args, 'job_id') ?? 'a background job'}`,
+      },
       description: 'Stop a background job and every process it started. Its output so far stays readable with job_output.',
       parameters: z.object({ job_id: z.string().min(1).describe('The id of the job to stop.') }),
       timeoutMs: config.timeoutAllowanceMs,

@@ -6,7 +6,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
 import type { McpConfig, McpServerConfig } from './config.ts'
-import { parseTool, toolName, toOutput } from './convert.ts'
+import { mcpPresentation, parseTool, toolName, toOutput } from './convert.ts'
 import { loadSdk, type Sdk } from './sdk.ts'
 
 export type McpServerStatus = 'connecting' | 'connected' | 'reconnecting' | 'failed' | 'closed'
@@ -219,6 +219,7 @@ export class McpConnection {
             parameters: z.looseObject({}),
             inputSchema: tool.inputSchema as Record<string, JsonValue>,
             timeoutMs: this.settings.toolCallTimeoutMs,
+            presentation: mcpPresentation(this.name, tool),
             // The server runs outside dsh's sandbox and says nothing trustworthy about its effects: outside every preset but danger-full-access.
             access: () => ({ kind: 'other', escalated: true, summary: `tool "${tool.name}" of MCP server "${this.name}", which runs outside the sandbox` }),
             execute: (args, run) => this.call(tool.name, args, run.signal),

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { ContentBlock } from '@dsh/llm'
-import type { ToolOutput } from '@dsh/tools'
+import type { ToolOutput, ToolPresentation } from '@dsh/tools'
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js'
 import type { Sdk } from './sdk.ts'
 
@@ -16,6 +16,20 @@ export function toolName(server: string, raw: string): string {
   if (TOOL_NAME.test(plain)) return plain
   const hash = createHash('sha256').update(`${server}\u0000${raw}`).digest('hex').slice(0, 12)
   return `${plain.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64 - hash.length - 1)}_${hash}`
+}
+
+/**
+ * How an MCP tool's calls show: the server's own annotations where it gives
+ * them (a read-only tool reads, or fetches when it reaches the open world; a
+ * destructive one deletes), else generic. The title is the tool's display
+ * title (or name) and the server. Annotations are hints from an untrusted
+ * server: they pick an icon and a title, never a permission.
+ */
+export function mcpPresentation(server: string, tool: Pick<Tool, 'name' | 'title' | 'annotations'>): ToolPresentation {
+  const hints = tool.annotations ?? {}
+  const label = (hints.title ?? tool.title ?? tool.name).replace(/\s+/g, ' ').trim() || tool.name
+  const kind = hints.readOnlyHint === true ? (hints.openWorldHint === true ? 'fetch' : 'read') : hints.destructiveHint === true ? 'delete' : 'other'
+  return { kind, view: 'generic', title: () => `${label} (${server})` }
 }
 
 /** A tool from a `tools/list` page, or why it cannot be used. */

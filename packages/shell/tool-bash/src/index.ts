@@ -1,7 +1,7 @@
 import { type Context, type JsonValue, Schema } from '@dsh/cordis'
 import type { Jobs } from '@dsh/jobs'
 import { type ProcessExit, type ProcessHandle, protectedProjectPaths, type SandboxMode, type SandboxPolicy, ShellError } from '@dsh/shell'
-import { defineTool, type ToolCall, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { defineTool, oneLine, textArgument, type ToolCall, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
 import { StreamCapture } from './capture.ts'
 
@@ -118,6 +118,16 @@ export function apply(ctx: Context, config: BashToolConfig) {
     ctx,
     defineTool({
       name: 'bash',
+      presentation: {
+        kind: 'execute',
+        view: 'terminal',
+        title: (args) => {
+          const command = textArgument(args, 'command')
+          return command ? `\`${oneLine(command)}\`` : 'Run a command'
+        },
+        command: (args) => textArgument(args, 'command'),
+        locations: () => [],
+      },
       description:
         'Run a command with `bash -c` in the workspace and return its output. Each call is a fresh, non-interactive shell ' +
         '(no state carries over; stdin is empty). stdout and stderr come back as separate sections, each cut to its last ' +

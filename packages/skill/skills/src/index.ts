@@ -1,7 +1,7 @@
 import path from 'node:path'
 import { type Context, Schema } from '@dsh/cordis'
 import { projectFolders } from '@dsh/system-prompt'
-import { defineTool, ToolError } from '@dsh/tools'
+import { defineTool, textArgument, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import { type Discovery, parseSkill, readSkillFile, type Skill, SkillScanner } from './discover.ts'
 
@@ -69,6 +69,11 @@ export function apply(ctx: Context, config: SkillsConfig) {
     ctx,
     defineTool({
       name: 'skill',
+      presentation: {
+        kind: 'read',
+        view: 'read',
+        title: (args) => `Load the skill ${textArgument(args, 'name') ?? ''}`.trim(),
+      },
       description:
         'Load a skill: its instructions and the folder holding its supporting files. Call it with a name from the skill catalog in the system prompt ' +
         'when a task matches that skill, before you start the task.',

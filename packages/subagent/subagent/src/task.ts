@@ -1,7 +1,7 @@
 import type { Agent } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId } from '@dsh/session'
-import { defineTool, textOf, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { defineTool, oneLine, textArgument, textOf, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
 import { type AgentType, type SubagentConfig, TASK_TOOL, toolFilter } from './config.ts'
 
@@ -28,6 +28,12 @@ export function taskTool(ctx: Context, config: SubagentConfig, children: Map<str
   const catalog = names.map((name) => `- ${name}: ${config.types[name]?.description}`).join('\n')
   return defineTool({
     name: TASK_TOOL,
+    presentation: {
+      kind: 'think',
+      view: 'generic',
+      unfolded: true,
+      title: (args) => `Subagent: ${oneLine(textArgument(args, 'description') ?? 'a task')}`,
+    },
     description:
       'Hand one self-contained task to a subagent: a fresh agent with its own session and tools that works on its own and returns its final ' +
       'answer as the result of this call. It sees nothing of this conversation, so the prompt must carry every fact, path and constraint it ' +

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path'
 import type { Context, JsonValue } from '@dsh/cordis'
 import { describeExit, TerminalError, type TerminalId, type TerminalInfo, type TerminalOutput, type WaitResult } from '@dsh/terminals'
-import { defineTool, type ToolDefinition, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { defineTool, oneLine, textArgument, type ToolDefinition, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
 import type { TerminalToolsConfig } from './config.ts'
 
@@ -49,6 +49,15 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
 
   const create = defineTool({
     name: 'terminal_create',
+    presentation: {
+      kind: 'execute',
+      view: 'terminal',
+      title: (args) => {
+        const command = textArgument(args, 'command')
+        return command ? `Open a terminal running \`${oneLine(command)}\`` : 'Open a terminal'
+      },
+      command: (args) => textArgument(args, 'command'),
+    },
     description:
       'Open a persistent terminal (a real PTY) and return its id with its first output. Without `command` it runs an interactive ' +
       'shell whose state (cwd, variables, running programs) lasts across terminal_send calls; with `command` it runs that command ' +
@@ -80,6 +89,12 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
 
   const send = defineTool({
     name: 'terminal_send',
+    presentation: {
+      kind: 'execute',
+      view: 'terminal',
+      title: (args) => `Type into ${textArgument(args, 'terminal_id') ?? 'a terminal'}: ${oneLine(textArgument(args, 'input') ?? '(Enter)')}`,
+      command: (args) => textArgument(args, 'input'),
+    },
     description:
       'Type input into a terminal (Enter is pressed after it unless press_enter is false), then wait and return the output the ' +
       'terminal produced since you last saw it. With wait_for (a regular expression, multiline: ^ and $ match at line ends) it waits ' +
@@ -128,6 +143,11 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
 
   const read = defineTool({
     name: 'terminal_read',
+    presentation: {
+      kind: 'read',
+      view: 'terminal',
+      title: (args) => `Read ${textArgument(args, 'terminal_id') ?? 'a terminal'}`,
+    },
     description:
       'Return the output a terminal produced since you last saw it, and whether its program is still running. With wait_ms, first ' +
       `wait up to that long for new output to arrive and go quiet (${idleMs}ms without output).`,
@@ -149,6 +169,11 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
 
   const kill = defineTool({
     name: 'terminal_kill',
+    presentation: {
+      kind: 'execute',
+      view: 'generic',
+      title: (args) => `Close ${textArgument(args, 'terminal_id') ?? 'a terminal'}`,
+    },
     description: 'Close a terminal: stop its program and every process it started, and return the output you had not seen yet. Its id stops working.',
     parameters: z.object({ terminal_id: terminalId }),
     access: (args) => ({ kind: 'execute', summary: `kill terminal ${args.terminal_id}` }),
@@ -166,6 +191,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
 
   const list = defineTool({
     name: 'terminal_list',
+    presentation: { kind: 'read', view: 'generic', title: () => 'List terminals' },
     description: "List this session's terminals: id, whether the program runs, the command, its directory, and how much output you have not seen.",
     parameters: z.object({}),
     readOnly: true,

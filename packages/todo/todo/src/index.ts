@@ -46,6 +46,7 @@ export function apply(ctx: Context, config: TodoConfig) {
     ctx,
     defineTool({
       name: 'todo_write',
+      presentation: { kind: 'think', view: 'generic', title: () => 'Update the todo list' },
       description:
         'Keep a todo list for multi-step work, so you and the user can follow progress. Send the whole list each time; it replaces the previous one. ' +
         (config.allowParallelInProgress

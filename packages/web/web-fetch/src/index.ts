@@ -1,6 +1,6 @@
 import type { Context, JsonValue } from '@dsh/cordis'
 import type { SpillStore } from '@dsh/spill'
-import { defineTool, type ToolDefinition, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { defineTool, oneLine, textArgument, type ToolDefinition, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
 import { Config, type WebFetchConfig } from './config.ts'
 import { convertHtml } from './convert.ts'
@@ -74,6 +74,12 @@ export function createWebFetchTool(ctx: Context, config: WebFetchConfig, resolve
 
   return defineTool({
     name: 'web_fetch',
+    presentation: {
+      kind: 'fetch',
+      view: 'web',
+      title: (args) => `Fetch ${oneLine(textArgument(args, 'url') ?? 'a page')}`,
+      locations: () => [],
+    },
     description:
       'Fetch a public web page over http(s) and return it as Markdown (HTML pages), or as it is (text, JSON, XML). ' +
       'Redirects are followed. Other content (images, PDFs, binaries) is refused. Loopback, private-network and ' +
