@@ -10,22 +10,6 @@ export function parseArgs(raw: unknown): Record<string, unknown> | undefined {
   }
 }
 
-export function stringArg(args: Record<string, unknown> | undefined, ...names: string[]): string | undefined {
-  for (const name of names) {
-    const value = args?.[name]
-    if (typeof value === 'string' && value) return value
-  }
-  return undefined
-}
-
-/** A one-line summary of a call: the command, path, pattern or query it acts on. */
-export function callSummary(name: string, raw: unknown): string {
-  const args = parseArgs(raw)
-  if (!args) return ''
-  if (name === 'bash') return stringArg(args, 'command') ?? ''
-  return stringArg(args, 'path', 'file_path', 'pattern', 'query', 'url', 'description', 'prompt') ?? ''
-}
-
 /** Arguments pretty-printed for display (raw text when they are not JSON yet). */
 export function prettyArgs(raw: unknown): string {
   const args = parseArgs(raw)

@@ -1,31 +1,24 @@
+import type { ToolCallPresentation } from '@dsh/web-client'
 import { additionDiff, type FileDiff, parseUnifiedDiff } from './diff.ts'
-import { parseArgs, stringArg } from './tool-args.ts'
 
 /**
- * The diff a file tool call shows: an edit's result diff once it ran (else
- * its old and new text), or a write's content as added lines.
+ * The diff a call of a `diff` tool shows: the unified diff its result holds
+ * once it ran, else the change its presentation describes (old text as
+ * removed lines, new text as added; a new file all added).
  */
-export function toolDiff(name: string, rawArgs: unknown, result?: string): FileDiff | undefined {
-  const args = parseArgs(rawArgs)
-  const path = stringArg(args, 'path', 'file_path')
-  if (name === 'edit') {
-    const fromResult = result ? parseUnifiedDiff(result) : undefined
-    if (fromResult) return fromResult
-    const before = stringArg(args, 'old_string')
-    const after = typeof args?.new_string === 'string' ? args.new_string : undefined
-    if (!path || before === undefined || after === undefined) return undefined
-    const removed = before.split('\n')
-    const added = after ? after.split('\n') : []
-    return {
-      path,
-      lines: [...removed.map((text) => ({ kind: 'del' as const, text })), ...added.map((text) => ({ kind: 'add' as const, text }))],
-      added: added.length,
-      removed: removed.length,
-    }
+export function toolDiff(presentation: ToolCallPresentation | undefined, result?: string): FileDiff | undefined {
+  if (presentation?.view !== 'diff') return undefined
+  const fromResult = result ? parseUnifiedDiff(result) : undefined
+  if (fromResult) return fromResult
+  const change = presentation.change
+  if (!change) return undefined
+  if (change.oldText === null) return additionDiff(change.path, change.newText)
+  const removed = change.oldText.split('\n')
+  const added = change.newText ? change.newText.split('\n') : []
+  return {
+    path: change.path,
+    lines: [...removed.map((text) => ({ kind: 'del' as const, text })), ...added.map((text) => ({ kind: 'add' as const, text }))],
+    added: added.length,
+    removed: removed.length,
   }
-  if (name === 'write') {
-    const content = typeof args?.content === 'string' ? args.content : undefined
-    return path && content !== undefined ? additionDiff(path, content) : undefined
-  }
-  return undefined
 }

@@ -175,12 +175,13 @@ export class ConversationModel {
   }
 
   private toolCall(event: SessionEvent<'tool/call'>): void {
-    const { callId, name, arguments: args } = event.data
+    const { callId, name, arguments: args, presentation } = event.data
     const key = this.callKeys.get(callId) ?? `call:${callId}`
     this.callKeys.set(callId, key)
     const existing = this.get(key)
     const base = existing?.kind === 'tool' ? existing : ({ kind: 'tool', key } as const)
-    this.put({ ...base, callId, name, args, status: existing?.kind === 'tool' && isFinished(existing) ? existing.status : 'running' })
+    const status = existing?.kind === 'tool' && isFinished(existing) ? existing.status : 'running'
+    this.put({ ...base, callId, name, args, status, ...(presentation ? { presentation } : {}) })
   }
 
   private toolResult(event: SessionEvent<'tool/result'>): void {

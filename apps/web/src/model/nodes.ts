@@ -1,4 +1,4 @@
-import type { ImageAttachment, JsonValue, Todo, TokenUsage } from '@dsh/web-client'
+import type { ImageAttachment, JsonValue, Todo, TokenUsage, ToolCallPresentation } from '@dsh/web-client'
 
 /** One row of the conversation view. Nodes are immutable: a change makes a new object with the same key. */
 export type ConversationNode = UserNode | ContextNode | TextNode | ReasoningNode | ToolNode | TurnEndNode | NoticeNode
@@ -53,6 +53,8 @@ export interface ToolNode {
   /** The raw JSON text of the arguments (partial while streaming). */
   args: string
   status: ToolStatus
+  /** How the tool shows this call (title, view), from its `tool/call` event; absent while the call streams. */
+  presentation?: ToolCallPresentation
   result?: string
   resultImages?: ImageAttachment[]
   error?: { code: string; message: string }

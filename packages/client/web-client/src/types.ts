@@ -5,7 +5,7 @@
  * build takes them); the request and response bodies of the API are here.
  */
 
-import type { Branded, Delta, EarlierHistory, Question, SessionEvent, SessionEventMap, SessionId, ToolCallId } from '@dsh/wire-types'
+import type { Branded, Delta, EarlierHistory, Question, SessionEvent, SessionEventMap, SessionId, ToolCallId, ToolCallPresentation } from '@dsh/wire-types'
 
 export type {
   ApprovalDecision,
@@ -28,6 +28,7 @@ export type {
   TodoStatus,
   TokenUsage,
   ToolCallId,
+  ToolCallPresentation,
 } from '@dsh/wire-types'
 
 export type RequestId = Branded<string, 'RequestId'>
@@ -176,8 +177,8 @@ export interface ApprovalRequest {
   type: 'approval'
   requestId: RequestId
   sessionId: SessionId
-  /** `arguments` is the raw JSON text from the model. */
-  toolCall: { callId: ToolCallId; name: string; arguments: string }
+  /** `arguments` is the raw JSON text from the model; `presentation` how the tool shows the call. */
+  toolCall: { callId: ToolCallId; name: string; arguments: string; presentation?: ToolCallPresentation }
   reason: string
   preset: string
 }

@@ -1,8 +1,10 @@
 import type { JsonValue } from '@dsh/cordis'
 import type { ContentBlock, ToolCallId } from '@dsh/llm'
 
-export type { ToolFailure, ToolResult } from '@dsh/wire-types'
+import type { FileChange, ToolKind, ToolView } from '@dsh/wire-types'
 import type { z } from 'zod'
+
+export type { FileChange, ToolCallPresentation, ToolFailure, ToolKind, ToolResult, ToolView } from '@dsh/wire-types'
 
 /** One tool call as the model made it. `arguments` is the raw JSON text the model produced. */
 export interface ToolCall {
@@ -90,16 +92,9 @@ export interface ToolDefinition<S extends ParameterSchema = ParameterSchema> {
 }
 
 /** The ACP kind of a tool call: editors pick an icon and grouping from it. */
-export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'think' | 'fetch' | 'switch_mode' | 'other'
 
 export const TOOL_KINDS: readonly ToolKind[] = ['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other']
 
-/**
- * How a call and its result render: `diff` a file change, `terminal` a command
- * and its output, `search` matches, `read` file content, `web` a fetched page,
- * `generic` the arguments and the result as text.
- */
-export type ToolView = 'diff' | 'terminal' | 'search' | 'read' | 'web' | 'generic'
 
 export const TOOL_VIEWS: readonly ToolView[] = ['diff', 'terminal', 'search', 'read', 'web', 'generic']
 
@@ -125,22 +120,7 @@ export interface ToolPresentation {
 
 export type CallArguments = Record<string, unknown>
 
-export interface FileChange {
-  path: string
-  oldText: string | null
-  newText: string
-}
 
-/** A tool's presentation applied to one call: what surfaces show (locations are absolute). */
-export interface ToolCallPresentation {
-  title: string
-  kind: ToolKind
-  view: ToolView
-  locations: string[]
-  change?: FileChange
-  command?: string
-  unfolded: boolean
-}
 
 /**
  * The effect of one call, as its tool declares it. `escalated` marks a

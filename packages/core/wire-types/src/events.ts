@@ -1,6 +1,6 @@
 import type { Branded, JsonValue } from './json.ts'
 import type { FinishReason, LlmFailure, Message, ReasoningEffort, TokenUsage, ToolCallId, ToolSchema } from './messages.ts'
-import type { PermissionAnswer, PermissionPreset } from './tools.ts'
+import type { PermissionAnswer, PermissionPreset, ToolCallPresentation } from './tools.ts'
 
 export type SessionId = Branded<string, 'SessionId'>
 
@@ -88,8 +88,18 @@ export interface SessionEventMap {
   }
   /** A model call that produced no message: failed, retried or cancelled before any output. Never model-visible. */
   'assistant/attempt': { turn: number; step: number; attempt: number; error: LlmFailure; usage?: TokenUsage }
-  /** Logged before a tool runs; `arguments` is the raw JSON text from the model. */
-  'tool/call': { turn: number; step: number; callId: ToolCallId; name: string; arguments: string }
+  /**
+   * Logged before a tool runs; `arguments` is the raw JSON text from the model.
+   * `presentation` is never logged: a surface may add it on the way out.
+   */
+  'tool/call': {
+    turn: number
+    step: number
+    callId: ToolCallId
+    name: string
+    arguments: string
+    presentation?: ToolCallPresentation
+  }
   /** The one model-facing outcome of a tool call. `message` is a user message holding one tool-result block. */
   'tool/result': {
     turn: number

@@ -30,3 +30,35 @@ export type PermissionAnswer = ApprovalDecision | 'no-approver'
  * `@dsh/permission` enforces them.
  */
 export type PermissionPreset = 'read-only' | 'workspace-write' | 'danger-full-access'
+
+/** What a tool call does, in ACP's terms (`switch_mode` included). */
+export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'think' | 'fetch' | 'switch_mode' | 'other'
+
+/**
+ * How a call's result is shown: `diff` (a file change), `terminal` (a
+ * command's output), `search`, `read`, `web`; `generic` the arguments and
+ * the result as text.
+ */
+export type ToolView = 'diff' | 'terminal' | 'search' | 'read' | 'web' | 'generic'
+
+/** A change to one file, shown before the call runs (`oldText` null for a new file). */
+export interface FileChange {
+  path: string
+  oldText: string | null
+  newText: string
+}
+
+/**
+ * How a tool shows one call, as its own presentation says (`@dsh/tools`):
+ * what surfaces render. Locations are absolute paths. Surfaces add it on the
+ * way out; it is never in the log.
+ */
+export interface ToolCallPresentation {
+  title: string
+  kind: ToolKind
+  view: ToolView
+  locations: string[]
+  change?: FileChange
+  command?: string
+  unfolded: boolean
+}

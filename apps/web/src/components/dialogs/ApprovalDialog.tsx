@@ -1,6 +1,6 @@
 import type { ApprovalDecision, ApprovalRequest } from '@dsh/web-client'
 import { type KeyboardEvent, useState } from 'react'
-import { callSummary, prettyArgs } from '../../lib/tool-args.ts'
+import { prettyArgs } from '../../lib/tool-args.ts'
 import { toolDiff } from '../../lib/tool-diff.ts'
 import { Button } from '../common/Button.tsx'
 import { ErrorText } from '../common/ErrorText.tsx'
@@ -19,9 +19,9 @@ export function ApprovalDialog({ request, onAnswer }: ApprovalDialogProps) {
   const [message, setMessage] = useState('')
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string>()
-  const { name, arguments: args } = request.toolCall
-  const summary = callSummary(name, args)
-  const diff = toolDiff(name, args)
+  const { name, arguments: args, presentation } = request.toolCall
+  const summary = presentation?.title !== name ? (presentation?.title ?? '') : ''
+  const diff = toolDiff(presentation)
 
   const answer = async (decision: ApprovalDecision) => {
     if (busy) return
@@ -53,10 +53,10 @@ export function ApprovalDialog({ request, onAnswer }: ApprovalDialogProps) {
   return (
     <Dialog title={`Allow ${name}?`} tone="warn" wide onEscape={() => void answer('reject')} onKey={onKey}>
       <p className={styles.reason}>{request.reason}</p>
-      {summary && name === 'bash' ? (
+      {presentation?.view === 'terminal' && presentation.command ? (
         <pre className={styles.command}>
           <span aria-hidden="true">$ </span>
-          {summary}
+          {presentation.command}
         </pre>
       ) : diff ? (
         <DiffView diff={diff} />

@@ -1,6 +1,6 @@
 import type { SessionId } from '@dsh/web-client'
 import { hrefOf } from '../../lib/route.ts'
-import { parseArgs, prettyArgs, stringArg } from '../../lib/tool-args.ts'
+import { prettyArgs } from '../../lib/tool-args.ts'
 import { toolDiff } from '../../lib/tool-diff.ts'
 import type { ToolNode } from '../../model/nodes.ts'
 import { Icon } from '../common/Icon.tsx'
@@ -9,16 +9,16 @@ import { PlainOutput } from './PlainOutput.tsx'
 import styles from './ToolBody.module.css'
 import { TerminalView } from './TerminalView.tsx'
 
-/** The inside of a tool card: a diff for edits and writes, a terminal for bash, else arguments and result. */
+/** The inside of a tool card, by the view its tool declares: a diff, a terminal, else arguments and result. */
 export function ToolBody({ node }: { node: ToolNode }) {
-  const args = parseArgs(node.args)
-  const diff = toolDiff(node.name, node.args, node.result)
+  const terminal = node.presentation?.view === 'terminal'
+  const diff = toolDiff(node.presentation, node.result)
   const running = node.status === 'running' || node.status === 'pending' || node.status === 'streaming'
   const childSession = subagentOf(node)
   return (
     <div className={styles.body}>
-      {node.name === 'bash' && args ? (
-        <TerminalView command={stringArg(args, 'command') ?? ''} {...(node.result !== undefined ? { output: node.result } : {})} running={running} />
+      {terminal ? (
+        <TerminalView command={node.presentation?.command ?? ''} {...(node.result !== undefined ? { output: node.result } : {})} running={running} />
       ) : diff ? (
         <DiffView diff={diff} />
       ) : (
@@ -30,7 +30,7 @@ export function ToolBody({ node }: { node: ToolNode }) {
         </a>
       ) : null}
       {node.error ? <PlainOutput label={`Error ${node.error.code}`} text={node.error.message} error /> : null}
-      {node.result !== undefined && node.name !== 'bash' && !(diff && node.status === 'done') ? (
+      {node.result !== undefined && !terminal && !(diff && node.status === 'done') ? (
         <PlainOutput label="Result" text={node.result || '(empty)'} error={node.status === 'error'} />
       ) : null}
     </div>

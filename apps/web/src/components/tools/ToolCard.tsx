@@ -1,6 +1,5 @@
 import { clsx } from 'clsx'
 import { useRemembered } from '../../hooks/useRemembered.ts'
-import { callSummary } from '../../lib/tool-args.ts'
 import type { ToolNode, ToolStatus } from '../../model/nodes.ts'
 import { Chevron } from '../common/Chevron.tsx'
 import { ToolBody } from './ToolBody.tsx'
@@ -15,17 +14,16 @@ const STATUS_LABEL: Record<ToolStatus, string> = {
   cancelled: 'cancelled',
 }
 
-const OPEN_BY_DEFAULT = new Set(['edit', 'write', 'bash', 'task'])
-
 /** One tool call: name, what it acts on, status, and (expanded) arguments and result. */
 export function ToolCard({ node }: { node: ToolNode }) {
-  // Until the user toggles it, a card's openness follows its tool (the name arrives after the first streamed arguments).
+  // Until the user toggles it, a card's openness follows its tool's presentation (it arrives with the tool/call event).
   const [choice, setChoice] = useRemembered<boolean | undefined>(`tool:${node.key}`, undefined)
-  const expanded = choice ?? (OPEN_BY_DEFAULT.has(node.name) || node.status === 'error')
-  const summary = callSummary(node.name, node.args)
+  const expanded = choice ?? (node.presentation?.unfolded === true || node.status === 'error')
+  const title = node.presentation?.title
+  const summary = title !== undefined && title !== node.name ? title : ''
   const decision = decisionLabel(node)
   return (
-    <article className={clsx(styles.card, styles[node.status])} data-node="tool" data-tool={node.name} data-status={node.status} aria-label={`Tool ${node.name || 'call'}, ${STATUS_LABEL[node.status]}`}>
+    <article className={clsx(styles.card, styles[node.status])} data-node="tool" data-tool={node.name} data-view={node.presentation?.view ?? 'generic'} data-status={node.status} aria-label={`Tool ${node.name || 'call'}, ${STATUS_LABEL[node.status]}`}>
       <button type="button" className={styles.header} aria-expanded={expanded} onClick={() => setChoice(!expanded)}>
         <Chevron open={expanded} />
         <span className={styles.name}>{node.name || 'tool'}</span>

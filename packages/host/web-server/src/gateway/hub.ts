@@ -6,6 +6,7 @@ import { type WebSocket, WebSocketServer } from 'ws'
 import { z } from 'zod'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { HttpError } from '../http.ts'
+import { displayed } from './presentation.ts'
 import type { SessionAccess } from './sessions.ts'
 
 /** A frame the server sends (see API.md). */
@@ -97,14 +98,15 @@ export class SocketHub {
 
   /** A durable event was appended: forward it to subscribers, filling any gap from the live log. */
   onEvent(sessionId: string, event: SessionEvent): void {
+    const cwd = this.ctx.sessions.get(sessionId)?.meta.cwd ?? ''
     for (const client of this.clients) {
       const sub = client.subscriptions.get(sessionId)
       if (!sub?.ready || event.seq <= sub.lastSeq) continue
       if (event.seq > sub.lastSeq + 1) {
         const log = this.ctx.sessions.get(sessionId)?.events ?? []
-        for (const missed of log) if (missed.seq > sub.lastSeq && missed.seq < event.seq) this.send(client, { type: 'event', sessionId, event: missed })
+        for (const missed of log) if (missed.seq > sub.lastSeq && missed.seq < event.seq) this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, missed, cwd) })
       }
-      this.send(client, { type: 'event', sessionId, event })
+      this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, event, cwd) })
       sub.lastSeq = event.seq
     }
   }
@@ -167,7 +169,7 @@ export class SocketHub {
     const events = live ? this.ctx.sessions.publishedEvents(live) : view.events
     for (const event of events) {
       if (event.seq <= sub.lastSeq) continue
-      this.send(client, { type: 'event', sessionId, event })
+      this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, event, view.meta.cwd) })
       sub.lastSeq = event.seq
     }
     sub.ready = true

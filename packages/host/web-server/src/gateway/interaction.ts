@@ -56,7 +56,7 @@ export function applyInteraction(ctx: Context, hub: SocketHub): void {
       inner.permission.setApprover(inner, (call, reason, run) =>
         approvals.ask(
           run.sessionId,
-          { toolCall: { callId: call.callId, name: call.name, arguments: call.arguments }, reason, preset: inner.permission.preset(run.sessionId) },
+          { toolCall: { callId: call.callId, name: call.name, arguments: call.arguments, ...presentationOf(inner, call, run.cwd) }, reason, preset: inner.permission.preset(run.sessionId) },
           run.signal,
         ),
       )
@@ -90,4 +90,10 @@ export function applyInteraction(ctx: Context, hub: SocketHub): void {
 
 function notPending(kind: string, id: string): HttpError {
   return new HttpError(404, 'not-found', `${kind} ${JSON.stringify(id)} is not pending: it was answered already (maybe in another tab) or its call was cancelled`)
+}
+
+/** How the call's tool shows it, for the approval dialog (`presentation`, absent without `ctx.tools`). */
+function presentationOf(ctx: Context, call: { name: string; arguments: string }, cwd: string) {
+  const tools = ctx.get('tools')
+  return tools ? { presentation: tools.present(call, cwd) } : {}
 }

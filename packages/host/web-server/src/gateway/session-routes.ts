@@ -12,6 +12,7 @@ import { type ApiRequest, JsonReply } from '../server.ts'
 import { absolutePath, existingFolder } from './files.ts'
 import { recentHistory } from './history.ts'
 import type { SocketHub } from './hub.ts'
+import { displayedAll } from './presentation.ts'
 import { checkedModel, checkedSessionId, type SessionAccess, unknownSession } from './sessions.ts'
 
 const effort = z.enum(REASONING_EFFORTS)
@@ -127,13 +128,14 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
     const q = parseWith(DetailQuery, Object.fromEntries(request.query), 'query')
     const view = await sessions.view(idOf(request))
     const history = q.tail ? recentHistory(view.events, q.tail) : { events: view.events }
+    history.events = displayedAll(ctx, history.events, view.meta.cwd)
     return { session: sessions.describe(view), ...history }
   })
 
   server.route(ctx, 'GET', '/api/sessions/:id/events', async (request) => {
     const q = parseWith(EventsQuery, Object.fromEntries(request.query), 'query')
-    const { events } = await sessions.view(idOf(request))
-    return { events: events.filter((event) => event.seq < q.before) }
+    const { events, meta } = await sessions.view(idOf(request))
+    return { events: displayedAll(ctx, events.filter((event) => event.seq < q.before), meta.cwd) }
   })
 
   server.route(ctx, 'POST', '/api/sessions/:id/messages', async (request) => {
