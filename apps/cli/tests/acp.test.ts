@@ -130,6 +130,21 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     expect(toolUpdates(updates, 'call_plan_1')[0]).toMatchObject({ kind: 'think', title: 'Update the todo list' })
   })
 
+  it("shows a plugin's tool by its own presentation: title, kind and fenced terminal output, with no change to the ACP server", async () => {
+    const patch = path.join(t.root, 'deploy.patch.yml')
+    writeFileSync(patch, `- insert:\n    - id: deploy-tool\n      name: ${JSON.stringify(path.join(import.meta.dirname, 'fixtures/deploy-tool.mjs'))}\n`)
+    t.mock.enqueue(reply.toolCalls([{ id: 'call_deploy', name: 'deploy', arguments: { target: path.join(t.work, 'site') } }]), reply.text('Deployed.'))
+    const client = start({ args: ['--patch', patch] })
+    await client.initialize()
+    const { sessionId } = await client.newSession()
+    client.permissionAnswers.push('allow_once')
+    expect((await client.prompt(sessionId, 'deploy the site')).stopReason).toBe('end_turn')
+    const deploy = toolUpdates(client.updatesOf(sessionId), 'call_deploy')
+    expect(deploy[0]).toMatchObject({ sessionUpdate: 'tool_call', kind: 'execute', title: 'Deploy site', rawInput: { target: path.join(t.work, 'site') } })
+    expect(deploy.at(-1)).toMatchObject({ status: 'completed', content: [{ type: 'content', content: { type: 'text', text: '```console\ndeployed ' + path.join(t.work, 'site') + '\n```' } }] })
+    await client.close()
+  })
+
   it('connects the MCP servers of session/new for that session only, and disconnects them with it', async () => {
     t.mock.enqueue(reply.toolCalls([{ id: 'call_add', name: 'mcp__adder__add', arguments: { a: 2, b: 3 } }]), reply.text('2 + 3 = 5.'), reply.text('No adder here.'))
     const client = start()

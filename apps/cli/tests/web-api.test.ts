@@ -6,6 +6,7 @@ import { type MockLlm, type RecordedRequest, reply, startMockLlm } from '@dsh/ll
 import { type DshProcess, runDsh, startDsh, tempDir } from '@dsh/testkit'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
+import { readSessionLog } from './support/session-log.ts'
 
 // --- the model: answers by what the last message asks for --------------------
 
@@ -222,6 +223,10 @@ describe('dsh web API', () => {
         '    trustedHosts: !!js ctx.webStartup.trustedHosts',
         '    openBrowser: !!js ctx.webStartup.openBrowser',
         `    staticDir: ${JSON.stringify(path.join(root, 'no-dist'))}`,
+        // A tool no dsh package knows by name, presenting itself.
+        '- insert:',
+        '    - id: deploy-tool',
+        `      name: ${JSON.stringify(path.join(import.meta.dirname, 'fixtures/deploy-tool.mjs'))}`,
         '',
       ].join('\n'),
     )
@@ -336,6 +341,38 @@ describe('dsh web API', () => {
       expect(read.status).toBe(200)
       expect(read.json.session).toMatchObject({ sessionId: id, cwd: app.work, running: false, model: 'deepseek-v4-flash', permissionPreset: 'workspace-write' })
       expect(read.json.events).toEqual(events)
+    })
+
+    it("sends each tool call with its tool's presentation (a plugin's own, else generic), which the log does not hold", async () => {
+      mock.setFallback((req) =>
+        req.body.messages.some((m: { role: string }) => m.role === 'tool')
+          ? reply.text('Done.')
+          : reply.toolCalls([
+              { id: 'call_deploy', name: 'deploy', arguments: { target: 'site' } },
+              { id: 'call_ghost', name: 'ghost', arguments: { path: 'a.txt' } },
+            ]),
+      )
+      const id = await newSession({ permissionPreset: 'danger-full-access' })
+      const socket = await open()
+      socket.send({ type: 'subscribe', sessionId: id })
+      await socket.next((f) => f.type === 'subscribed' && f.sessionId === id)
+      expect((await app.api('POST', `/api/sessions/${id}/messages`, { text: 'deploy' })).status).toBe(202)
+      await settled(socket, id)
+      const live = socket.frames.filter((f) => f.type === 'event' && f.event.type === 'tool/call').map((f) => f.event.data)
+      const read = await app.api('GET', `/api/sessions/${id}`)
+      const stored = read.json.events.filter((e: { type: string }) => e.type === 'tool/call').map((e: { data: unknown }) => e.data)
+      for (const calls of [live, stored]) {
+        expect(calls.map((c: { presentation: unknown }) => c.presentation)).toEqual([
+          { title: 'Deploy site', kind: 'execute', view: 'terminal', locations: [], command: 'deploy site', unfolded: true },
+          { title: 'ghost: a.txt', kind: 'other', view: 'generic', locations: [path.join(app.work, 'a.txt')], unfolded: false },
+        ])
+      }
+      // The log (flushed at the turn's end) holds the calls as the model made them, nothing more.
+      const logged = (await readSessionLog(app.home, id)).events.filter((e) => e.type === 'tool/call')
+      expect(logged.map((e) => Object.keys(e.data as object).sort())).toEqual([
+        ['arguments', 'callId', 'name', 'step', 'turn'],
+        ['arguments', 'callId', 'name', 'step', 'turn'],
+      ])
     })
 
     it('lists, searches, patches, forks, cancels and deletes sessions', async () => {
