@@ -140,6 +140,8 @@ export interface SessionEventMap {
   'permission/decision': PermissionDecisionEvent
   /** `@dsh/permission`: the session's own preset. Never model-visible. */
   'permission/preset': PermissionPresetEvent
+  /** `@dsh/conversations`: the model settings the user chose for this session; the latest one wins. Never model-visible. */
+  'conversation/settings': { provider: string; model: string; reasoningEffort?: ReasoningEffort }
 }
 
 export type SessionEventType = keyof SessionEventMap & string

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream'
-import type {} from '@dsh/agent'
+import type {} from '@dsh/conversations'
 import type {} from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
 import { Config, type SdkServerConfig } from './config.ts'
@@ -9,7 +9,7 @@ export { Config, type SdkServerConfig }
 export { SdkServer, type SdkStreams }
 
 export const name = 'sdk-server'
-export const inject = ['agents', 'sessions', 'appExit']
+export const inject = ['agents', 'sessions', 'conversations', 'appExit']
 
 /**
  * stdin and stdout for the protocol. With `guard`, other writes to

@@ -1,8 +1,6 @@
-import { stat } from 'node:fs/promises'
-import type { Agent, AgentOptions } from '@dsh/agent'
 import type {} from '@dsh/cmdline'
-import type {} from '@dsh/compaction'
-import type { Context } from '@dsh/cordis'
+import { type CompactOutcome, ConversationError, type ConversationSummary } from '@dsh/conversations'
+import { assertNever, type Context } from '@dsh/cordis'
 import { noUsage } from '@dsh/llm'
 import type {} from '@dsh/permission'
 import type {} from '@dsh/questions'
@@ -12,20 +10,18 @@ import {
   ErrorCodes,
   invalidField,
   JsonRpcPeer,
-  type ModelSummary,
   PROTOCOL_VERSION,
   type PromptResult,
   parseParams,
   type ResultOf,
   RpcError,
+  type SessionSummary,
   schemas,
 } from '@dsh/sdk-protocol'
-import type { Session, SessionId } from '@dsh/session'
 import type { ApprovalAnswer, ToolApprover } from '@dsh/tools'
 import type { z } from 'zod'
 import manifest from '../package.json' with { type: 'json' }
 import type { SdkServerConfig } from './config.ts'
-import { detachedSession, listSessions, openStored } from './storage.ts'
 import { promptBytes, promptText, turnResult, userMessage } from './turns.ts'
 
 export interface SdkStreams {
@@ -42,7 +38,38 @@ interface LoaderLike {
 type Params<M extends ClientMethod> = z.output<(typeof ClientMethods)[M]['params']>
 type Handlers = { [M in ClientMethod]: (params: Params<M>) => Promise<ResultOf<M>> }
 
-const unknownSession = (id: string, hint = '') => new RpcError(ErrorCodes.UnknownSession, `unknown session: ${id}${hint}`, { sessionId: id })
+const NOT_OPEN = ' (not open here: session/new creates one, session/resume opens a stored one)'
+
+const summary = (s: ConversationSummary): SessionSummary => ({
+  sessionId: s.sessionId,
+  title: s.title ?? null,
+  cwd: s.cwd,
+  createdAt: s.createdAt,
+  updatedAt: s.updatedAt,
+  ...(s.parentSession ? { parentSession: s.parentSession } : {}),
+  ...(s.forkedFrom ? { forkedFrom: s.forkedFrom } : {}),
+})
+
+/** The SDK's name of a service argument. */
+const FIELDS: Record<string, string> = { preset: 'permissionPreset' }
+
+/** A conversation service error as the JSON-RPC error of `method`. */
+function rpcError(method: string, error: unknown): unknown {
+  if (!(error instanceof ConversationError)) return error
+  const { sessionId, field } = error.details
+  switch (error.kind) {
+    case 'not-found':
+      return new RpcError(ErrorCodes.UnknownSession, error.message, { sessionId })
+    case 'busy':
+      return new RpcError(ErrorCodes.SessionBusy, error.message, { sessionId })
+    case 'invalid':
+    case 'unavailable':
+      if (field) return invalidField(method, FIELDS[field] ?? field, error.message)
+      return new RpcError(ErrorCodes.InvalidParams, `${method}: ${error.message}`)
+    default:
+      return assertNever(error.kind)
+  }
+}
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /**
@@ -56,8 +83,6 @@ export class SdkServer {
   private initialized = false
   private initializing = false
   private closing: Promise<void> | undefined
-  /** Sessions running a prompt or a compaction for this client. */
-  private readonly busy = new Set<string>()
   /** Requests being handled, but `shutdown`: stopping waits for them to answer. */
   private readonly inflight = new Set<Promise<unknown>>()
   private readonly granted = { approvals: false, questions: false }
@@ -101,7 +126,9 @@ export class SdkServer {
       throw new RpcError(ErrorCodes.NotInitialized, `${name}: call initialize first`)
     }
     const parsed = parseParams(name, ClientMethods[name].params, params)
-    const run = (this.handlers[name] as (p: unknown) => Promise<unknown>)(parsed)
+    const run = (this.handlers[name] as (p: unknown) => Promise<unknown>)(parsed).catch((error: unknown) => {
+      throw rpcError(name, error)
+    })
     if (name === 'shutdown') return run
     this.inflight.add(run)
     return run.finally(() => this.inflight.delete(run))
@@ -109,31 +136,33 @@ export class SdkServer {
 
   private readonly handlers: Handlers = {
     initialize: (p) => this.initialize(p),
-    'session/new': (p) => this.newSession(p),
-    'session/resume': (p) => this.resume(p.sessionId),
-    'session/fork': (p) => this.fork(p.sessionId, p.turn),
+    'session/new': async (p) => {
+      const agent = await this.conversations.create({
+        cwd: p.cwd,
+        ...(p.model ? { model: p.model } : {}),
+        ...(p.permissionPreset ? { preset: p.permissionPreset } : {}),
+        ...(p.network ? { network: p.network } : {}),
+      })
+      return { sessionId: agent.id }
+    },
+    'session/resume': async (p) => {
+      const { problems } = await this.conversations.resume(p.sessionId)
+      return problems.length ? { sessionId: p.sessionId, problems } : { sessionId: p.sessionId }
+    },
+    'session/fork': async (p) => ({ sessionId: (await this.conversations.fork(p.sessionId, p.turn === undefined ? {} : { turn: p.turn })).id }),
     'session/list': async (p) => {
       if (p.limit !== undefined && p.limit > this.config.maxListLimit) throw invalidField('session/list', 'limit', `must be at most ${this.config.maxListLimit}`)
-      return listSessions(this.ctx, { ...p, limit: p.limit ?? this.config.listLimit })
+      const page = await this.conversations.list({ ...p, limit: p.limit ?? this.config.listLimit })
+      return { sessions: page.sessions.map(summary), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
     },
     'session/prompt': (p) => this.prompt(p),
     'session/cancel': async (p) => {
-      this.agentOf(p.sessionId).cancel('user')
+      this.conversations.agent(p.sessionId, NOT_OPEN).cancel('user')
       return {}
     },
-    'session/events': async (p) => {
-      const live = this.ctx.sessions.get(p.sessionId)
-      const events = live ? this.ctx.sessions.publishedEvents(live) : (await openStored(this.ctx, p.sessionId))?.events
-      if (!events) throw unknownSession(p.sessionId)
-      const after = p.afterSeq ?? -1
-      return { events: events.filter((e) => e.seq > after) }
-    },
+    'session/events': async (p) => ({ events: await this.conversations.events(p.sessionId, p.afterSeq) }),
     'session/close': async (p) => {
-      const agent = this.ctx.agents.get(p.sessionId)
-      const session = this.ctx.sessions.get(p.sessionId)
-      if (agent) await this.ctx.agents.dispose(agent)
-      else if (session) await this.ctx.sessions.close(session)
-      else if (!(await openStored(this.ctx, p.sessionId))) throw unknownSession(p.sessionId)
+      await this.conversations.close(p.sessionId)
       return {}
     },
     shutdown: async () => {
@@ -141,6 +170,10 @@ export class SdkServer {
       setImmediate(this.onStopped)
       return {}
     },
+  }
+
+  private get conversations() {
+    return this.ctx.conversations
   }
 
   private async initialize(p: Params<'initialize'>): Promise<ResultOf<'initialize'>> {
@@ -157,7 +190,7 @@ export class SdkServer {
     return {
       protocolVersion: PROTOCOL_VERSION,
       serverInfo: { name: 'dsh', version: manifest.version },
-      models: this.models(),
+      models: this.conversations.models(),
       defaultModel: defaults.model,
       capabilities: { ...this.granted },
     }
@@ -208,119 +241,30 @@ export class SdkServer {
     return true
   }
 
-  private models(): ModelSummary[] {
-    const llm = this.ctx.get('llm')
-    if (!llm) return []
-    return llm.listRoutes().flatMap((provider) =>
-      llm.models(provider).map((m) => ({
-        provider,
-        id: m.id,
-        contextWindow: m.contextWindow,
-        ...(m.maxOutputTokens !== undefined ? { maxOutputTokens: m.maxOutputTokens } : {}),
-        ...(m.images !== undefined ? { images: m.images } : {}),
-      })),
-    )
-  }
-
-  /** The route serving `model`: the default route when it lists the model, else the first that does. */
-  private modelOptions(model: string): Partial<AgentOptions> {
-    const models = this.models()
-    const defaults = this.ctx.agents.defaults()
-    if (models.length === 0) return { model }
-    const match = models.find((m) => m.id === model && m.provider === defaults.provider) ?? models.find((m) => m.id === model)
-    if (!match) throw invalidField('session/new', 'model', `unknown model "${model}"; this server offers ${[...new Set(models.map((m) => m.id))].join(', ')}`)
-    return { provider: match.provider, model: match.id }
-  }
-
-  private async newSession(p: Params<'session/new'>): Promise<ResultOf<'session/new'>> {
-    const folder = await stat(p.cwd).catch(() => undefined)
-    if (!folder?.isDirectory()) throw invalidField('session/new', 'cwd', `${p.cwd} is not a folder`)
-    const permission = this.ctx.get('permission')
-    for (const field of ['permissionPreset', 'network'] as const) {
-      if (p[field] && !permission) throw invalidField('session/new', field, `this profile has no permission service, so ${field} cannot be chosen`)
-    }
-    const options = p.model ? this.modelOptions(p.model) : {}
-    const agent = await this.ctx.agents.create({ cwd: p.cwd, options })
-    if (p.permissionPreset) permission?.setPreset(agent.id, p.permissionPreset)
-    if (p.network) permission?.setNetwork(agent.id, p.network)
-    return { sessionId: agent.id }
-  }
-
-  private async resume(id: string): Promise<ResultOf<'session/resume'>> {
-    if (this.ctx.agents.get(id)) return { sessionId: id }
-    let resumed: Awaited<ReturnType<Context['agents']['resume']>>
-    try {
-      resumed = await this.ctx.agents.resume(id as SessionId)
-    } catch (error) {
-      if (error instanceof Error && error.name === 'SessionNotFoundError') throw unknownSession(id)
-      if (error instanceof Error && error.name === 'SessionBusyError') throw new RpcError(ErrorCodes.SessionBusy, error.message, { sessionId: id })
-      throw error
-    }
-    return resumed.problems.length ? { sessionId: id, problems: resumed.problems } : { sessionId: id }
-  }
-
-  /**
-   * A new session starting with the source's events up to the end of `turn`
-   * (default: all of them). The copy is stored, then opened like a resume,
-   * so its agent starts from what is on disk.
-   */
-  private async fork(id: string, turn: number | undefined): Promise<ResultOf<'session/fork'>> {
-    let source: Session | undefined = this.ctx.sessions.get(id)
-    if (!source) {
-      const stored = await openStored(this.ctx, id)
-      if (!stored) throw unknownSession(id)
-      source = detachedSession(this.ctx, stored)
-    }
-    if (turn !== undefined && !source.events.some((e) => e.type === 'turn/end' && (e.data as { turn: number }).turn === turn)) {
-      throw invalidField('session/fork', 'turn', `session ${id} has no finished turn ${turn}`)
-    }
-    if (turn === undefined && source.turnState().open) {
-      throw new RpcError(ErrorCodes.SessionBusy, `session ${id} is in the middle of a turn; wait for it to end, or fork at a finished turn`, { sessionId: id })
-    }
-    const copy = this.ctx.sessions.fork(source, turn === undefined ? {} : { throughTurn: turn })
-    await this.ctx.sessions.close(copy)
-    const { agent } = await this.ctx.agents.resume(copy.id)
-    // The copy holds the presets logged up to the fork point; the source's current one wins.
-    const permission = this.ctx.get('permission')
-    if (permission && permission.preset(agent.id) !== permission.preset(id)) permission.setPreset(agent.id, permission.preset(id))
-    return { sessionId: agent.id }
-  }
-
-  private agentOf(id: string): Agent {
-    const agent = this.ctx.agents.get(id)
-    if (!agent) throw unknownSession(id, ' (not open here: session/new creates one, session/resume opens a stored one)')
-    return agent
-  }
-
   private async prompt(p: Params<'session/prompt'>): Promise<PromptResult> {
-    const agent = this.agentOf(p.sessionId)
+    const agent = this.conversations.agent(p.sessionId, NOT_OPEN)
     const bytes = promptBytes(p.content)
     if (bytes > this.config.maxPromptBytes) {
       throw invalidField('session/prompt', 'content', `the prompt is ${bytes} bytes, more than the limit of ${this.config.maxPromptBytes} (maxPromptBytes)`)
     }
     const text = promptText(p.content)
     if (text !== undefined && text.trim() === '') throw invalidField('session/prompt', 'content', 'the prompt is empty')
-    if (this.busy.has(agent.id) || agent.status === 'running') {
-      throw new RpcError(ErrorCodes.SessionBusy, `session ${agent.id} is already running a prompt; wait for it or call session/cancel`, { sessionId: agent.id })
-    }
-    this.busy.add(agent.id)
-    try {
-      if (text?.trim() === '/compact') return await this.compact(agent)
-      const from = agent.session.nextSeq
-      agent.followup(userMessage(p.content))
-      await agent.whenIdle()
-      return turnResult(agent.session.events.filter((e) => e.seq >= from))
-    } finally {
-      this.busy.delete(agent.id)
-    }
+    if (text?.trim() === '/compact') return this.compact(agent.id)
+    return turnResult(await this.conversations.prompt(agent.id, userMessage(p.content)))
   }
 
-  /** `/compact`: the compaction plugin shortens the history; the answer says what happened. */
-  private async compact(agent: Agent): Promise<PromptResult> {
-    const compaction = this.ctx.get('compaction')
+  /** `/compact`: the answer says what the compaction did. */
+  private async compact(id: string): Promise<PromptResult> {
     const failed = (code: string, message: string): PromptResult => ({ stopReason: 'error', text: message, usage: noUsage(), error: { code, message } })
-    if (!compaction) return failed('COMPACTION_UNAVAILABLE', '/compact is not available: this profile has no compaction plugin')
-    const outcome = await compaction.compact(agent, { reason: 'manual' })
+    let outcome: CompactOutcome
+    try {
+      outcome = await this.conversations.compact(id)
+    } catch (error) {
+      if (error instanceof ConversationError && error.kind === 'unavailable') {
+        return failed('COMPACTION_UNAVAILABLE', '/compact is not available: this profile has no compaction plugin')
+      }
+      throw error
+    }
     if (outcome.error) return failed('COMPACTION_FAILED', `compaction failed: ${outcome.error}`)
     const text = outcome.compacted
       ? `Compacted the conversation: ${outcome.replaced} earlier messages were replaced by a summary.`

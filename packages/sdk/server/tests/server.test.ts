@@ -3,6 +3,7 @@
 // goes away with it.
 import { PassThrough } from 'node:stream'
 import * as agent from '@dsh/agent'
+import * as conversations from '@dsh/conversations'
 import { Context, type Fiber } from '@dsh/cordis'
 import * as permission from '@dsh/permission'
 import { LineSplitter } from '@dsh/sdk-protocol'
@@ -23,6 +24,7 @@ beforeEach(async () => {
   await root.plugin(tools, {} as never)
   await root.plugin(permission, { preset: 'workspace-write', approval: 'ask', network: { 'read-only': 'off', 'workspace-write': 'off' }, extraWritableRoots: [] })
   await root.plugin(agent, { provider: 'deepseek', model: 'deepseek-v4-flash' })
+  await root.plugin(conversations)
   lines = []
   stopped = 0
 })
@@ -35,7 +37,7 @@ function mount(): Fiber {
   output.on('data', (chunk: Buffer) => splitter.push(chunk))
   return root.plugin({
     name: 'sdk-test',
-    inject: ['agents', 'sessions'],
+    inject: ['agents', 'sessions', 'conversations'],
     apply: (ctx: Context) => void new SdkServer(ctx, Config({}), { input, output }, () => stopped++),
   })
 }

@@ -246,7 +246,7 @@ export class CatalogStore {
     return row && entryOf(row)
   }
 
-  /** Newest first, a page at a time; `query` keeps the sessions holding every word. */
+  /** Newest first, a page at a time; `query` keeps the sessions whose title, id or folder contains it, or whose text holds every word. */
   list(query: ListQuery = {}): ListPage {
     const limit = checkLimit(query.limit, this.options.defaultLimit, this.options.maxLimit)
     const where: string[] = []
@@ -263,10 +263,17 @@ export class CatalogStore {
       params.push(after.updatedAt, after.sessionId)
     }
     if (query.query !== undefined) {
+      // The one definition of a session search: its title, id or folder contains the text, or its text holds every word.
       const match = matchExpression(query.query)
-      if (match === undefined) return { sessions: [] }
-      where.push(`s.num IN (SELECT rowid >> ${CHUNK_BITS} FROM text_index WHERE text_index MATCH ?)`)
-      params.push(match)
+      if (!query.query.trim()) return { sessions: [] }
+      const needle = `%${query.query.trim().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+      const plain = ['s.title', 's.id', 's.cwd'].map((column) => `${column} LIKE ? ESCAPE '\\'`)
+      params.push(needle, needle, needle)
+      if (match !== undefined) {
+        plain.push(`s.num IN (SELECT rowid >> ${CHUNK_BITS} FROM text_index WHERE text_index MATCH ?)`)
+        params.push(match)
+      }
+      where.push(`(${plain.join(' OR ')})`)
     }
     const rows = this.sql(
       `SELECT ${COLUMNS} FROM sessions s ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`,

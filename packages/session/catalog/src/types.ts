@@ -19,7 +19,7 @@ export interface CatalogEntry {
 export interface ListQuery {
   /** Only sessions started in this folder. */
   cwd?: string
-  /** Only sessions whose text or title contains every word. */
+  /** Only sessions whose title, id or folder contains this text, or whose text holds every word. */
   query?: string
   limit?: number
   /** `nextCursor` of the previous page. */

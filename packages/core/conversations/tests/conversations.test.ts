@@ -1,0 +1,153 @@
+import { spawn } from 'node:child_process'
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises'
+import { hostname, tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { gunzipSync } from 'node:zlib'
+import * as agentPlugin from '@dsh/agent'
+import * as loopPlugin from '@dsh/agent-loop'
+import { Context } from '@dsh/cordis'
+import * as llmPlugin from '@dsh/llm'
+import * as deepseekPlugin from '@dsh/llm-deepseek'
+import type { DeepSeekConfig } from '@dsh/llm-deepseek'
+import { type MockLlm, reply, startMockLlm } from '@dsh/llm-mock'
+import * as permissionPlugin from '@dsh/permission'
+import * as planPlugin from '@dsh/plan-mode'
+import * as sessionPlugin from '@dsh/session'
+import type { SessionId } from '@dsh/session'
+import * as writerPlugin from '@dsh/session-persistence'
+import * as jsonlPlugin from '@dsh/session-persistence-jsonl'
+import * as systemPromptPlugin from '@dsh/system-prompt'
+import * as toolsPlugin from '@dsh/tools'
+import { afterEach, describe, expect, it } from 'vitest'
+import * as conversationsPlugin from '../src/index.ts'
+import { ConversationError } from '../src/index.ts'
+
+interface Tree {
+  root: Context
+  mock: MockLlm
+  home: string
+  work: string
+  sessionsDir: string
+}
+
+const trees: Tree[] = []
+let savedKey: string | undefined
+
+/** A real plugin tree: sessions stored as JSONL under a temporary folder, the model a scripted mock. */
+async function boot(shared?: { home: string; work: string; mock: MockLlm }): Promise<Tree> {
+  savedKey ??= process.env.DEEPSEEK_API_KEY
+  process.env.DEEPSEEK_API_KEY = 'sk-test'
+  const mock = shared?.mock ?? (await startMockLlm())
+  const home = shared?.home ?? (await realpath(await mkdtemp(join(tmpdir(), 'dsh-conversations-'))))
+  const work = shared?.work ?? join(home, 'project-alpha')
+  if (!shared) await mkdir(work)
+  const sessionsDir = join(home, 'sessions')
+  const root = new Context()
+  await root.plugin(sessionPlugin)
+  await root.plugin(llmPlugin)
+  await root.plugin(deepseekPlugin, { baseURL: mock.url } as DeepSeekConfig)
+  await root.plugin(systemPromptPlugin, {} as systemPromptPlugin.SystemPromptConfig)
+  await root.plugin(toolsPlugin, {} as toolsPlugin.ToolsConfig)
+  await root.plugin(permissionPlugin, {} as permissionPlugin.PermissionConfig)
+  await root.plugin(planPlugin, {} as planPlugin.PlanModeConfig)
+  await root.plugin(jsonlPlugin, { root: sessionsDir })
+  await root.plugin(writerPlugin, { batchDelayMs: 0 })
+  await root.plugin(agentPlugin, {} as agentPlugin.AgentRegistryConfig)
+  await root.plugin(loopPlugin, {} as never)
+  await root.plugin(conversationsPlugin)
+  const tree = { root, mock, home, work, sessionsDir }
+  trees.push(tree)
+  return tree
+}
+
+afterEach(async () => {
+  const done = trees.splice(0)
+  for (const tree of done) await tree.root.fiber.dispose()
+  for (const mock of new Set(done.map((t) => t.mock))) await mock.close()
+  for (const home of new Set(done.map((t) => t.home))) await rm(home, { recursive: true, force: true })
+  if (savedKey === undefined) delete process.env.DEEPSEEK_API_KEY
+  else process.env.DEEPSEEK_API_KEY = savedKey
+})
+
+const user = (text: string) => ({ id: sessionPlugin.newMessageId(), role: 'user' as const, content: [{ type: 'text' as const, text }], source: { kind: 'user' as const } })
+
+/** The events stored on disk for a session (plain or sealed log). */
+async function storedTypes(dir: string, id: string): Promise<{ type: string; data: any }[]> {
+  const file = (await readdir(dir, { recursive: true })).find((f) => f.includes(id))
+  if (!file) throw new Error(`no log for ${id} under ${dir}`)
+  const raw = await readFile(join(dir, file))
+  const text = file.endsWith('.gz') ? gunzipSync(raw).toString('utf8') : raw.toString('utf8')
+  return text.trim().split('\n').slice(1).map((line) => JSON.parse(line))
+}
+
+describe('ctx.conversations', () => {
+  it('a fork runs under the source preset, network and plan mode, even when they changed after the fork point', async () => {
+    const { root, mock } = await boot()
+    mock.enqueue(reply.text('First answer.'))
+    const source = await root.conversations.create({ cwd: (trees[0] as Tree).work })
+    await root.conversations.prompt(source.id, user('Hello'))
+    await root.conversations.configure(source.id, { preset: 'read-only', network: 'off', plan: true })
+
+    const fork = await root.conversations.fork(source.id, { turn: 1 })
+    const view = await root.conversations.show(fork.id)
+    expect(view).toMatchObject({ forkedFrom: source.id, preset: 'read-only', network: 'off', plan: true })
+    expect(root.permission.preset(fork.id)).toBe('read-only')
+    expect(root.planMode.isActive(fork.id)).toBe(true)
+  })
+
+  it('search by folder finds the session, and a query matching nothing finds none', async () => {
+    const { root, mock, work } = await boot()
+    mock.enqueue(reply.text('Done.'))
+    const agent = await root.conversations.create({ cwd: work })
+    await root.conversations.prompt(agent.id, user('Say done'))
+    await root.conversations.close(agent.id)
+    const found = await root.conversations.list({ query: 'project-alpha', limit: 10 })
+    expect(found.sessions.map((s) => s.sessionId)).toEqual([agent.id])
+    expect(found.sessions[0]).toMatchObject({ cwd: work, running: false })
+    expect((await root.conversations.list({ query: 'project-beta', limit: 10 })).sessions).toEqual([])
+  })
+
+  it('a per-session model, effort and preset change is logged and holds after resume in a new process', async () => {
+    const first = await boot()
+    const agent = await first.root.conversations.create({ cwd: first.work })
+    await first.root.conversations.configure(agent.id, { model: 'deepseek-v4-pro', reasoningEffort: 'max', preset: 'read-only' })
+    await first.root.fiber.dispose()
+    trees.splice(trees.indexOf(first), 1)
+
+    const logged = await storedTypes(first.sessionsDir, agent.id)
+    expect(logged.find((e) => e.type === 'conversation/settings')?.data).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'max' })
+    expect(logged.find((e) => e.type === 'permission/preset')?.data).toEqual({ preset: 'read-only' })
+
+    const second = await boot(first)
+    second.mock.enqueue(reply.text('Resumed.'))
+    await second.root.conversations.resume(agent.id)
+    expect(await second.root.conversations.show(agent.id)).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'max', preset: 'read-only' })
+    await second.root.conversations.prompt(agent.id, user('Go on'))
+    const body = second.mock.requests.at(-1)?.body as { model: string }
+    expect(body.model).toBe('deepseek-v4-pro')
+  })
+
+  it('delete refuses a session another process holds, and deletes one nobody holds', async () => {
+    const { root, work, sessionsDir } = await boot()
+    const held = await root.conversations.create({ cwd: work })
+    await root.conversations.close(held.id)
+    // Another live process holds the session: its lease beside the log names it.
+    const other = spawn(process.execPath, ['-e', 'setInterval(() => {}, 60_000)'], { stdio: 'ignore' })
+    try {
+      const log = (await root.sessionPersistence.stat(held.id as SessionId)).file
+      const lease = join(dirname(log), `${held.id}.lock`)
+      await writeFile(lease, JSON.stringify({ pid: other.pid, host: hostname(), since: Date.now() }))
+      const refused = await root.conversations.delete(held.id).catch((error: unknown) => error)
+      expect(refused).toBeInstanceOf(ConversationError)
+      expect(refused).toMatchObject({ kind: 'busy', details: { sessionId: held.id } })
+      expect((refused as Error).message).toContain(`process ${other.pid}`)
+      expect((await root.sessionPersistence.stat(held.id as SessionId)).id).toBe(held.id)
+      await rm(lease)
+    } finally {
+      other.kill()
+    }
+    expect(await root.conversations.delete(held.id)).toEqual([held.id])
+    await expect(root.conversations.show(held.id)).rejects.toMatchObject({ kind: 'not-found' })
+    expect((await readdir(sessionsDir, { recursive: true })).filter((f) => f.includes(held.id))).toEqual([])
+  })
+})
