@@ -136,7 +136,7 @@ export function sessionEvents({ count, cwd, model = 'deepseek-v4-flash', startTi
   const turnOf = (turn, callCounts) => {
     add('turn/start', { turn })
     const userText = `${words(between(12, 40))}?`
-    callCounts.forEach((calls, i) => toolStep(turn, i + 1, calls, i === 0, userText))
+    for (const [i, calls] of callCounts.entries()) toolStep(turn, i + 1, calls, i === 0, userText)
     textStep(turn, callCounts.length + 1)
     add('turn/end', { turn, reason: 'completed' })
   }

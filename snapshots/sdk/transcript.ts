@@ -11,7 +11,7 @@ export type TranscriptEntry = { send: Message } | { sendRaw: string } | { recv: 
 const SESSION_ID = /session-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
 const TIME_KEYS = new Set(['time', 'createdAt', 'updatedAt'])
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 /**
  * Maps run-specific values to placeholders (`out`) and back (`in`): the
@@ -56,7 +56,7 @@ export class Normaliser {
     const pairs = [...this.fixed.map(([a, p]) => [p, a] as const), ...[...this.ids].map(([a, p]) => [p, a] as const)]
     if (pairs.length === 0) return text
     const lookup = new Map(pairs)
-    return text.replace(new RegExp(pairs.map(([p]) => escape(p)).join('|'), 'g'), (p) => lookup.get(p) ?? p)
+    return text.replace(new RegExp(pairs.map(([p]) => escapeRegExp(p)).join('|'), 'g'), (p) => lookup.get(p) ?? p)
   }
 
   out(value: unknown): unknown {

@@ -67,7 +67,7 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     const bash = toolUpdates(updates, 'call_bash')
     expect(bash[0]).toMatchObject({ sessionUpdate: 'tool_call', kind: 'execute', status: 'pending', title: '`echo counted $((2+3))`' })
     expect(bash.map((u) => u.status)).toEqual(['pending', 'in_progress', 'completed'])
-    expect(bash.at(-1)?.content).toEqual([{ type: 'content', content: { type: 'text', text: expect.stringMatching(/^```console\n[^]*counted 5[^]*\n```$/) } }])
+    expect(bash.at(-1)?.content).toEqual([{ type: 'content', content: { type: 'text', text: expect.stringMatching(/^```console\n[\s\S]*counted 5[\s\S]*\n```$/) } }])
 
     const file = path.join(t.work, 'app.cfg')
     const read = toolUpdates(updates, 'call_read')
@@ -141,7 +141,7 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     expect((await client.prompt(sessionId, 'deploy the site')).stopReason).toBe('end_turn')
     const deploy = toolUpdates(client.updatesOf(sessionId), 'call_deploy')
     expect(deploy[0]).toMatchObject({ sessionUpdate: 'tool_call', kind: 'execute', title: 'Deploy site', rawInput: { target: path.join(t.work, 'site') } })
-    expect(deploy.at(-1)).toMatchObject({ status: 'completed', content: [{ type: 'content', content: { type: 'text', text: '```console\ndeployed ' + path.join(t.work, 'site') + '\n```' } }] })
+    expect(deploy.at(-1)).toMatchObject({ status: 'completed', content: [{ type: 'content', content: { type: 'text', text: `\`\`\`console\ndeployed ${path.join(t.work, 'site')}\n\`\`\`` } }] })
     await client.close()
   })
 

@@ -84,7 +84,7 @@ describe('--dump-config', () => {
     const blocks = result.stdout.split(/^(?=# == )/m)
     const block = (label: string) => blocks.filter((b) => b.startsWith(`# == ${label}\n`))
     expect(block(`@dsh/bundle-base, patched by @dsh/bundle-headless, ${overlay}`)).toEqual([
-      ['# == @dsh/bundle-base, patched by @dsh/bundle-headless, ' + overlay, '- id: hmr', '  name: "@dsh/hmr"', '  disabled: false', ''].join('\n'),
+      [`# == @dsh/bundle-base, patched by @dsh/bundle-headless, ${overlay}`, '- id: hmr', '  name: "@dsh/hmr"', '  disabled: false', ''].join('\n'),
     ])
     expect(block('@dsh/bundle-headless')).toEqual([
       ['# == @dsh/bundle-headless', '- id: headless-startup', '  name: "@dsh/bundle-headless/startup"', '- id: headless-runner', '  name: "@dsh/bundle-headless/runner"', ''].join('\n'),

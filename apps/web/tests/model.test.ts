@@ -138,7 +138,10 @@ describe('opening a session from its recent part', () => {
     vi.stubGlobal('cancelAnimationFrame', (id: number) => clearTimeout(id))
     let handlers: SessionHandlers | undefined
     const api = { getSession: async () => detail, getEvents: earlier } as unknown as DshApi
-    const live = { subscribe: (_id: string, _after: number, h: SessionHandlers) => ((handlers = h), () => {}) } as unknown as LiveConnection
+    const live = { subscribe: (_id: string, _after: number, h: SessionHandlers) => {
+        handlers = h
+        return () => {}
+      } } as unknown as LiveConnection
     const controller = new SessionController(api, live, 's' as SessionId)
     return { controller, live: () => handlers as SessionHandlers }
   }

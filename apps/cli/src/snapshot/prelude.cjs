@@ -53,7 +53,7 @@ function __dshNotNow(id, key) {
 // else to the real module, loaded on first use at run time.
 function __dshStub(id, info, load) {
   let real
-  const target = function () {}
+  const target = () => {}
   const fixed = Reflect.ownKeys(target).filter((key) => !Reflect.getOwnPropertyDescriptor(target, key).configurable)
   const keys = new Set([...info.keys, ...fixed])
   const resolve = (key) => {

@@ -1,3 +1,3 @@
 export function prepare(importers: Record<string, () => Promise<unknown>>): void {
-  ;(globalThis as any).__importers = importers
+  ;(globalThis as { __importers?: typeof importers }).__importers = importers
 }

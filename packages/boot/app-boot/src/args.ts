@@ -42,7 +42,7 @@ export function parseLauncherArgs(argv: readonly string[]): LaunchRequest {
     profile = checkProfileName(argv[0])
     i = 1
   }
-  const valueOf = (flag: string): string => {
+  const flagValue = (flag: string): string => {
     const token = argv[i] as string
     if (token.startsWith(`${flag}=`)) return token.slice(flag.length + 1)
     i += 1
@@ -54,11 +54,11 @@ export function parseLauncherArgs(argv: readonly string[]): LaunchRequest {
     const token = argv[i] as string
     const flag = token.split('=')[0]
     if (flag === '--profile') {
-      const name = valueOf('--profile')
+      const name = flagValue('--profile')
       if (profile !== undefined) throw new UsageError('select a profile only once')
       profile = checkProfileName(name)
     } else if (flag === '--patch') {
-      const file = argv[i + 1] === undefined && !token.includes('=') ? '' : valueOf('--patch')
+      const file = argv[i + 1] === undefined && !token.includes('=') ? '' : flagValue('--patch')
       if (file === '') throw new UsageError('--patch needs a path')
       patches.push(file)
     } else if (token === '--dump-config' || token === '--dump-default-config') {

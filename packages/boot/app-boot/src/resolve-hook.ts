@@ -22,7 +22,7 @@ function isBare(specifier: string): boolean {
 }
 
 function isPluginModule(url: string | undefined): boolean {
-  return url !== undefined && data !== undefined && data.pluginRoots.some((root) => url.startsWith(root))
+  return url !== undefined && data?.pluginRoots.some((root) => url.startsWith(root)) === true
 }
 
 export async function resolve(specifier: string, context: { parentURL?: string }, next: Resolve): Promise<unknown> {

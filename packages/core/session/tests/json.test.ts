@@ -18,6 +18,7 @@ describe('frozenJsonCopy', () => {
     [{ a: [0, { b: Number.NaN }] }, 'event 7.a[1].b is NaN, which JSON cannot carry'],
     [{ a: { b: -0 } }, 'event 7.a.b is 0, which JSON cannot carry'],
     [{ run: () => 1 }, 'event 7.run is a function, which JSON cannot carry'],
+    // biome-ignore lint/suspicious/noSparseArray: the hole is what this case checks
     [{ list: [1, , 3] }, 'event 7.list[1] is a hole in a sparse array'],
     [{ when: new Date(0) }, 'event 7.when is a Date instance, not plain data'],
     [{ big: 1n }, 'event 7.big is a bigint, which JSON cannot carry'],

@@ -74,7 +74,7 @@ describe('read', () => {
 
   it('pages with offset and limit and says how to continue', async () => {
     await boot()
-    await writeFile(join(dir, 'n.txt'), Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join('\n') + '\n')
+    await writeFile(join(dir, 'n.txt'), `${Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join('\n')}\n`)
     const page = text(await run('read', { path: 'n.txt', offset: 3, limit: 2 }))
     expect(page).toBe('     3\tline 3\n     4\tline 4\n\n(Showing lines 3-4 of 10. Use offset=5 to continue.)')
     const tail = text(await run('read', { path: 'n.txt', offset: 9 }))

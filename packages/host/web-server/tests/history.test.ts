@@ -21,7 +21,7 @@ describe('recentHistory', () => {
   const third = turn(3, 'flash')
   const log = [preset, ...first, ...second, ...third]
   // Numbered in log order (the events inside a turn were made before its start).
-  log.forEach((e, i) => Object.assign(e, { seq: i }))
+  for (const [i, e] of log.entries()) Object.assign(e, { seq: i })
 
   it('cuts at the start of the turn its last events begin in, and sums what it left out per model', () => {
     const { events, earlier } = recentHistory(log, 2)

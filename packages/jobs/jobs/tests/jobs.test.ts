@@ -226,7 +226,7 @@ describe('job tools', () => {
     await writeFile(join(dir, 'go'), '')
     const out = text(await pending)
     // Either the output or the exit comes first; one more read has the rest.
-    const all = out + '\n' + text(await call('job_output', { job_id: id, wait_ms: 600_000 }))
+    const all = `${out}\n${text(await call('job_output', { job_id: id, wait_ms: 600_000 }))}`
     expect(all).toContain('done')
     expect(all).toContain('[status: exited, exit code: 0]')
   })

@@ -201,19 +201,35 @@ export class JsonRpcPeer {
       this.sendError(peekRequestId(line), ErrorCodes.ParseError, `parse error: ${describe(error)}`)
       return
     }
-    if (Array.isArray(message)) return this.sendError(null, ErrorCodes.InvalidRequest, 'batches are not supported: send one JSON object per line')
-    if (!isObject(message)) return this.sendError(null, ErrorCodes.InvalidRequest, 'a message must be a JSON object')
+    if (Array.isArray(message)) {
+      this.sendError(null, ErrorCodes.InvalidRequest, 'batches are not supported: send one JSON object per line')
+      return
+    }
+    if (!isObject(message)) {
+      this.sendError(null, ErrorCodes.InvalidRequest, 'a message must be a JSON object')
+      return
+    }
     const id = isId(message.id) ? message.id : null
-    if (message.jsonrpc !== '2.0') return this.sendError(id, ErrorCodes.InvalidRequest, '"jsonrpc" must be "2.0"')
+    if (message.jsonrpc !== '2.0') {
+      this.sendError(id, ErrorCodes.InvalidRequest, '"jsonrpc" must be "2.0"')
+      return
+    }
     if ('method' in message) {
       if (typeof message.method !== 'string' || message.method === '') {
-        return this.sendError(id, ErrorCodes.InvalidRequest, '"method" must be a non-empty string')
+        this.sendError(id, ErrorCodes.InvalidRequest, '"method" must be a non-empty string')
+      } else if (message.id === undefined) {
+        this.receiveNotification(message.method, message.params)
+      } else if (id === null) {
+        this.sendError(null, ErrorCodes.InvalidRequest, '"id" must be a string or a number')
+      } else {
+        void this.receiveRequest(id, message.method, message.params)
       }
-      if (message.id === undefined) return this.receiveNotification(message.method, message.params)
-      if (id === null) return this.sendError(null, ErrorCodes.InvalidRequest, '"id" must be a string or a number')
-      return void this.receiveRequest(id, message.method, message.params)
+      return
     }
-    if ('result' in message || 'error' in message) return this.receiveResponse(message)
+    if ('result' in message || 'error' in message) {
+      this.receiveResponse(message)
+      return
+    }
     this.sendError(id, ErrorCodes.InvalidRequest, 'a message needs a "method" (a request or notification) or a "result" or "error" (a response)')
   }
 

@@ -86,7 +86,7 @@ describe('dsh sessions (command module)', () => {
     await store([{ id: 'tooly', events: toolTurn() }])
     const { code, stdout } = await run('show', 'tooly')
     expect(code).toBe(0)
-    expect(stdout).toMatch(/^session  tooly\n/)
+    expect(stdout).toMatch(/^session {2}tooly\n/)
     expect(stdout).toContain('messages 1 from the user, 2 from the model')
     expect(stdout).toContain('What is in the `notes`?')
     expect(stdout).toContain('  > read {"path":"notes.txt"}  [failed: notes.txt does not exist]')

@@ -379,7 +379,7 @@ describe('bash in the background', () => {
     let all = ''
     for (;;) {
       const out = text(await call('job_output', { job_id: id, wait_ms: 60_000 }))
-      all += out + '\n'
+      all += `${out}\n`
       if (!out.endsWith('[status: running]')) break
     }
     expect(all).toContain('two')

@@ -9,7 +9,7 @@ import type { TerminalToolsConfig } from './config.ts'
 const CURSORS = 'tool-terminal:cursors'
 
 /** Matches any new character: "some output has arrived". */
-const ANY_OUTPUT = /[^]/
+const ANY_OUTPUT = /[\s\S]/
 
 const terminalId = z.string().min(1).describe('The id terminal_create returned, e.g. "term-1a2b3c4d".')
 

@@ -10,6 +10,7 @@ export interface RecordedRequest {
   /** Lower-cased header names, as Node parses them. */
   headers: IncomingHttpHeaders
   /** The parsed JSON body; `undefined` when the body was empty or not JSON. */
+  // biome-ignore lint/suspicious/noExplicitAny: tests read request bodies of any provider's shape
   body: any
   /** The body as received. */
   rawBody: string

@@ -23,7 +23,7 @@ function mapStrings(value: unknown, rewrite: (text: string) => string): unknown 
   return value
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 /**
  * Takes the run-specific values out of a log so that two runs of the same
@@ -56,7 +56,7 @@ export function normaliseLog(log: SessionLog, options: NormaliseOptions = {}): N
   for (const [text, placeholder] of Object.entries(options.replace ?? {})) add(text, placeholder)
 
   const keys = [...tokens.keys()].sort((a, b) => b.length - a.length)
-  const pattern = keys.length > 0 ? new RegExp(keys.map(escape).join('|'), 'g') : undefined
+  const pattern = keys.length > 0 ? new RegExp(keys.map(escapeRegExp).join('|'), 'g') : undefined
   const rewrite = (text: string) => (pattern ? text.replace(pattern, (match) => tokens.get(match) ?? match) : text)
 
   const { createdAt: _createdAt, ...header } = log.header

@@ -53,6 +53,7 @@ function launchLine(args: string[], options: DshOptions): { program: string; arg
   chmodSync(mount, 0o755)
   const launcher = path.join(mount, path.relative(repoRoot, dshLauncher))
   const { uid, gid } = options.asUser
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash script, not a template
   const script = 'mount --bind "$1" "$2" && shift 2 && exec setpriv --reuid="$1" --regid="$2" --clear-groups "$3" "${@:4}"'
   return {
     program: 'unshare',

@@ -23,8 +23,8 @@ const FOCUSABLE = 'button:not([disabled]), [href], input:not([disabled]), select
  */
 export function Dialog({ title, onEscape, children, wide, tone = 'default', onKey, className }: DialogProps) {
   const ref = useRef<HTMLDialogElement>(null)
-  const escape = useRef(onEscape)
-  escape.current = onEscape
+  const onEscapeRef = useRef(onEscape)
+  onEscapeRef.current = onEscape
 
   useEffect(() => {
     const dialog = ref.current
@@ -35,7 +35,7 @@ export function Dialog({ title, onEscape, children, wide, tone = 'default', onKe
     first?.focus()
     const onCancel = (event: Event) => {
       event.preventDefault()
-      escape.current()
+      onEscapeRef.current()
     }
     dialog.addEventListener('cancel', onCancel)
     return () => {
