@@ -19,7 +19,11 @@ interface Manifest {
 const dirs = ['packages', 'apps'].flatMap((top) =>
   readdirSync(top, { withFileTypes: true })
     .filter((d) => d.isDirectory())
-    .flatMap((d) => (top === 'apps' ? [path.join(top, d.name)] : readdirSync(path.join(top, d.name)).map((p) => path.join(top, d.name, p)))),
+    .flatMap((d) =>
+      top === 'apps'
+        ? [path.join(top, d.name)]
+        : readdirSync(path.join(top, d.name)).map((p) => path.join(top, d.name, p)),
+    ),
 )
 
 function entriesOf(dir: string): string[] {
@@ -28,7 +32,9 @@ function entriesOf(dir: string): string[] {
   const fromBin = Object.values(manifest.bin ?? {})
     .filter((file) => file.endsWith('.js'))
     .map((file) => file.replace(/^\.\/lib\//, './src/').replace(/\.js$/, '.ts'))
-  return [...new Set([...fromExports, ...fromBin, ...(extraEntries[dir] ?? [])])].filter((entry) => existsSync(path.join(dir, entry)))
+  return [...new Set([...fromExports, ...fromBin, ...(extraEntries[dir] ?? [])])].filter((entry) =>
+    existsSync(path.join(dir, entry)),
+  )
 }
 
 // Inlined for start-up time: yaml ships ~100 small ES modules, and loading
@@ -40,11 +46,18 @@ const extraEntries: Record<string, string[]> = { [path.join('apps', 'cli')]: ['.
 /** Builds the startup snapshot and the launcher; a failure there warns and leaves the plain entry (it never fails the build). */
 const buildSnapshot = (): Promise<void> =>
   new Promise((resolve) => {
-    spawn(process.execPath, [path.resolve('scripts/snapshot/build.mjs')], { stdio: 'inherit' }).on('close', () => resolve())
+    spawn(process.execPath, [path.resolve('scripts/snapshot/build.mjs')], { stdio: 'inherit' }).on('close', () =>
+      resolve(),
+    )
   })
 
 const configs: UserConfig[] = dirs
-  .filter((dir) => existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'src')) && dir !== path.join('apps', 'web'))
+  .filter(
+    (dir) =>
+      existsSync(path.join(dir, 'package.json')) &&
+      existsSync(path.join(dir, 'src')) &&
+      dir !== path.join('apps', 'web'),
+  )
   .filter((dir) => entriesOf(dir).length > 0)
   .map((dir) => ({
     name: dir,

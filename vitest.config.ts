@@ -9,7 +9,12 @@ export default defineConfig({
   resolve: { conditions: ['dsh-source'] },
   ssr: { resolve: { conditions: ['dsh-source'] } },
   test: {
-    include: ['apps/*/tests/**/*.test.ts', 'packages/*/*/tests/**/*.test.ts', 'scripts/**/*.test.ts', 'snapshots/**/*.test.ts'],
+    include: [
+      'apps/*/tests/**/*.test.ts',
+      'packages/*/*/tests/**/*.test.ts',
+      'scripts/**/*.test.ts',
+      'snapshots/**/*.test.ts',
+    ],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

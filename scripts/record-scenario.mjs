@@ -68,15 +68,21 @@ const SCENARIOS = {
       exitCode: 0,
     },
     replies: () => [
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'wc -l < app.cfg', description: 'Count the lines of app.cfg' } }], {
-        reasoning: 'Count the lines with wc first.',
-      }),
+      reply.toolCalls(
+        [{ name: 'bash', arguments: { command: 'wc -l < app.cfg', description: 'Count the lines of app.cfg' } }],
+        {
+          reasoning: 'Count the lines with wc first.',
+        },
+      ),
       reply.toolCalls([{ name: 'read', arguments: { path: 'app.cfg' } }], {
         content: 'app.cfg has 3 lines. I will read it before editing.',
       }),
-      reply.toolCalls([{ name: 'edit', arguments: { path: 'app.cfg', old_string: 'version = 1', new_string: 'version = 2' } }], {
-        reasoning: 'Line 2 holds the version.',
-      }),
+      reply.toolCalls(
+        [{ name: 'edit', arguments: { path: 'app.cfg', old_string: 'version = 1', new_string: 'version = 2' } }],
+        {
+          reasoning: 'Line 2 holds the version.',
+        },
+      ),
       reply.text('app.cfg has 3 lines, and its version is now 2.', { reasoning: 'The edit went through.' }),
     ],
   },
@@ -94,9 +100,14 @@ const SCENARIOS = {
           { name: 'read', arguments: { path: 'names.txt' } },
           { name: 'read', arguments: { path: 'ages.txt' } },
         ],
-        { reasoning: 'Both files are needed; read them together.', usage: { promptCacheHitTokens: 0, promptCacheMissTokens: 920, completionTokens: 48, reasoningTokens: 10 } },
+        {
+          reasoning: 'Both files are needed; read them together.',
+          usage: { promptCacheHitTokens: 0, promptCacheMissTokens: 920, completionTokens: 48, reasoningTokens: 10 },
+        },
       ),
-      reply.text('carol is the oldest, at 45.', { usage: { promptCacheHitTokens: 896, promptCacheMissTokens: 120, completionTokens: 9, reasoningTokens: 0 } }),
+      reply.text('carol is the oldest, at 45.', {
+        usage: { promptCacheHitTokens: 896, promptCacheMissTokens: 120, completionTokens: 9, reasoningTokens: 0 },
+      }),
     ],
   },
 
@@ -143,10 +154,12 @@ async function record(name) {
     const problems = []
     if (result.code !== scenario.exitCode) problems.push(`exit code ${result.code}, expected ${scenario.exitCode}`)
     if (mock.pending > 0) problems.push(`${mock.pending} of ${script.length} replies were not used`)
-    if (mock.requests.length !== script.length) problems.push(`${mock.requests.length} requests for ${script.length} replies`)
+    if (mock.requests.length !== script.length)
+      problems.push(`${mock.requests.length} requests for ${script.length} replies`)
     const logs = await replay.findSessionLogs(path.join(home, 'sessions'))
     if (logs.length !== 1) problems.push(`${logs.length} session logs instead of 1`)
-    if (problems.length > 0) throw new Error(`${problems.join('; ')}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`)
+    if (problems.length > 0)
+      throw new Error(`${problems.join('; ')}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`)
 
     const text = await replay.readSessionText(logs[0])
     // Fails here, not in the test, when the log cannot be replayed.

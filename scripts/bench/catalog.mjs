@@ -70,29 +70,61 @@ function sessionLog(id, index, rand, words, now, fileLines) {
   }
   const message = (role, content, source) => ({ id: `m${seq}`, role, content, source })
   const model = { kind: 'model', provider: 'deepseek', model: 'deepseek-v4-flash' }
-  const usage = () => ({ inputTokens: between(500, 30000), outputTokens: between(20, 800), cacheReadTokens: between(0, 20000) })
+  const usage = () => ({
+    inputTokens: between(500, 30000),
+    outputTokens: between(20, 800),
+    cacheReadTokens: between(0, 20000),
+  })
   const turns = between(1, 6)
   for (let turn = 1; turn <= turns; turn++) {
     add('turn/start', { turn })
     const steps = between(0, 4)
     for (let step = 1; step <= steps + 1; step++) {
       add('step/start', { turn, step })
-      if (step === 1) add('user/message', { message: message('user', [{ type: 'text', text: `${text(8, 60)}?` }], { kind: 'user' }) })
+      if (step === 1)
+        add('user/message', { message: message('user', [{ type: 'text', text: `${text(8, 60)}?` }], { kind: 'user' }) })
       if (step <= steps) {
         const callId = `call_${turn}_${step}`
         const args = JSON.stringify({ path: `src/${words.draw()}.ts` })
         add('assistant/message', {
           turn,
           step,
-          message: message('assistant', [{ type: 'reasoning', text: text(10, 40) }, { type: 'text', text: text(5, 25) }, { type: 'tool-call', id: callId, name: 'read', arguments: args }], model),
+          message: message(
+            'assistant',
+            [
+              { type: 'reasoning', text: text(10, 40) },
+              { type: 'text', text: text(5, 25) },
+              { type: 'tool-call', id: callId, name: 'read', arguments: args },
+            ],
+            model,
+          ),
           finish: 'tool-calls',
           usage: usage(),
         })
         add('tool/call', { turn, step, callId, name: 'read', arguments: args })
-        const output = Array.from({ length: between(4, 30) }, (_, i) => `${String(i + 1).padStart(6)}\t${fileLines[Math.floor(rand() * fileLines.length)]}`).join('\n')
-        add('tool/result', { turn, step, callId, name: 'read', message: message('user', [{ type: 'tool-result', toolCallId: callId, content: [{ type: 'text', text: output }] }], { kind: 'tool', name: 'read' }) })
+        const output = Array.from(
+          { length: between(4, 30) },
+          (_, i) => `${String(i + 1).padStart(6)}\t${fileLines[Math.floor(rand() * fileLines.length)]}`,
+        ).join('\n')
+        add('tool/result', {
+          turn,
+          step,
+          callId,
+          name: 'read',
+          message: message(
+            'user',
+            [{ type: 'tool-result', toolCallId: callId, content: [{ type: 'text', text: output }] }],
+            { kind: 'tool', name: 'read' },
+          ),
+        })
       } else {
-        add('assistant/message', { turn, step, message: message('assistant', [{ type: 'text', text: text(30, 150) }], model), finish: 'stop', usage: usage() })
+        add('assistant/message', {
+          turn,
+          step,
+          message: message('assistant', [{ type: 'text', text: text(30, 150) }], model),
+          finish: 'stop',
+          usage: usage(),
+        })
       }
       add('step/end', { turn, step })
     }
@@ -106,7 +138,9 @@ async function writeLogs(dir, words, rand) {
   const { compress } = createRequire(path.join(root, 'packages/session/persistence-jsonl/package.json'))('zstd-napi')
   await mkdir(dir, { recursive: true, mode: 0o700 })
   const now = Date.UTC(2026, 0, 5, 9)
-  const fileLines = Array.from({ length: 2000 }, () => Array.from({ length: 3 + Math.floor(rand() * 7) }, words.draw).join(' '))
+  const fileLines = Array.from({ length: 2000 }, () =>
+    Array.from({ length: 3 + Math.floor(rand() * 7) }, words.draw).join(' '),
+  )
   let bytes = 0
   for (let i = 0; i < SESSIONS; i += 100) {
     await Promise.all(
@@ -195,7 +229,8 @@ export async function run({ runs }) {
     const firstPage = await ctx.sessionCatalog.list({ includeChildren: true, limit: 1 })
     const buildMs = performance.now() - buildStarted
     const indexed = (await ctx.sessionCatalog.list({ includeChildren: true, limit: 1000 })).sessions.length
-    if (!firstPage.sessions.length || indexed < 1000) throw new Error(`the catalog holds ${indexed} sessions after the build`)
+    if (!firstPage.sessions.length || indexed < 1000)
+      throw new Error(`the catalog holds ${indexed} sessions after the build`)
 
     const queries = querySet(words, random(11))
     const byKind = new Map()
@@ -246,14 +281,23 @@ export async function run({ runs }) {
     return {
       rows: [
         row(`build from ${SESSIONS.toLocaleString('en')} logs (catalog missing)`, ms(buildMs)),
-        row('open of the built catalog to its first read, no log changed / 10 logs changed', `${unchanged.ms.toFixed(1)} / ${tenChanged.ms.toFixed(1)} ms`),
+        row(
+          'open of the built catalog to its first read, no log changed / 10 logs changed',
+          `${unchanged.ms.toFixed(1)} / ${tenChanged.ms.toFixed(1)} ms`,
+        ),
         row('search, median of all queries', ms(searchMs), `< ${SEARCH_TARGET_MS} ms`, searchMs < SEARCH_TARGET_MS),
         row('search, p90 / max', `${percentile(all, 90).toFixed(1)} / ${Math.max(...all).toFixed(1)} ms`),
         ...kindRows,
         row('list, first page of 50, median', ms(median(lists))),
         row('list, one folder, page of 50, median', ms(median(filtered))),
-        row('live: session.append per event, without / with the catalog', `${(median(withoutCatalog.appends) * 1000).toFixed(1)} / ${(median(live.appends) * 1000).toFixed(1)} µs`),
-        row('live: catalog write of one turn (14 events), median / max', `${median(live.flushes).toFixed(2)} / ${Math.max(...live.flushes).toFixed(2)} ms`),
+        row(
+          'live: session.append per event, without / with the catalog',
+          `${(median(withoutCatalog.appends) * 1000).toFixed(1)} / ${(median(live.appends) * 1000).toFixed(1)} µs`,
+        ),
+        row(
+          'live: catalog write of one turn (14 events), median / max',
+          `${median(live.flushes).toFixed(2)} / ${Math.max(...live.flushes).toFixed(2)} ms`,
+        ),
       ],
       note: `${SESSIONS} logs, ${(bytes / 1e6).toFixed(0)} MB plain (${Math.round(SEALED_SHARE * 100)}% sealed), written in ${(generateMs / 1000).toFixed(1)} s; ${all.length} searches (${queries.length} queries x ${runs}), ${(hits / all.length).toFixed(1)} hits each on average (limit 20); search min / max ${range(all)} ms`,
     }

@@ -53,7 +53,8 @@ export function percentile(values, p) {
 
 export const ms = (value) => `${value.toFixed(1)} ms`
 export const mib = (kib) => `${(kib / 1024).toFixed(1)} MiB`
-export const range = (values, format = (v) => v.toFixed(1)) => `${format(Math.min(...values))} / ${format(Math.max(...values))}`
+export const range = (values, format = (v) => v.toFixed(1)) =>
+  `${format(Math.min(...values))} / ${format(Math.max(...values))}`
 
 /** A 0700 temp folder; `dispose()` removes it. */
 export async function tempDir(label) {
@@ -125,7 +126,13 @@ export function runDsh(args, { home, cwd = root, env = {}, allowFailure = false 
     const startedAt = performance.now()
     const child = spawn(file, argv, {
       cwd,
-      env: childEnv({ DSH_HOME: home, DSH_SESSION_TITLES: 'off', NODE_OPTIONS: `--require="${probe}"`, ...launcherEnv, ...env }),
+      env: childEnv({
+        DSH_HOME: home,
+        DSH_SESSION_TITLES: 'off',
+        NODE_OPTIONS: `--require="${probe}"`,
+        ...launcherEnv,
+        ...env,
+      }),
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     })
     let stdout = ''
@@ -211,18 +218,29 @@ export function row(figure, value, target, met) {
 /** Rows for wall times in ms: the median against `targetMs`, then min / max. */
 export function wallRows(walls, targetMs) {
   const value = median(walls)
-  return [row('wall time, median', ms(value), `< ${targetMs} ms`, value < targetMs), row('wall time, min / max', `${range(walls)} ms`)]
+  return [
+    row('wall time, median', ms(value), `< ${targetMs} ms`, value < targetMs),
+    row('wall time, min / max', `${range(walls)} ms`),
+  ]
 }
 
 /** Rows for peak RSS figures in KiB: the max against `targetMiB`, then the median. */
 export function rssRows(rssKiB, targetMiB) {
   const peak = Math.max(...rssKiB)
-  return [row('peak RSS, max', mib(peak), `< ${targetMiB} MiB`, peak < targetMiB * 1024), row('peak RSS, median', mib(median(rssKiB)))]
+  return [
+    row('peak RSS, max', mib(peak), `< ${targetMiB} MiB`, peak < targetMiB * 1024),
+    row('peak RSS, median', mib(median(rssKiB))),
+  ]
 }
 
 /** Prints a benchmark's table: a title line, then aligned figure / value / target / verdict columns. */
 export function printTable(title, rows, note) {
-  const cells = rows.map((r) => [r.figure, r.value, r.target ?? '', r.target === undefined ? '' : r.met ? 'met' : 'NOT met'])
+  const cells = rows.map((r) => [
+    r.figure,
+    r.value,
+    r.target ?? '',
+    r.target === undefined ? '' : r.met ? 'met' : 'NOT met',
+  ])
   const header = ['figure', 'value', 'target', '']
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)))
   const line = (c) => `  ${c.map((text, i) => text.padEnd(widths[i])).join('   ')}`.trimEnd()

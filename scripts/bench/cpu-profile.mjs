@@ -7,7 +7,10 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 
-const { values, positionals } = parseArgs({ options: { top: { type: 'string' }, from: { type: 'string' }, until: { type: 'string' } }, allowPositionals: true })
+const { values, positionals } = parseArgs({
+  options: { top: { type: 'string' }, from: { type: 'string' }, until: { type: 'string' } },
+  allowPositionals: true,
+})
 if (positionals.length !== 1) {
   console.error('usage: node scripts/bench/cpu-profile.mjs <file.cpuprofile> [--top N] [--from <ms>] [--until <ms>]')
   process.exit(1)
@@ -31,7 +34,8 @@ function owner(url) {
   if (url.startsWith('node:')) return 'node internals'
   return url
 }
-const frameName = (cf) => `${cf.functionName || '(anonymous)'} ${cf.url.replace(/^.*node_modules\/\.pnpm\//, '').replace(/^file:\/\/\/.*?\/(packages|apps)\//, '$1/')}:${cf.lineNumber + 1}`
+const frameName = (cf) =>
+  `${cf.functionName || '(anonymous)'} ${cf.url.replace(/^.*node_modules\/\.pnpm\//, '').replace(/^file:\/\/\/.*?\/(packages|apps)\//, '$1/')}:${cf.lineNumber + 1}`
 const isModuleMachinery = (cf) => /^node:internal\/modules\//.test(cf.url)
 
 let sampled = 0
@@ -60,14 +64,19 @@ for (let i = 0; i < profile.samples.length; i++) {
   const loading = stack.some(isModuleMachinery)
   add(byActivity, loading ? 'loading modules (resolve, read, compile, run top level)' : 'running code', us)
   // Owner: the innermost frame that belongs to a package (native frames count for their caller).
-  const owned = stack.find((cf) => owner(cf.url) && owner(cf.url) !== 'node internals') ?? stack.find((cf) => owner(cf.url))
+  const owned =
+    stack.find((cf) => owner(cf.url) && owner(cf.url) !== 'node internals') ?? stack.find((cf) => owner(cf.url))
   add(byOwner, owned ? owner(owned.url) : leaf.functionName || '(native)', us)
   add(selfByFunction, leaf.url ? frameName(leaf) : `${leaf.functionName || '(native)'} (native)`, us)
   const seen = new Set()
   for (const cf of stack) {
     if (cf.lineNumber === 0 && cf.columnNumber === 0 && cf.url && !cf.url.startsWith('node:') && !seen.has(cf.url)) {
       seen.add(cf.url)
-      add(moduleEval, cf.url.replace(/^.*node_modules\/\.pnpm\//, '').replace(/^file:\/\/\/.*?\/(packages|apps)\//, '$1/'), us)
+      add(
+        moduleEval,
+        cf.url.replace(/^.*node_modules\/\.pnpm\//, '').replace(/^file:\/\/\/.*?\/(packages|apps)\//, '$1/'),
+        us,
+      )
     }
   }
 }
@@ -79,8 +88,11 @@ const section = (title, map, limit = top) => {
   console.log('')
 }
 
-const window = from > 0 || until < Infinity ? ` (from ${from / 1000} to ${until < Infinity ? until / 1000 : 'the end'} ms)` : ''
-console.log(`${positionals[0]}: ${(sampled / 1000).toFixed(1)} ms sampled${window}, ${((profile.endTime - profile.startTime) / 1000).toFixed(1)} ms profiled\n`)
+const window =
+  from > 0 || until < Infinity ? ` (from ${from / 1000} to ${until < Infinity ? until / 1000 : 'the end'} ms)` : ''
+console.log(
+  `${positionals[0]}: ${(sampled / 1000).toFixed(1)} ms sampled${window}, ${((profile.endTime - profile.startTime) / 1000).toFixed(1)} ms profiled\n`,
+)
 section('by activity', byActivity)
 section('by owner (self time, native frames counted for the package that called them)', byOwner)
 section('module top levels, inclusive (evaluating the module and what it requires synchronously)', moduleEval)

@@ -18,8 +18,14 @@ export async function run({ runs }) {
     for (let i = 0; i < runs; i++) samples.push(await runDsh(args, { home: box.home, cwd: box.workspace }))
     return {
       rows: [
-        ...wallRows(samples.map((s) => s.wallMs), WALL_TARGET_MS),
-        ...rssRows(samples.map((s) => s.maxRssKiB), RSS_TARGET_MIB),
+        ...wallRows(
+          samples.map((s) => s.wallMs),
+          WALL_TARGET_MS,
+        ),
+        ...rssRows(
+          samples.map((s) => s.maxRssKiB),
+          RSS_TARGET_MIB,
+        ),
       ],
     }
   } finally {

@@ -16,7 +16,11 @@ export async function run({ runs }) {
   try {
     const once = async () => {
       server.timeline.length = 0
-      const result = await runDsh(['--profile', 'headless', 'Say hello.'], { home: box.home, cwd: box.workspace, env: server.env })
+      const result = await runDsh(['--profile', 'headless', 'Say hello.'], {
+        home: box.home,
+        cwd: box.workspace,
+        env: server.env,
+      })
       const first = server.timeline.find((e) => e.kind === 'request')
       if (!first) throw new Error(`dsh exited without calling the model:\n${result.stderr}`)
       return { wall: first.t - result.startedAt, marks: result.marks }

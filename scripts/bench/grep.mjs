@@ -22,7 +22,10 @@ async function makeTree(dir) {
     await Promise.all(
       Array.from({ length: FILES_PER_DIR }, (_, f) => {
         const marker = (d * FILES_PER_DIR + f) % 1000 === 0 ? '// NEEDLE: find me\n' : ''
-        return writeFile(path.join(sub, `file${f}.ts`), `export const value${f} = ${f}\n${marker}export function f${f}() { return value${f} * 2 }\n`)
+        return writeFile(
+          path.join(sub, `file${f}.ts`),
+          `export const value${f} = ${f}\n${marker}export function f${f}() { return value${f} * 2 }\n`,
+        )
       }),
     )
   }
@@ -35,7 +38,9 @@ function rg(rgPath, args, cwd) {
     let out = ''
     child.stdout.on('data', (chunk) => (out += chunk))
     child.on('error', reject)
-    child.on('close', (code) => (code === 0 ? resolve({ ms: performance.now() - started, out }) : reject(new Error(`rg exited ${code}`))))
+    child.on('close', (code) =>
+      code === 0 ? resolve({ ms: performance.now() - started, out }) : reject(new Error(`rg exited ${code}`)),
+    )
   })
 }
 

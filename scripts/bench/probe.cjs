@@ -24,7 +24,13 @@ dc.subscribe('undici:client:sendHeaders', onHeaders)
 
 process.on('exit', () => {
   const { v8Start, environment } = performance.nodeTiming
-  const report = { maxRssKiB: process.resourceUsage().maxRSS, v8StartMs: v8Start, environmentMs: environment, codeStartMs, firstRequestMs }
+  const report = {
+    maxRssKiB: process.resourceUsage().maxRSS,
+    v8StartMs: v8Start,
+    environmentMs: environment,
+    codeStartMs,
+    firstRequestMs,
+  }
   try {
     writeSync(3, `${JSON.stringify(report)}\n`)
   } catch {

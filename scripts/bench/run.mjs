@@ -18,7 +18,19 @@ import * as step from './step.mjs'
 import * as twoStep from './two-step.mjs'
 import * as web from './web.mjs'
 
-const BENCHMARKS = [dumpConfig, firstRequest, step, twoStep, sessionOpen, grep, bashCall, catalog, sdkRoundTrip, sdkEvents, web]
+const BENCHMARKS = [
+  dumpConfig,
+  firstRequest,
+  step,
+  twoStep,
+  sessionOpen,
+  grep,
+  bashCall,
+  catalog,
+  sdkRoundTrip,
+  sdkEvents,
+  web,
+]
 const NAMES = BENCHMARKS.map((b) => b.name)
 
 const usage = `usage: pnpm bench [--runs N] [--only <name>]... [--cpu-prof <dir>] [--plain]
@@ -59,7 +71,10 @@ if (options.help) {
 }
 const runs = options.runs === undefined ? undefined : Number(options.runs)
 if (runs !== undefined && (!Number.isInteger(runs) || runs < 1)) fail('--runs needs a positive whole number')
-const only = (options.only ?? []).flatMap((value) => value.split(',')).map((value) => value.trim()).filter(Boolean)
+const only = (options.only ?? [])
+  .flatMap((value) => value.split(','))
+  .map((value) => value.trim())
+  .filter(Boolean)
 for (const name of only) if (!NAMES.includes(name)) fail(`unknown benchmark "${name}"`)
 if (!existsSync(launcher)) fail(`${path.relative(process.cwd(), launcher)} is missing: run \`pnpm build\` first`)
 if (options.plain) usePlainEntry()
@@ -71,8 +86,13 @@ if (options['cpu-prof']) {
 
 const selected = BENCHMARKS.filter((b) => only.length === 0 || only.includes(b.name))
 const cpus = os.cpus()
-console.log(`dsh benchmarks: node ${process.version}, ${os.platform()} ${os.arch()}, ${cpus.length} CPU(s) (${cpus[0]?.model.trim() ?? 'unknown'})`)
-if (options['cpu-prof']) console.log(`CPU profiles of every dsh run go to ${path.resolve(options['cpu-prof'])} (profiling slows the runs down)`)
+console.log(
+  `dsh benchmarks: node ${process.version}, ${os.platform()} ${os.arch()}, ${cpus.length} CPU(s) (${cpus[0]?.model.trim() ?? 'unknown'})`,
+)
+if (options['cpu-prof'])
+  console.log(
+    `CPU profiles of every dsh run go to ${path.resolve(options['cpu-prof'])} (profiling slows the runs down)`,
+  )
 if (options.plain) console.log('dsh runs take the plain entry, node apps/cli/lib/bin.js (no startup snapshot)')
 console.log('')
 
@@ -100,7 +120,9 @@ for (const benchmark of selected) {
   }
 }
 const total = ((performance.now() - started) / 1000).toFixed(1)
-console.log(`targets met: ${met} of ${targets}; ${selected.length - broken.length} of ${selected.length} benchmark(s) ran; ${total} s in all`)
+console.log(
+  `targets met: ${met} of ${targets}; ${selected.length - broken.length} of ${selected.length} benchmark(s) ran; ${total} s in all`,
+)
 if (broken.length) {
   console.log(`benchmarks that could not run: ${broken.join(', ')}`)
   process.exitCode = 1

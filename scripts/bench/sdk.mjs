@@ -1,13 +1,29 @@
 // The SDK surface: `dsh --profile sdk` driven by the TypeScript client
 // (@dsh/sdk-client, built lib) against the instant mock. Two benchmarks:
 // the round trip of a prompt, and how many events per second reach a client.
-import { childEnv, dshCommand, importLib, median, ms, percentile, range, row, sandbox, startTimedMock } from './common.mjs'
+import {
+  childEnv,
+  dshCommand,
+  importLib,
+  median,
+  ms,
+  percentile,
+  range,
+  row,
+  sandbox,
+  startTimedMock,
+} from './common.mjs'
 
 /** A client on a fresh `dsh --profile sdk` (started as the other benchmarks start dsh) in the sandbox; resolves once `initialize` was answered. */
 async function connect(box, env) {
   const { DshClient } = await importLib('packages/sdk/client/lib/index.js')
   const [command, args, launcherEnv] = dshCommand(['--profile', 'sdk'])
-  return DshClient.spawn({ command, args, cwd: box.workspace, env: childEnv({ DSH_HOME: box.home, ...launcherEnv, ...env }) })
+  return DshClient.spawn({
+    command,
+    args,
+    cwd: box.workspace,
+    env: childEnv({ DSH_HOME: box.home, ...launcherEnv, ...env }),
+  })
 }
 
 const ROUND_TRIP_TARGET_MS = 15
@@ -62,7 +78,9 @@ export const eventRate = {
   defaultRuns: 3,
   async run({ runs }) {
     const { reply } = await importLib('packages/test-support/llm-mock/lib/index.js')
-    const server = await startTimedMock(reply.text('ab'.repeat(DELTAS), { keepAlive: false, chunkSize: 2, usage: null }))
+    const server = await startTimedMock(
+      reply.text('ab'.repeat(DELTAS), { keepAlive: false, chunkSize: 2, usage: null }),
+    )
     const box = await sandbox('sdk-events')
     const client = await connect(box, server.env)
     try {
@@ -90,7 +108,12 @@ export const eventRate = {
       const value = median(samples.map((s) => s.rate))
       return {
         rows: [
-          row('notifications per second, median', `${Math.round(value)} /s`, `> ${EVENTS_TARGET_PER_S} /s`, value > EVENTS_TARGET_PER_S),
+          row(
+            'notifications per second, median',
+            `${Math.round(value)} /s`,
+            `> ${EVENTS_TARGET_PER_S} /s`,
+            value > EVENTS_TARGET_PER_S,
+          ),
           row('notifications per run', String(samples[0].count)),
         ],
         note: 'from the first notification of a prompt to its idle status, as read by the client',

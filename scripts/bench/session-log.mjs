@@ -20,25 +20,45 @@ const WORDS = (
   'build green before it answers with a short summary of what changed and why the session log stays the truth'
 ).split(' ')
 
-const FILES = ['src/index.ts', 'src/session.ts', 'src/store.ts', 'tests/store.test.ts', 'package.json', 'README.md', 'src/util/format.ts', 'src/cli.ts']
+const FILES = [
+  'src/index.ts',
+  'src/session.ts',
+  'src/store.ts',
+  'tests/store.test.ts',
+  'package.json',
+  'README.md',
+  'src/util/format.ts',
+  'src/cli.ts',
+]
 
 /** The tool schemas a request header records (the shapes of dsh's own tools, with shorter descriptions). */
 const TOOLS = [
   {
     name: 'bash',
-    description: 'Run a command with `bash -c` in the workspace and return its output, separate stdout and stderr sections and the exit code.',
+    description:
+      'Run a command with `bash -c` in the workspace and return its output, separate stdout and stderr sections and the exit code.',
     parameters: {
       type: 'object',
-      properties: { command: { type: 'string', minLength: 1 }, timeout: { type: 'integer', minimum: 1, maximum: 600000 }, description: { type: 'string' } },
+      properties: {
+        command: { type: 'string', minLength: 1 },
+        timeout: { type: 'integer', minimum: 1, maximum: 600000 },
+        description: { type: 'string' },
+      },
       required: ['command'],
     },
   },
   {
     name: 'edit',
-    description: 'Replace exact text in a file; `old_string` must match exactly once unless `replace_all` is true. Returns a diff.',
+    description:
+      'Replace exact text in a file; `old_string` must match exactly once unless `replace_all` is true. Returns a diff.',
     parameters: {
       type: 'object',
-      properties: { path: { type: 'string', minLength: 1 }, old_string: { type: 'string', minLength: 1 }, new_string: { type: 'string' }, replace_all: { type: 'boolean' } },
+      properties: {
+        path: { type: 'string', minLength: 1 },
+        old_string: { type: 'string', minLength: 1 },
+        new_string: { type: 'string' },
+        replace_all: { type: 'boolean' },
+      },
       required: ['path', 'old_string', 'new_string'],
     },
   },
@@ -47,14 +67,23 @@ const TOOLS = [
     description: 'Read a text file; returns its lines numbered like `cat -n`, up to 2000 lines from `offset`.',
     parameters: {
       type: 'object',
-      properties: { path: { type: 'string', minLength: 1 }, offset: { type: 'integer', minimum: 1 }, limit: { type: 'integer', minimum: 1 } },
+      properties: {
+        path: { type: 'string', minLength: 1 },
+        offset: { type: 'integer', minimum: 1 },
+        limit: { type: 'integer', minimum: 1 },
+      },
       required: ['path'],
     },
   },
   {
     name: 'write',
-    description: 'Write a whole text file, creating folders as needed. An existing file must have been read in this session first.',
-    parameters: { type: 'object', properties: { path: { type: 'string', minLength: 1 }, content: { type: 'string' } }, required: ['path', 'content'] },
+    description:
+      'Write a whole text file, creating folders as needed. An existing file must have been read in this session first.',
+    parameters: {
+      type: 'object',
+      properties: { path: { type: 'string', minLength: 1 }, content: { type: 'string' } },
+      required: ['path', 'content'],
+    },
   },
 ]
 
@@ -67,7 +96,13 @@ const TOOLS = [
  * first step of the session also carries the system message and the request
  * header and context. Ends on a completed turn.
  */
-export function sessionEvents({ count, cwd, model = 'deepseek-v4-flash', startTime = Date.UTC(2026, 0, 5, 9), seed = 42 }) {
+export function sessionEvents({
+  count,
+  cwd,
+  model = 'deepseek-v4-flash',
+  startTime = Date.UTC(2026, 0, 5, 9),
+  seed = 42,
+}) {
   const rand = random(seed)
   const pick = (list) => list[Math.floor(rand() * list.length)]
   const words = (n) => Array.from({ length: n }, () => pick(WORDS)).join(' ')
@@ -81,7 +116,12 @@ export function sessionEvents({ count, cwd, model = 'deepseek-v4-flash', startTi
     events.push({ seq: events.length, time, type, data })
   }
   const message = (role, content, src) => ({ id: randomUUID(), role, content, source: src })
-  const usage = () => ({ inputTokens: between(2000, 60000), outputTokens: between(20, 600), cacheReadTokens: between(0, 50000), reasoningTokens: between(0, 300) })
+  const usage = () => ({
+    inputTokens: between(2000, 60000),
+    outputTokens: between(20, 600),
+    cacheReadTokens: between(0, 50000),
+    reasoningTokens: between(0, 300),
+  })
 
   const toolCall = (turn, step, index) => {
     const id = `call_${String(index).padStart(2, '0')}_${randomUUID().replaceAll('-', '').slice(0, 16)}`
@@ -97,8 +137,10 @@ export function sessionEvents({ count, cwd, model = 'deepseek-v4-flash', startTi
   }
   const toolOutput = (call) => {
     const lines = between(4, 12)
-    if (call.name === 'read') return Array.from({ length: lines }, (_, i) => `${String(i + 1).padStart(6)}\t${words(between(3, 9))}`).join('\n')
-    if (call.name === 'bash') return `stdout:\n${Array.from({ length: lines }, () => ` ✓ ${words(between(3, 7))}`).join('\n')}\nexit code: 0`
+    if (call.name === 'read')
+      return Array.from({ length: lines }, (_, i) => `${String(i + 1).padStart(6)}\t${words(between(3, 9))}`).join('\n')
+    if (call.name === 'bash')
+      return `stdout:\n${Array.from({ length: lines }, () => ` ✓ ${words(between(3, 7))}`).join('\n')}\nexit code: 0`
     return `--- a\n+++ b\n@@ -1,3 +1,3 @@\n-${words(6)}\n+${words(7)}\n ${words(8)}`
   }
 
@@ -107,7 +149,13 @@ export function sessionEvents({ count, cwd, model = 'deepseek-v4-flash', startTi
     add('step/start', { turn, step })
     if (first) {
       if (turn === 1) {
-        add('system/message', { message: message('system', [{ type: 'text', text: `You are dsh, a coding agent working in ${cwd} with the ${model} model.` }], { kind: 'system' }) })
+        add('system/message', {
+          message: message(
+            'system',
+            [{ type: 'text', text: `You are dsh, a coding agent working in ${cwd} with the ${model} model.` }],
+            { kind: 'system' },
+          ),
+        })
       }
       add('user/message', { message: message('user', [{ type: 'text', text: userText }], { kind: 'user' }) })
       if (turn === 1) {
@@ -116,20 +164,41 @@ export function sessionEvents({ count, cwd, model = 'deepseek-v4-flash', startTi
       }
     }
     const list = Array.from({ length: calls }, (_, i) => toolCall(turn, step, i))
-    const content = [{ type: 'reasoning', text: words(between(10, 40)) }, { type: 'text', text: words(between(5, 20)) }]
+    const content = [
+      { type: 'reasoning', text: words(between(10, 40)) },
+      { type: 'text', text: words(between(5, 20)) },
+    ]
     for (const c of list) content.push({ type: 'tool-call', id: c.id, name: c.name, arguments: c.arguments })
-    add('assistant/message', { turn, step, message: message('assistant', content, source), finish: 'tool-calls', usage: usage() })
+    add('assistant/message', {
+      turn,
+      step,
+      message: message('assistant', content, source),
+      finish: 'tool-calls',
+      usage: usage(),
+    })
     for (const c of list) add('tool/call', { turn, step, callId: c.id, name: c.name, arguments: c.arguments })
     for (const c of list) {
       const block = { type: 'tool-result', toolCallId: c.id, content: [{ type: 'text', text: toolOutput(c) }] }
-      add('tool/result', { turn, step, callId: c.id, name: c.name, message: message('user', [block], { kind: 'tool', name: c.name }) })
+      add('tool/result', {
+        turn,
+        step,
+        callId: c.id,
+        name: c.name,
+        message: message('user', [block], { kind: 'tool', name: c.name }),
+      })
     }
     add('step/end', { turn, step })
   }
   const textStep = (turn, step) => {
     add('step/start', { turn, step })
     const content = [{ type: 'text', text: words(between(40, 120)) }]
-    add('assistant/message', { turn, step, message: message('assistant', content, source), finish: 'stop', usage: usage() })
+    add('assistant/message', {
+      turn,
+      step,
+      message: message('assistant', content, source),
+      finish: 'stop',
+      usage: usage(),
+    })
     add('step/end', { turn, step })
   }
   // One turn made of tool steps with these call counts, then a text answer.

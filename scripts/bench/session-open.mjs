@@ -27,7 +27,9 @@ async function timeOpen(persistence, id, runs) {
     const log = await persistence.open(id)
     samples.push(performance.now() - started)
     if (log.events.length !== EVENTS || log.problems.length) {
-      throw new Error(`open(${id}) returned ${log.events.length} events and ${log.problems.length} problem(s), expected ${EVENTS} and none`)
+      throw new Error(
+        `open(${id}) returned ${log.events.length} events and ${log.problems.length} problem(s), expected ${EVENTS} and none`,
+      )
     }
   }
   return { first: samples[0], later: samples.slice(1) }
@@ -73,7 +75,11 @@ export async function run({ runs }) {
       await restore()
       server.timeline.length = 0
       server.mock.reset()
-      const result = await runDsh(['--profile', 'headless', '--resume', id, 'One more thing.'], { home: box.home, cwd: box.workspace, env: server.env })
+      const result = await runDsh(['--profile', 'headless', '--resume', id, 'One more thing.'], {
+        home: box.home,
+        cwd: box.workspace,
+        env: server.env,
+      })
       const first = server.timeline.find((e) => e.kind === 'request')
       if (!first) throw new Error(`dsh --resume exited without calling the model:\n${result.stderr}`)
       request = server.mock.requests[0]

@@ -15,16 +15,23 @@ const TARGET_MS = 10
 export async function run({ runs }) {
   const replies = await instantReplies()
   const server = await startTimedMock((request) =>
-    toolResults(request) < STEPS ? replies.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }]) : replies.text('Read it.'),
+    toolResults(request) < STEPS
+      ? replies.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }])
+      : replies.text('Read it.'),
   )
   const box = await sandbox(name)
   try {
     const once = async () => {
       server.timeline.length = 0
-      await runDsh(['--profile', 'headless', 'Read notes.txt again and again.'], { home: box.home, cwd: box.workspace, env: server.env })
+      await runDsh(['--profile', 'headless', 'Read notes.txt again and again.'], {
+        home: box.home,
+        cwd: box.workspace,
+        env: server.env,
+      })
       const events = [...server.timeline]
       const requests = events.filter((e) => e.kind === 'request')
-      if (requests.length !== STEPS + 1) throw new Error(`expected ${STEPS + 1} model requests, the mock got ${requests.length}`)
+      if (requests.length !== STEPS + 1)
+        throw new Error(`expected ${STEPS + 1} model requests, the mock got ${requests.length}`)
       // Requests are sequential: request i, its reply ends, request i+1.
       const gaps = []
       for (let i = 0; i < events.length - 1; i++) {

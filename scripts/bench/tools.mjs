@@ -24,7 +24,10 @@ export async function toolContext() {
     ctx,
     /** Runs one tool call through the whole pipeline; throws on an error result. */
     async call(name, args, cwd) {
-      const result = await ctx.tools.execute({ callId: `bench-${++n}`, name, arguments: JSON.stringify(args) }, run(cwd))
+      const result = await ctx.tools.execute(
+        { callId: `bench-${++n}`, name, arguments: JSON.stringify(args) },
+        run(cwd),
+      )
       if (result.isError) throw new Error(`${name} failed: ${JSON.stringify(result.content).slice(0, 300)}`)
       return result
     },

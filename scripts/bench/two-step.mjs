@@ -1,6 +1,17 @@
 // A whole two-step headless task: the model calls `read`, then answers.
 // Wall time from spawn to exit, and the process's peak RSS.
-import { instantReplies, median, ms, row, rssRows, runDsh, sandbox, startTimedMock, toolResults, wallRows } from './common.mjs'
+import {
+  instantReplies,
+  median,
+  ms,
+  row,
+  rssRows,
+  runDsh,
+  sandbox,
+  startTimedMock,
+  toolResults,
+  wallRows,
+} from './common.mjs'
 
 export const name = 'two-step'
 export const title = 'two-step headless task (read, then answer): wall time and peak memory'
@@ -12,13 +23,19 @@ const RSS_TARGET_MIB = 100
 export async function run({ runs }) {
   const replies = await instantReplies()
   const server = await startTimedMock((request) =>
-    toolResults(request) === 0 ? replies.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }]) : replies.text('The file has 12 lines.'),
+    toolResults(request) === 0
+      ? replies.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }])
+      : replies.text('The file has 12 lines.'),
   )
   const box = await sandbox(name)
   try {
     const once = async () => {
       server.timeline.length = 0
-      const result = await runDsh(['--profile', 'headless', 'How many lines does notes.txt have?'], { home: box.home, cwd: box.workspace, env: server.env })
+      const result = await runDsh(['--profile', 'headless', 'How many lines does notes.txt have?'], {
+        home: box.home,
+        cwd: box.workspace,
+        env: server.env,
+      })
       const requests = server.timeline.filter((e) => e.kind === 'request').length
       if (requests !== 2) throw new Error(`expected 2 model requests, the mock got ${requests}`)
       if (!result.stdout.includes('12 lines')) throw new Error(`unexpected answer: ${JSON.stringify(result.stdout)}`)
@@ -31,10 +48,16 @@ export async function run({ runs }) {
     for (let i = 0; i < runs; i++) samples.push(await once())
     return {
       rows: [
-        ...wallRows(samples.map((s) => s.wallMs), WALL_TARGET_MS),
+        ...wallRows(
+          samples.map((s) => s.wallMs),
+          WALL_TARGET_MS,
+        ),
         row('of which spawn to first request, median', ms(median(samples.map((s) => s.toFirstRequest)))),
         row('of which last reply end to exit, median', ms(median(samples.map((s) => s.afterLastReply)))),
-        ...rssRows(samples.map((s) => s.maxRssKiB), RSS_TARGET_MIB),
+        ...rssRows(
+          samples.map((s) => s.maxRssKiB),
+          RSS_TARGET_MIB,
+        ),
       ],
     }
   } finally {

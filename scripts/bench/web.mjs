@@ -40,7 +40,11 @@ function thousandMessages(cwd) {
 /** Starts `dsh web --port 0 --no-open` and resolves with its origin once it listens. */
 function startWeb(home, cwd, env) {
   const [command, args, launcherEnv] = dshCommand(['web', '--port', '0', '--no-open'])
-  const child = spawn(command, args, { cwd, env: childEnv({ DSH_HOME: home, ...launcherEnv, ...env }), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(command, args, {
+    cwd,
+    env: childEnv({ DSH_HOME: home, ...launcherEnv, ...env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   child.stderr.on('data', (chunk) => (stderr += chunk))
@@ -69,7 +73,9 @@ function startWeb(home, cwd, env) {
 
 /** Waits for the app's performance mark `name`; resolves with its time from navigation start. */
 async function markTime(page, name) {
-  const mark = await page.waitForFunction((mark) => performance.getEntriesByName(mark)[0]?.startTime, name, { timeout: 30_000 })
+  const mark = await page.waitForFunction((mark) => performance.getEntriesByName(mark)[0]?.startTime, name, {
+    timeout: 30_000,
+  })
   return mark.jsonValue()
 }
 
@@ -99,7 +105,9 @@ export async function run({ runs }) {
   const box = await sandbox(name)
   const words = Array.from({ length: STREAM_WORDS }, (_, i) => `token${i}`).join(' ')
   const server = await startTimedMock((request) =>
-    request.body?.tools?.length ? reply.text(words, { delayMs: STREAM_DELAY_MS, keepAlive: false }) : reply.text('Title', { keepAlive: false }),
+    request.body?.tools?.length
+      ? reply.text(words, { delayMs: STREAM_DELAY_MS, keepAlive: false })
+      : reply.text('Title', { keepAlive: false }),
   )
   let web
   let browser
@@ -123,7 +131,14 @@ export async function run({ runs }) {
     const origin = await web.origin
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     })
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
 
@@ -160,7 +175,8 @@ export async function run({ runs }) {
     const { page } = await paint()
     const cdp = await context.newCDPSession(page)
     await cdp.send('Performance.enable')
-    const metric = async (key) => (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === key)?.value ?? Number.NaN
+    const metric = async (key) =>
+      (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === key)?.value ?? Number.NaN
     await cdp.send('HeapProfiler.collectGarbage')
     const heapLoaded = await metric('JSHeapUsedSize')
     const nodesLoaded = await metric('Nodes')
@@ -170,9 +186,17 @@ export async function run({ runs }) {
     const input = page.getByRole('combobox', { name: 'Message' })
     await input.fill('Stream a long answer')
     await input.press('Enter')
-    await page.waitForFunction(() => document.querySelector('[data-node="assistant-text"][aria-busy="true"]'), undefined, { polling: 100, timeout: 30_000 })
+    await page.waitForFunction(
+      () => document.querySelector('[data-node="assistant-text"][aria-busy="true"]'),
+      undefined,
+      { polling: 100, timeout: 30_000 },
+    )
     const start = await page.evaluate(() => performance.now())
-    await page.waitForFunction(() => !document.querySelector('[data-node="assistant-text"][aria-busy="true"]'), undefined, { polling: 100, timeout: 60_000 })
+    await page.waitForFunction(
+      () => !document.querySelector('[data-node="assistant-text"][aria-busy="true"]'),
+      undefined,
+      { polling: 100, timeout: 60_000 },
+    )
     const { frames, shift } = await page.evaluate((from) => {
       window.__stopFrames = true
       return { frames: window.__frames.filter((t) => t >= from), shift: window.__shift }
@@ -188,12 +212,25 @@ export async function run({ runs }) {
     const paintMedian = median(paints)
     return {
       rows: [
-        row(`first paint of a ${MESSAGES}-message session, median`, ms(paintMedian), `< ${PAINT_TARGET_MS} ms`, paintMedian < PAINT_TARGET_MS),
+        row(
+          `first paint of a ${MESSAGES}-message session, median`,
+          ms(paintMedian),
+          `< ${PAINT_TARGET_MS} ms`,
+          paintMedian < PAINT_TARGET_MS,
+        ),
         row('first paint, min / max', `${range(paints)} ms`),
         row('  app script running, median', ms(median(starts))),
-        row('  GET /api/sessions/:id (recent part) sent / answered, median', `${ms(median(requests))} / ${ms(median(loads))}`),
+        row(
+          '  GET /api/sessions/:id (recent part) sent / answered, median',
+          `${ms(median(requests))} / ${ms(median(loads))}`,
+        ),
         row('whole conversation loaded (the earlier part read after the paint), median', ms(median(wholes))),
-        row('frame rate while streaming 100 tokens/s', `${fps.toFixed(1)} fps`, `>= ${FPS_TARGET} fps`, fps >= FPS_TARGET),
+        row(
+          'frame rate while streaming 100 tokens/s',
+          `${fps.toFixed(1)} fps`,
+          `>= ${FPS_TARGET} fps`,
+          fps >= FPS_TARGET,
+        ),
         row('longest frame while streaming', ms(longest)),
         row('layout shift score while streaming', shift.toFixed(4)),
         row('JS heap after opening the session', mibOf(heapLoaded)),

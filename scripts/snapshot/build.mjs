@@ -43,11 +43,27 @@ const LOCATES_OWN_FILES = new Set(['@vscode/ripgrep'])
  * specifiers (undici's index, not the dispatcher files the DeepSeek adapter
  * loads), and files reached by relative imports (zod's locales).
  */
-const LAZY_PACKAGES = new Set(['@modelcontextprotocol/sdk', '@agentclientprotocol/sdk', 'ws', 'turndown', 'import-meta-resolve'])
+const LAZY_PACKAGES = new Set([
+  '@modelcontextprotocol/sdk',
+  '@agentclientprotocol/sdk',
+  'ws',
+  'turndown',
+  'import-meta-resolve',
+])
 const LAZY_SPECIFIERS = new Set(['undici'])
 const LAZY_FILES = [/\/zod\/v4\/locales\/index\.js$/]
 /** Built-in modules that cannot be loaded while a snapshot is built (Node 20). */
-const UNSAFE_BUILTINS = ['http', 'https', 'http2', 'tls', '_http_client', '_http_common', '_http_outgoing', '_http_server', 'repl']
+const UNSAFE_BUILTINS = [
+  'http',
+  'https',
+  'http2',
+  'tls',
+  '_http_client',
+  '_http_common',
+  '_http_outgoing',
+  '_http_server',
+  'repl',
+]
 /** Modules known to make at load time what a snapshot cannot hold; evaluated at run time. */
 const DEFER = []
 const KEEP_NAMES_HELPER = 'var __name = (target, value) => __defProp(target, "name", { value, configurable: true });'
@@ -75,7 +91,8 @@ function inBoxModules() {
       const file = typeof target === 'string' ? target : target.default
       if (file) modules.set(key === '.' ? dep : `${dep}/${key.slice(2)}`, relative(path.join(dir, file)))
     }
-    for (const name of SHARED) if (manifest.dependencies?.[name] && !sharedFrom.has(name)) sharedFrom.set(name, path.join(dir, 'package.json'))
+    for (const name of SHARED)
+      if (manifest.dependencies?.[name] && !sharedFrom.has(name)) sharedFrom.set(name, path.join(dir, 'package.json'))
   }
   return { modules, sharedFrom }
 }
@@ -83,7 +100,8 @@ function inBoxModules() {
 /** The folder of the package a file belongs to (nested package.json files without a name, like dist/esm/, do not count). */
 function packageRoot(file) {
   let dir = path.dirname(file)
-  while (!existsSync(path.join(dir, 'package.json')) || !readJson(path.join(dir, 'package.json')).name) dir = path.dirname(dir)
+  while (!existsSync(path.join(dir, 'package.json')) || !readJson(path.join(dir, 'package.json')).name)
+    dir = path.dirname(dir)
   return dir
 }
 
@@ -185,7 +203,9 @@ async function bundle(modules, sharedFrom) {
       let file = relative(id)
       if (!file.includes('node_modules/')) file = file.replace('/src/', '/lib/').replace(/\.ts$/, '.js')
       // `require` made from the module's own URL is the bundle's require: what it loads is bundled.
-      return code.replace(/^const require = createRequire\(import\.meta\.url\)\n/m, '').replaceAll('import.meta.url', `__dshFileUrl(${JSON.stringify(file)})`)
+      return code
+        .replace(/^const require = createRequire\(import\.meta\.url\)\n/m, '')
+        .replaceAll('import.meta.url', `__dshFileUrl(${JSON.stringify(file)})`)
     },
   }
   const build = await rolldown({
@@ -213,12 +233,16 @@ function writeBundle(file, code, modules, externals) {
     root,
     importHelper,
     files: Object.fromEntries(modules),
-    externals: Object.fromEntries([...externals].map(([rel, file]) => [rel, describeModule(createRequire(file)(file), false)])),
+    externals: Object.fromEntries(
+      [...externals].map(([rel, file]) => [rel, describeModule(createRequire(file)(file), false)]),
+    ),
     unsafeBuiltins: Object.fromEntries(UNSAFE_BUILTINS.map((name) => [name, describeModule(require(name), true)])),
   }
   // The bundle's own dynamic imports go through the launcher's (see prelude.cjs).
   // ASCII only: V8 keeps a source with any other character at two bytes per character.
-  const body = code.replace(/(?<![\w$.])import\(/g, '__dshImport(').replace(/[^\x00-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  const body = code
+    .replace(/(?<![\w$.])import\(/g, '__dshImport(')
+    .replace(/[^\x00-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
   const prelude = readFileSync(path.join(cliDir, 'src/snapshot/prelude.cjs'), 'utf8')
   mkdirSync(outDir, { recursive: true })
   writeFileSync(
@@ -243,13 +267,22 @@ function attempt(script, tmpBlob, deferred) {
   const mark = result.stderr.split('\n').find((line) => line.startsWith(DEFER_MARK))
   if (result.status === 3 && mark) return { defer: JSON.parse(mark.slice(DEFER_MARK.length)) }
   if (result.status === 0 && existsSync(tmpBlob)) {
-    for (const line of result.stderr.split('\n')) if (line.startsWith(WARN_MARK)) console.warn(`snapshot: WARNING: ${JSON.parse(line.slice(WARN_MARK.length))}`)
+    for (const line of result.stderr.split('\n'))
+      if (line.startsWith(WARN_MARK)) console.warn(`snapshot: WARNING: ${JSON.parse(line.slice(WARN_MARK.length))}`)
     return { ok: true }
   }
   // V8 names what it could not serialize ("global handle not serialized: ... <BlockList ...>").
   const kinds = [...new Set([...output.matchAll(/- prototype: \S+ <(\w+)/g)].map((m) => m[1]))]
-  const first = output.split('\n').find((line) => line.trim() && !/Warning: It's not yet fully verified|^It may still work|^To request support|trace-warnings/.test(line))
-  return { crash: `exited ${result.status ?? result.signal}${kinds.length ? ` (objects it cannot serialize: ${kinds.join(', ')})` : ''}: ${first ?? ''}` }
+  const first = output
+    .split('\n')
+    .find(
+      (line) =>
+        line.trim() &&
+        !/Warning: It's not yet fully verified|^It may still work|^To request support|trace-warnings/.test(line),
+    )
+  return {
+    crash: `exited ${result.status ?? result.signal}${kinds.length ? ` (objects it cannot serialize: ${kinds.join(', ')})` : ''}: ${first ?? ''}`,
+  }
 }
 
 /**
@@ -283,7 +316,9 @@ function buildBlob(script, tmpBlob, order) {
     }
     const culprit = candidates[low - 1]
     deferred.push(culprit)
-    console.warn(`snapshot: WARNING: ${culprit} is evaluated at run time: the snapshot cannot hold what it makes at load time; node --build-snapshot ${result.crash}. Make that lazy, or add it to DEFER in scripts/snapshot/build.mjs to skip this search.`)
+    console.warn(
+      `snapshot: WARNING: ${culprit} is evaluated at run time: the snapshot cannot hold what it makes at load time; node --build-snapshot ${result.crash}. Make that lazy, or add it to DEFER in scripts/snapshot/build.mjs to skip this search.`,
+    )
   }
 }
 
@@ -405,7 +440,9 @@ try {
   renameSync(tmpBlob, blobFile)
   withBlob = true
   const size = (statSync(blobFile).size / 2 ** 20).toFixed(1)
-  log(`${relative(blobFile)} (${size} MiB, ${modules.size - deferred.length} of ${modules.size} modules evaluated) in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+  log(
+    `${relative(blobFile)} (${size} MiB, ${modules.size - deferred.length} of ${modules.size} modules evaluated) in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  )
 } catch (error) {
   console.warn(`snapshot: WARNING: no startup snapshot, dsh will start the slower plain way: ${error.stack ?? error}`)
 } finally {

@@ -83,7 +83,10 @@ export async function warmUp(load, specifiers) {
             offset: z.number().int().min(1).optional().describe('A line.'),
             all: z.boolean().default(false),
             mode: z.enum(['a', 'b']).optional(),
-            items: z.array(z.object({ text: z.string(), done: z.boolean().optional() })).max(10).optional(),
+            items: z
+              .array(z.object({ text: z.string(), done: z.boolean().optional() }))
+              .max(10)
+              .optional(),
             extra: z.union([z.string(), z.number()]).nullable().optional(),
             meta: z.record(z.string(), z.string()).optional(),
           }),

@@ -54,8 +54,14 @@ async function run(scenario: AcpScenario, replies: MockReply[], root: string): P
   mock.reset()
   mock.enqueue(...replies)
   const { home, workspace } = await prepareRun(root, { files: scenario.files } as Scenario)
-  const client = new AcpTestClient({ home, cwd: workspace, env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-replay' }, fs: scenario.fs })
-  for (const [name, text] of Object.entries(scenario.buffers ?? {})) client.buffers.set(path.join(workspace, name), text)
+  const client = new AcpTestClient({
+    home,
+    cwd: workspace,
+    env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-replay' },
+    fs: scenario.fs,
+  })
+  for (const [name, text] of Object.entries(scenario.buffers ?? {}))
+    client.buffers.set(path.join(workspace, name), text)
   let sessionId = ''
   try {
     await client.initialize()
@@ -81,7 +87,12 @@ async function run(scenario: AcpScenario, replies: MockReply[], root: string): P
     [workspace, '<workspace>'],
     [home, '<home>'],
   ]
-  return { transcript: normaliseTranscript(client.transcript, replacements), logText, log: parseSessionLog(logText), home }
+  return {
+    transcript: normaliseTranscript(client.transcript, replacements),
+    logText,
+    log: parseSessionLog(logText),
+    home,
+  }
 }
 
 /**
@@ -92,7 +103,8 @@ async function run(scenario: AcpScenario, replies: MockReply[], root: string): P
  */
 function normaliseTranscript(entries: TranscriptEntry[], replacements: Array<[string, string]>): TranscriptEntry[] {
   let text = JSON.stringify(entries)
-  for (const [value, placeholder] of [...replacements].sort((a, b) => b[0].length - a[0].length)) text = text.split(value).join(placeholder)
+  for (const [value, placeholder] of [...replacements].sort((a, b) => b[0].length - a[0].length))
+    text = text.split(value).join(placeholder)
   const out: TranscriptEntry[] = []
   for (const entry of JSON.parse(text) as TranscriptEntry[]) {
     const message = entry.message as Record<string, any>
@@ -100,8 +112,15 @@ function normaliseTranscript(entries: TranscriptEntry[], replacements: Array<[st
     const update = message.method === 'session/update' ? message.params.update : undefined
     const previous = out.at(-1)?.message as Record<string, any> | undefined
     const last = previous?.method === 'session/update' ? previous.params.update : undefined
-    const joinable = (u: any) => (u?.sessionUpdate === 'agent_message_chunk' || u?.sessionUpdate === 'agent_thought_chunk') && u.content?.type === 'text'
-    if (joinable(update) && joinable(last) && last.sessionUpdate === update.sessionUpdate && previous?.params.sessionId === message.params.sessionId) {
+    const joinable = (u: any) =>
+      (u?.sessionUpdate === 'agent_message_chunk' || u?.sessionUpdate === 'agent_thought_chunk') &&
+      u.content?.type === 'text'
+    if (
+      joinable(update) &&
+      joinable(last) &&
+      last.sessionUpdate === update.sessionUpdate &&
+      previous?.params.sessionId === message.params.sessionId
+    ) {
       last.content.text += update.content.text
       continue
     }
@@ -115,49 +134,56 @@ async function folders(): Promise<string[]> {
   return names.filter((name) => existsSync(path.join(here, name, 'scenario.json'))).sort()
 }
 
-if (!recording) describe('recorded ACP scenarios', async () => {
-  const names = await folders()
+if (!recording)
+  describe('recorded ACP scenarios', async () => {
+    const names = await folders()
 
-  it('has the scenarios to replay', () => {
-    expect(names).toEqual(expect.arrayContaining(Object.keys(SCENARIOS)))
+    it('has the scenarios to replay', () => {
+      expect(names).toEqual(expect.arrayContaining(Object.keys(SCENARIOS)))
+    })
+
+    for (const name of names) {
+      it(`replays ${name}`, { timeout: 60_000 }, async () => {
+        const dir = path.join(here, name)
+        const scenario = JSON.parse(await readFile(path.join(dir, 'scenario.json'), 'utf8')) as AcpScenario
+        const recorded = parseSessionLog(
+          await readFile(path.join(dir, 'session.jsonl'), 'utf8'),
+          `${name}/session.jsonl`,
+        )
+        const transcript = JSON.parse(await readFile(path.join(dir, 'transcript.json'), 'utf8')) as TranscriptEntry[]
+        const tmp = await tempDir('dsh-acp-replay-')
+        try {
+          const fresh = await run(scenario, repliesFromLog(recorded), tmp.dir)
+          expect(mock.requests.map((request) => describeRequest(request.body))).toEqual(expectedRequests(recorded))
+          expect(fresh.transcript).toEqual(transcript)
+          expect(normaliseLog(fresh.log, { home: fresh.home })).toEqual(
+            normaliseLog(recorded, { home: recordedHome(recorded) }),
+          )
+        } finally {
+          await tmp.dispose()
+        }
+      })
+    }
   })
 
-  for (const name of names) {
-    it(`replays ${name}`, { timeout: 60_000 }, async () => {
-      const dir = path.join(here, name)
-      const scenario = JSON.parse(await readFile(path.join(dir, 'scenario.json'), 'utf8')) as AcpScenario
-      const recorded = parseSessionLog(await readFile(path.join(dir, 'session.jsonl'), 'utf8'), `${name}/session.jsonl`)
-      const transcript = JSON.parse(await readFile(path.join(dir, 'transcript.json'), 'utf8')) as TranscriptEntry[]
-      const tmp = await tempDir('dsh-acp-replay-')
-      try {
-        const fresh = await run(scenario, repliesFromLog(recorded), tmp.dir)
-        expect(mock.requests.map((request) => describeRequest(request.body))).toEqual(expectedRequests(recorded))
-        expect(fresh.transcript).toEqual(transcript)
-        expect(normaliseLog(fresh.log, { home: fresh.home })).toEqual(normaliseLog(recorded, { home: recordedHome(recorded) }))
-      } finally {
-        await tmp.dispose()
-      }
-    })
-  }
-})
-
-if (recording) describe('recording ACP scenarios', () => {
-  for (const [name, { scenario, replies }] of Object.entries(SCENARIOS)) {
-    it(`records ${name}`, { timeout: 60_000 }, async () => {
-      const tmp = await tempDir('dsh-acp-record-')
-      try {
-        const script = replies()
-        const recorded = await run(scenario, script, tmp.dir)
-        // Fails here, not in the replay, when the log cannot be replayed.
-        repliesFromLog(recorded.log)
-        const dir = path.join(here, name)
-        await mkdir(dir, { recursive: true })
-        await writeFile(path.join(dir, 'scenario.json'), `${JSON.stringify(scenario, null, 2)}\n`)
-        await writeFile(path.join(dir, 'session.jsonl'), recorded.logText)
-        await writeFile(path.join(dir, 'transcript.json'), `${JSON.stringify(recorded.transcript, null, 2)}\n`)
-      } finally {
-        await tmp.dispose()
-      }
-    })
-  }
-})
+if (recording)
+  describe('recording ACP scenarios', () => {
+    for (const [name, { scenario, replies }] of Object.entries(SCENARIOS)) {
+      it(`records ${name}`, { timeout: 60_000 }, async () => {
+        const tmp = await tempDir('dsh-acp-record-')
+        try {
+          const script = replies()
+          const recorded = await run(scenario, script, tmp.dir)
+          // Fails here, not in the replay, when the log cannot be replayed.
+          repliesFromLog(recorded.log)
+          const dir = path.join(here, name)
+          await mkdir(dir, { recursive: true })
+          await writeFile(path.join(dir, 'scenario.json'), `${JSON.stringify(scenario, null, 2)}\n`)
+          await writeFile(path.join(dir, 'session.jsonl'), recorded.logText)
+          await writeFile(path.join(dir, 'transcript.json'), `${JSON.stringify(recorded.transcript, null, 2)}\n`)
+        } finally {
+          await tmp.dispose()
+        }
+      })
+    }
+  })

@@ -28,7 +28,11 @@ export const SCENARIOS: Record<string, { scenario: AcpScenario; replies: () => M
       fs: true,
       files: { 'notes.md': '# Notes\n- buy milk\n' },
       buffers: { 'notes.md': '# Notes\n- buy milk\n- call mom\n' },
-      steps: [{ newSession: {} }, { setMode: 'read-only' }, { prompt: 'Add "walk the dog" to my notes.', permissions: ['allow_once'] }],
+      steps: [
+        { newSession: {} },
+        { setMode: 'read-only' },
+        { prompt: 'Add "walk the dog" to my notes.', permissions: ['allow_once'] },
+      ],
     },
     replies: () => [
       reply.toolCalls(
@@ -47,9 +51,18 @@ export const SCENARIOS: Record<string, { scenario: AcpScenario; replies: () => M
         { reasoning: 'Plan, then read the file before editing it.' },
       ),
       reply.toolCalls([{ id: 'call_read', name: 'read', arguments: { path: 'notes.md' } }]),
-      reply.toolCalls([{ id: 'call_edit', name: 'edit', arguments: { path: 'notes.md', old_string: '- call mom\n', new_string: '- call mom\n- walk the dog\n' } }], {
-        content: 'The list ends with "call mom"; adding the new item after it.',
-      }),
+      reply.toolCalls(
+        [
+          {
+            id: 'call_edit',
+            name: 'edit',
+            arguments: { path: 'notes.md', old_string: '- call mom\n', new_string: '- call mom\n- walk the dog\n' },
+          },
+        ],
+        {
+          content: 'The list ends with "call mom"; adding the new item after it.',
+        },
+      ),
       reply.text('Added "walk the dog" to notes.md.'),
     ],
   },

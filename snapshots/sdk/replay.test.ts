@@ -24,7 +24,14 @@ import {
 } from '../../packages/test-support/replay/src/index.ts'
 import { tempDir } from '../../packages/test-support/testkit/src/index.ts'
 import { SCENARIOS, type ScenarioScript } from './scenarios.ts'
-import { formatTranscript, Normaliser, parseTranscript, replayTranscript, serverSide, transcriptOf } from './transcript.ts'
+import {
+  formatTranscript,
+  Normaliser,
+  parseTranscript,
+  replayTranscript,
+  serverSide,
+  transcriptOf,
+} from './transcript.ts'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const TRANSCRIPT_FILE = 'transcript.jsonl'
@@ -50,7 +57,11 @@ async function start(replies: MockReply[], files?: Record<string, string>): Prom
   mock.enqueue(...replies)
   const tmp = await tempDir('dsh-sdk-replay-')
   const { home, workspace } = await prepareRun(tmp.dir, { task: 'sdk', exitCode: 0, ...(files ? { files } : {}) })
-  const wire = new SdkWire(['--profile', 'sdk'], { home, cwd: workspace, env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-replay' } })
+  const wire = new SdkWire(['--profile', 'sdk'], {
+    home,
+    cwd: workspace,
+    env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-replay' },
+  })
   return { wire, normaliser: new Normaliser({ workspace, home }), home, workspace, dispose: tmp.dispose }
 }
 
@@ -78,7 +89,10 @@ async function drive(script: ScenarioScript, replies: MockReply[]) {
       for (const message of run.wire.received) run.normaliser.out(message)
     }
     const exit = await run.wire.exited
-    const problems = [mock.pending > 0 ? `${mock.pending} replies unused` : '', mock.requests.length !== replies.length ? `${mock.requests.length} requests for ${replies.length} replies` : '']
+    const problems = [
+      mock.pending > 0 ? `${mock.pending} replies unused` : '',
+      mock.requests.length !== replies.length ? `${mock.requests.length} requests for ${replies.length} replies` : '',
+    ]
     if (problems.some(Boolean)) throw new Error(`${problems.filter(Boolean).join('; ')}\nstderr:\n${exit.stderr}`)
     const fresh = new Normaliser({ workspace: run.workspace, home: run.home })
     return { transcript: transcriptOf(run.wire.entries, exit, fresh), log: await onlyLog(run.home) }
@@ -108,15 +122,22 @@ async function record(name: string, script: ScenarioScript): Promise<void> {
 /** The scenario folders: those holding a transcript. */
 async function recorded(): Promise<string[]> {
   const entries = await readdir(here, { withFileTypes: true })
-  return entries.filter((e) => e.isDirectory() && existsSync(path.join(here, e.name, TRANSCRIPT_FILE))).map((e) => e.name).sort()
+  return entries
+    .filter((e) => e.isDirectory() && existsSync(path.join(here, e.name, TRANSCRIPT_FILE)))
+    .map((e) => e.name)
+    .sort()
 }
 
 async function replay(name: string): Promise<void> {
   const dir = path.join(here, name)
   const transcript = parseTranscript(await readFile(path.join(dir, TRANSCRIPT_FILE), 'utf8'))
-  const scenario = JSON.parse(await readFile(path.join(dir, 'scenario.json'), 'utf8')) as { files?: Record<string, string> }
+  const scenario = JSON.parse(await readFile(path.join(dir, 'scenario.json'), 'utf8')) as {
+    files?: Record<string, string>
+  }
   const logFile = path.join(dir, SESSION_FILE)
-  const log: SessionLog | undefined = existsSync(logFile) ? parseSessionLog(await readFile(logFile, 'utf8'), logFile) : undefined
+  const log: SessionLog | undefined = existsSync(logFile)
+    ? parseSessionLog(await readFile(logFile, 'utf8'), logFile)
+    : undefined
   const replies = log ? repliesFromLog(log) : []
   const run = await start(replies, scenario.files)
   try {

@@ -26,12 +26,16 @@ const initialize = (capabilities: Record<string, boolean> = {}): Step => ({
 
 export const SCENARIOS: Record<string, ScenarioScript> = {
   'prompt-bash': {
-    description: 'initialize, a new session, a prompt whose answer needs bash (events, deltas, status), the log after a seq, shutdown',
+    description:
+      'initialize, a new session, a prompt whose answer needs bash (events, deltas, status), the log after a seq, shutdown',
     files: { 'notes.txt': 'alpha\nbeta\ngamma\n' },
     steps: [
       initialize(),
       { request: 'session/new', params: { cwd: '<workspace>' } },
-      { request: 'session/prompt', params: { sessionId: '<session-1>', content: 'How many lines does notes.txt have?' } },
+      {
+        request: 'session/prompt',
+        params: { sessionId: '<session-1>', content: 'How many lines does notes.txt have?' },
+      },
       { request: 'session/events', params: { sessionId: '<session-1>', afterSeq: 11 } },
       { request: 'shutdown' },
     ],

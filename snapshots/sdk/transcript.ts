@@ -83,7 +83,11 @@ function mapJson(value: unknown, rewrite: (text: string) => string, dropTimes: b
 }
 
 /** The wire entries of a finished run as transcript lines. */
-export function transcriptOf(entries: readonly WireEntry[], exit: DshResult, normaliser: Normaliser): TranscriptEntry[] {
+export function transcriptOf(
+  entries: readonly WireEntry[],
+  exit: DshResult,
+  normaliser: Normaliser,
+): TranscriptEntry[] {
   const out = entries.map((entry): TranscriptEntry => {
     if ('recv' in entry) return { recv: normaliser.out(entry.recv) as Message }
     if ('send' in entry) return { send: normaliser.out(entry.send) as Message }
@@ -113,7 +117,11 @@ export function formatTranscript(entries: readonly TranscriptEntry[]): string {
  * A server that prints fewer messages than expected ends the replay early
  * (after the wait's timeout), so the comparison shows where it went apart.
  */
-export async function replayTranscript(wire: SdkWire, transcript: readonly TranscriptEntry[], normaliser: Normaliser): Promise<TranscriptEntry[]> {
+export async function replayTranscript(
+  wire: SdkWire,
+  transcript: readonly TranscriptEntry[],
+  normaliser: Normaliser,
+): Promise<TranscriptEntry[]> {
   let seen = 0
   const got: TranscriptEntry[] = []
   const pump = () => {

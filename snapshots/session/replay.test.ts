@@ -36,7 +36,9 @@ afterAll(() => mock.close())
 
 describe('recorded headless scenarios', () => {
   it('has the scenarios to replay', () => {
-    expect(folders.map((f) => f.name)).toEqual(expect.arrayContaining(['write-file', 'bash-read-edit', 'retry-two-tools']))
+    expect(folders.map((f) => f.name)).toEqual(
+      expect.arrayContaining(['write-file', 'bash-read-edit', 'retry-two-tools']),
+    )
   })
 
   for (const { name, scenario, log } of folders) {

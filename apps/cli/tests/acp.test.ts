@@ -19,7 +19,8 @@ function start(options: Partial<AcpClientOptions> = {}): AcpTestClient {
 }
 
 afterEach(async () => {
-  for (const dsh of running) if (dsh.process.child.exitCode === null && dsh.process.child.signalCode === null) await dsh.close()
+  for (const dsh of running)
+    if (dsh.process.child.exitCode === null && dsh.process.child.signalCode === null) await dsh.close()
   running = []
 })
 
@@ -30,16 +31,26 @@ async function storedLog(sessionId: string) {
 
 /** The tool_call and tool_call_update updates of one call. */
 function toolUpdates(updates: acp.SessionUpdate[], toolCallId: string): acp.ToolCallUpdate[] {
-  return updates.filter((u) => (u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update') && u.toolCallId === toolCallId) as acp.ToolCallUpdate[]
+  return updates.filter(
+    (u) => (u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update') && u.toolCallId === toolCallId,
+  ) as acp.ToolCallUpdate[]
 }
 
 describe('dsh --profile acp', { timeout: 60_000 }, () => {
   it('initializes, creates a session and streams a prompt with tool calls as session updates', async () => {
     writeFileSync(path.join(t.work, 'app.cfg'), 'version = 1\n')
     t.mock.enqueue(
-      reply.toolCalls([{ id: 'call_bash', name: 'bash', arguments: { command: 'echo counted $((2+3))' } }], { reasoning: 'Count first.' }),
+      reply.toolCalls([{ id: 'call_bash', name: 'bash', arguments: { command: 'echo counted $((2+3))' } }], {
+        reasoning: 'Count first.',
+      }),
       reply.toolCalls([{ id: 'call_read', name: 'read', arguments: { path: 'app.cfg' } }], { content: 'Reading it.' }),
-      reply.toolCalls([{ id: 'call_edit', name: 'edit', arguments: { path: 'app.cfg', old_string: 'version = 1', new_string: 'version = 2' } }]),
+      reply.toolCalls([
+        {
+          id: 'call_edit',
+          name: 'edit',
+          arguments: { path: 'app.cfg', old_string: 'version = 1', new_string: 'version = 2' },
+        },
+      ]),
       reply.text('Bumped the version to 2.'),
     )
     const client = start()
@@ -56,7 +67,11 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     const session = await client.newSession()
     expect(session.sessionId).toMatch(/^session-/)
     expect(session.modes?.currentModeId).toBe('workspace-write')
-    expect(session.modes?.availableModes.map((m) => m.id)).toEqual(['read-only', 'workspace-write', 'danger-full-access'])
+    expect(session.modes?.availableModes.map((m) => m.id)).toEqual([
+      'read-only',
+      'workspace-write',
+      'danger-full-access',
+    ])
 
     const result = await client.prompt(session.sessionId, 'bump the version')
     expect(result.stopReason).toBe('end_turn')
@@ -65,13 +80,28 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     expect(chunkText(updates, 'agent_message_chunk')).toBe('Reading it.Bumped the version to 2.')
 
     const bash = toolUpdates(updates, 'call_bash')
-    expect(bash[0]).toMatchObject({ sessionUpdate: 'tool_call', kind: 'execute', status: 'pending', title: '`echo counted $((2+3))`' })
+    expect(bash[0]).toMatchObject({
+      sessionUpdate: 'tool_call',
+      kind: 'execute',
+      status: 'pending',
+      title: '`echo counted $((2+3))`',
+    })
     expect(bash.map((u) => u.status)).toEqual(['pending', 'in_progress', 'completed'])
-    expect(bash.at(-1)?.content).toEqual([{ type: 'content', content: { type: 'text', text: expect.stringMatching(/^```console\n[\s\S]*counted 5[\s\S]*\n```$/) } }])
+    expect(bash.at(-1)?.content).toEqual([
+      {
+        type: 'content',
+        content: { type: 'text', text: expect.stringMatching(/^```console\n[\s\S]*counted 5[\s\S]*\n```$/) },
+      },
+    ])
 
     const file = path.join(t.work, 'app.cfg')
     const read = toolUpdates(updates, 'call_read')
-    expect(read[0]).toMatchObject({ kind: 'read', title: 'Read app.cfg', locations: [{ path: file }], rawInput: { path: 'app.cfg' } })
+    expect(read[0]).toMatchObject({
+      kind: 'read',
+      title: 'Read app.cfg',
+      locations: [{ path: file }],
+      rawInput: { path: 'app.cfg' },
+    })
     expect(JSON.stringify(read.at(-1))).toContain('version = 1')
     const edit = toolUpdates(updates, 'call_edit')
     expect(edit[0]).toMatchObject({
@@ -90,14 +120,23 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
 
   it('takes the network of sandboxed commands from session/new _meta; a bad value is -32602', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ id: 'call_net', name: 'bash', arguments: { command: 'curl -sS --max-time 5 http://registry.npmjs.org/ ; echo " [exit $?]"' } }]),
+      reply.toolCalls([
+        {
+          id: 'call_net',
+          name: 'bash',
+          arguments: { command: 'curl -sS --max-time 5 http://registry.npmjs.org/ ; echo " [exit $?]"' },
+        },
+      ]),
       reply.text('No network.'),
     )
     const client = start()
     await client.initialize()
     const { sessionId } = await client.newSession(t.work, [], { network: 'off' })
     await client.prompt(sessionId, 'try the network')
-    await expect(client.newSession(t.work, [], { network: 'wide' })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('_meta.network') })
+    await expect(client.newSession(t.work, [], { network: 'wide' })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('_meta.network'),
+    })
     await client.close()
     const events = await storedLog(sessionId)
     expect(events.filter((e) => e.type === 'permission/network').map((e) => e.data)).toEqual([{ network: 'off' }])
@@ -124,29 +163,64 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     const updates = client.updatesOf(sessionId)
     const plans = updates.filter((u) => u.sessionUpdate === 'plan')
     expect(plans).toEqual([
-      { sessionUpdate: 'plan', entries: [{ content: 'Read the code', status: 'completed', priority: 'medium' }, { content: 'Fix the bug', status: 'in_progress', priority: 'medium' }] },
-      { sessionUpdate: 'plan', entries: [{ content: 'Read the code', status: 'completed', priority: 'medium' }, { content: 'Fix the bug', status: 'completed', priority: 'medium' }] },
+      {
+        sessionUpdate: 'plan',
+        entries: [
+          { content: 'Read the code', status: 'completed', priority: 'medium' },
+          { content: 'Fix the bug', status: 'in_progress', priority: 'medium' },
+        ],
+      },
+      {
+        sessionUpdate: 'plan',
+        entries: [
+          { content: 'Read the code', status: 'completed', priority: 'medium' },
+          { content: 'Fix the bug', status: 'completed', priority: 'medium' },
+        ],
+      },
     ])
     expect(toolUpdates(updates, 'call_plan_1')[0]).toMatchObject({ kind: 'think', title: 'Update the todo list' })
   })
 
   it("shows a plugin's tool by its own presentation: title, kind and fenced terminal output, with no change to the ACP server", async () => {
     const patch = path.join(t.root, 'deploy.patch.yml')
-    writeFileSync(patch, `- insert:\n    - id: deploy-tool\n      name: ${JSON.stringify(path.join(import.meta.dirname, 'fixtures/deploy-tool.mjs'))}\n`)
-    t.mock.enqueue(reply.toolCalls([{ id: 'call_deploy', name: 'deploy', arguments: { target: path.join(t.work, 'site') } }]), reply.text('Deployed.'))
+    writeFileSync(
+      patch,
+      `- insert:\n    - id: deploy-tool\n      name: ${JSON.stringify(path.join(import.meta.dirname, 'fixtures/deploy-tool.mjs'))}\n`,
+    )
+    t.mock.enqueue(
+      reply.toolCalls([{ id: 'call_deploy', name: 'deploy', arguments: { target: path.join(t.work, 'site') } }]),
+      reply.text('Deployed.'),
+    )
     const client = start({ args: ['--patch', patch] })
     await client.initialize()
     const { sessionId } = await client.newSession()
     client.permissionAnswers.push('allow_once')
     expect((await client.prompt(sessionId, 'deploy the site')).stopReason).toBe('end_turn')
     const deploy = toolUpdates(client.updatesOf(sessionId), 'call_deploy')
-    expect(deploy[0]).toMatchObject({ sessionUpdate: 'tool_call', kind: 'execute', title: 'Deploy site', rawInput: { target: path.join(t.work, 'site') } })
-    expect(deploy.at(-1)).toMatchObject({ status: 'completed', content: [{ type: 'content', content: { type: 'text', text: `\`\`\`console\ndeployed ${path.join(t.work, 'site')}\n\`\`\`` } }] })
+    expect(deploy[0]).toMatchObject({
+      sessionUpdate: 'tool_call',
+      kind: 'execute',
+      title: 'Deploy site',
+      rawInput: { target: path.join(t.work, 'site') },
+    })
+    expect(deploy.at(-1)).toMatchObject({
+      status: 'completed',
+      content: [
+        {
+          type: 'content',
+          content: { type: 'text', text: `\`\`\`console\ndeployed ${path.join(t.work, 'site')}\n\`\`\`` },
+        },
+      ],
+    })
     await client.close()
   })
 
   it('connects the MCP servers of session/new for that session only, and disconnects them with it', async () => {
-    t.mock.enqueue(reply.toolCalls([{ id: 'call_add', name: 'mcp__adder__add', arguments: { a: 2, b: 3 } }]), reply.text('2 + 3 = 5.'), reply.text('No adder here.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ id: 'call_add', name: 'mcp__adder__add', arguments: { a: 2, b: 3 } }]),
+      reply.text('2 + 3 = 5.'),
+      reply.text('No adder here.'),
+    )
     const client = start()
     const init = await client.initialize()
     expect(init.agentCapabilities?.mcpCapabilities).toEqual({ http: true, sse: false })
@@ -164,17 +238,23 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     client.permissionAnswers.push('allow_once')
     expect((await client.prompt(sessionId, 'add 2 and 3')).stopReason).toBe('end_turn')
     expect(client.permissionRequests.map((r) => r.toolCall.toolCallId)).toEqual(['call_add'])
-    const tools = (request: number) => t.mock.requests[request]?.body.tools.map((tool: { function: { name: string } }) => tool.function.name)
+    const tools = (request: number) =>
+      t.mock.requests[request]?.body.tools.map((tool: { function: { name: string } }) => tool.function.name)
     expect(tools(0)).toContain('mcp__adder__add')
     const add = toolUpdates(client.updatesOf(sessionId), 'call_add')
     expect(add[0]).toMatchObject({ kind: 'other', title: 'add (adder)', rawInput: { a: 2, b: 3 } })
-    expect(add.at(-1)).toMatchObject({ status: 'completed', content: [{ type: 'content', content: { type: 'text', text: 'sum=5' } }] })
+    expect(add.at(-1)).toMatchObject({
+      status: 'completed',
+      content: [{ type: 'content', content: { type: 'text', text: 'sum=5' } }],
+    })
 
     const other = await client.newSession()
     await client.prompt(other.sessionId, 'add again')
     expect(tools(2)).not.toContain('mcp__adder__add')
 
-    await expect(client.newSession(t.work, [{ type: 'sse', name: 'old', url: 'http://127.0.0.1:1/sse', headers: [] }])).rejects.toMatchObject({
+    await expect(
+      client.newSession(t.work, [{ type: 'sse', name: 'old', url: 'http://127.0.0.1:1/sse', headers: [] }]),
+    ).rejects.toMatchObject({
       code: -32602,
       message: expect.stringContaining('MCP server "old" uses SSE'),
     })
@@ -200,7 +280,10 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
         { type: 'text', text: 'What is in' },
         { type: 'image', mimeType: 'image/png', data: pixel },
         { type: 'resource_link', name: 'main.ts', uri: `file://${t.work}/main.ts` },
-        { type: 'resource', resource: { uri: `file://${t.work}/notes.md`, text: 'remember the milk', mimeType: 'text/markdown' } },
+        {
+          type: 'resource',
+          resource: { uri: `file://${t.work}/notes.md`, text: 'remember the milk', mimeType: 'text/markdown' },
+        },
       ],
     })
     expect(result.stopReason).toBe('end_turn')
@@ -208,15 +291,30 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     expect(user.content).toEqual([
       { type: 'text', text: 'What is in' },
       { type: 'image_url', image_url: { url: `data:image/png;base64,${pixel}` } },
-      { type: 'text', text: `[main.ts](${t.work}/main.ts)\n<context source="${t.work}/notes.md">\nremember the milk\n</context>\n` },
+      {
+        type: 'text',
+        text: `[main.ts](${t.work}/main.ts)\n<context source="${t.work}/notes.md">\nremember the milk\n</context>\n`,
+      },
     ])
   })
 
   it('asks the client before a call outside the preset and follows its answer: allow once, allow for the session, reject', async () => {
     const outside = (name: string) => path.join(t.root, name)
-    const write = (id: string, name: string) => reply.toolCalls([{ id, name: 'write', arguments: { path: outside(name), content: `${name}\n` } }])
-    t.mock.enqueue(write('call_1', 'one.txt'), reply.text('Wrote one.'), write('call_2', 'two.txt'), write('call_3', 'three.txt'), reply.text('Wrote two and three.'))
-    t.mock.enqueue(write('call_4', 'four.txt'), reply.text('Could not write four.'), write('call_5', 'five.txt'), reply.text('Could not write five.'))
+    const write = (id: string, name: string) =>
+      reply.toolCalls([{ id, name: 'write', arguments: { path: outside(name), content: `${name}\n` } }])
+    t.mock.enqueue(
+      write('call_1', 'one.txt'),
+      reply.text('Wrote one.'),
+      write('call_2', 'two.txt'),
+      write('call_3', 'three.txt'),
+      reply.text('Wrote two and three.'),
+    )
+    t.mock.enqueue(
+      write('call_4', 'four.txt'),
+      reply.text('Could not write four.'),
+      write('call_5', 'five.txt'),
+      reply.text('Could not write five.'),
+    )
     // The temp dir is writable under workspace-write; move it away from the folder the writes go to.
     const temp = path.join(t.root, 'tmp')
     mkdirSync(temp)
@@ -230,7 +328,12 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     const [asked] = client.permissionRequests
     expect(asked?.sessionId).toBe(sessionId)
     expect(asked?.options.map((o) => o.kind)).toEqual(['allow_once', 'allow_always', 'reject_once'])
-    expect(asked?.toolCall).toMatchObject({ toolCallId: 'call_1', kind: 'edit', title: `Write ${outside('one.txt')}`, locations: [{ path: outside('one.txt') }] })
+    expect(asked?.toolCall).toMatchObject({
+      toolCallId: 'call_1',
+      kind: 'edit',
+      title: `Write ${outside('one.txt')}`,
+      locations: [{ path: outside('one.txt') }],
+    })
     expect(JSON.stringify(asked?.toolCall.content)).toMatch(/outside|workspace/)
 
     // Allowed for the session: the second write outside the workspace is not asked about again.
@@ -261,7 +364,10 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
   })
 
   it('offers the permission presets as modes: read-only asks before a write, and the rejection keeps the file away', async () => {
-    t.mock.enqueue(reply.toolCalls([{ id: 'call_w', name: 'write', arguments: { path: 'notes.txt', content: 'hi\n' } }]), reply.text('Not allowed.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ id: 'call_w', name: 'write', arguments: { path: 'notes.txt', content: 'hi\n' } }]),
+      reply.text('Not allowed.'),
+    )
     const client = start()
     await client.initialize()
     const { sessionId } = await client.newSession()
@@ -273,19 +379,26 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     expect(existsSync(path.join(t.work, 'notes.txt'))).toBe(false)
     await expect(client.agent.request('session/set_mode', { sessionId, modeId: 'yolo' })).rejects.toMatchObject({
       code: -32602,
-      message: expect.stringContaining('unknown mode "yolo"; the modes are read-only, workspace-write, danger-full-access'),
+      message: expect.stringContaining(
+        'unknown mode "yolo"; the modes are read-only, workspace-write, danger-full-access',
+      ),
     })
   })
 })
 
 describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
   it('session/cancel stops a streaming turn: the prompt resolves cancelled and the session goes on', async () => {
-    t.mock.enqueue(reply.stall(3, reply.text('This answer will never finish streaming because the server stalls')), reply.text('Quick answer.'))
+    t.mock.enqueue(
+      reply.stall(3, reply.text('This answer will never finish streaming because the server stalls')),
+      reply.text('Quick answer.'),
+    )
     const client = start()
     await client.initialize()
     const { sessionId } = await client.newSession()
     const pending = client.prompt(sessionId, 'talk slowly')
-    await vi.waitFor(() => expect(chunkText(client.updatesOf(sessionId), 'agent_message_chunk')).not.toBe(''), { timeout: 20_000 })
+    await vi.waitFor(() => expect(chunkText(client.updatesOf(sessionId), 'agent_message_chunk')).not.toBe(''), {
+      timeout: 20_000,
+    })
     await client.agent.notify('session/cancel', { sessionId })
     expect((await pending).stopReason).toBe('cancelled')
     expect((await client.prompt(sessionId, 'again')).stopReason).toBe('end_turn')
@@ -307,7 +420,10 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
     const { sessionId } = await client.newSession()
     expect((await client.prompt(sessionId, 'a long poem')).stopReason).toBe('max_tokens')
     expect((await client.prompt(sessionId, 'something bad')).stopReason).toBe('refusal')
-    await expect(client.prompt(sessionId, 'hello')).rejects.toMatchObject({ code: -32603, message: expect.stringMatching(/^the turn failed: AUTH: /) })
+    await expect(client.prompt(sessionId, 'hello')).rejects.toMatchObject({
+      code: -32603,
+      message: expect.stringMatching(/^the turn failed: AUTH: /),
+    })
     expect((await client.prompt(sessionId, 'hello again')).stopReason).toBe('end_turn')
   })
 
@@ -331,9 +447,14 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
     await first.agent.request('session/set_mode', { sessionId, modeId: 'read-only' })
     await first.prompt(sessionId, 'look around')
     expect((await first.close()).code).toBe(0)
-    expect((await storedLog(sessionId)).filter((e) => e.type === 'permission/preset').map((e) => e.data)).toEqual([{ preset: 'read-only' }])
+    expect((await storedLog(sessionId)).filter((e) => e.type === 'permission/preset').map((e) => e.data)).toEqual([
+      { preset: 'read-only' },
+    ])
 
-    t.mock.enqueue(reply.toolCalls([{ id: 'call_w', name: 'write', arguments: { path: 'kept-out.txt', content: 'x' } }]), reply.text('Refused.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ id: 'call_w', name: 'write', arguments: { path: 'kept-out.txt', content: 'x' } }]),
+      reply.text('Refused.'),
+    )
     const second = start()
     await second.initialize()
     const loaded = await second.agent.request('session/load', { sessionId, cwd: t.work, mcpServers: [] })
@@ -347,7 +468,9 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
 
   it('session/load replays the history as updates, then the session continues with it', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ id: 'call_echo', name: 'bash', arguments: { command: 'echo hello there' } }], { reasoning: 'Use echo.' }),
+      reply.toolCalls([{ id: 'call_echo', name: 'bash', arguments: { command: 'echo hello there' } }], {
+        reasoning: 'Use echo.',
+      }),
       reply.text('It said hello there.'),
     )
     const first = start()
@@ -362,7 +485,13 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
     const loaded = await second.agent.request('session/load', { sessionId, cwd: t.work, mcpServers: [] })
     expect(loaded.modes?.currentModeId).toBe('workspace-write')
     const history = second.updatesOf(sessionId)
-    expect(history.map((u) => u.sessionUpdate)).toEqual(['user_message_chunk', 'agent_thought_chunk', 'tool_call', 'tool_call_update', 'agent_message_chunk'])
+    expect(history.map((u) => u.sessionUpdate)).toEqual([
+      'user_message_chunk',
+      'agent_thought_chunk',
+      'tool_call',
+      'tool_call_update',
+      'agent_message_chunk',
+    ])
     expect(chunkText(history, 'user_message_chunk')).toBe('say hello')
     expect(chunkText(history, 'agent_thought_chunk')).toBe('Use echo.')
     expect(chunkText(history, 'agent_message_chunk')).toBe('It said hello there.')
@@ -375,7 +504,9 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
     const contents = t.mock.requests.at(-1)?.body.messages.map((m: { content: unknown }) => m.content)
     expect(contents).toEqual(expect.arrayContaining(['say hello', 'It said hello there.', 'are you there?']))
 
-    await expect(second.agent.request('session/load', { sessionId: 'session-does-not-exist', cwd: t.work, mcpServers: [] })).rejects.toMatchObject({
+    await expect(
+      second.agent.request('session/load', { sessionId: 'session-does-not-exist', cwd: t.work, mcpServers: [] }),
+    ).rejects.toMatchObject({
       code: -32002,
       message: 'unknown session: session-does-not-exist',
     })
@@ -386,7 +517,13 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
     writeFileSync(file, '- saved on disk\n')
     t.mock.enqueue(
       reply.toolCalls([{ id: 'call_read', name: 'read', arguments: { path: 'todo.md' } }]),
-      reply.toolCalls([{ id: 'call_edit', name: 'edit', arguments: { path: 'todo.md', old_string: '- unsaved item', new_string: '- [x] unsaved item' } }]),
+      reply.toolCalls([
+        {
+          id: 'call_edit',
+          name: 'edit',
+          arguments: { path: 'todo.md', old_string: '- unsaved item', new_string: '- [x] unsaved item' },
+        },
+      ]),
       reply.toolCalls([{ id: 'call_write', name: 'write', arguments: { path: 'new.md', content: '# New\n' } }]),
       reply.text('Done.'),
     )
@@ -471,7 +608,10 @@ describe('dsh --profile acp: bad input', { timeout: 60_000 }, () => {
   it('answers garbage, unknown methods, bad params, unknown and busy sessions and a huge prompt with errors, and stays up', async () => {
     const raw = new RawAcp()
     raw.request(1, 'session/new', { cwd: t.work, mcpServers: [] })
-    expect((await raw.response(1)).error).toMatchObject({ code: -32600, message: expect.stringContaining('must be initialized') })
+    expect((await raw.response(1)).error).toMatchObject({
+      code: -32600,
+      message: expect.stringContaining('must be initialized'),
+    })
     raw.send('this is not json {')
     expect((await raw.response(null)).error).toMatchObject({ code: -32700 })
     raw.send('[]')
@@ -484,16 +624,27 @@ describe('dsh --profile acp: bad input', { timeout: 60_000 }, () => {
     raw.request(4, 'session/new', { cwd: 42, mcpServers: [] })
     expect((await raw.response(4)).error).toMatchObject({ code: -32602 })
     raw.request(5, 'session/new', { cwd: 'relative/folder', mcpServers: [] })
-    expect((await raw.response(5)).error).toMatchObject({ code: -32602, message: expect.stringContaining('cwd must be an absolute path') })
+    expect((await raw.response(5)).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('cwd must be an absolute path'),
+    })
     raw.request(6, 'session/new', { cwd: path.join(t.work, 'missing'), mcpServers: [] })
-    expect((await raw.response(6)).error.message).toContain(`cwd must be an existing folder: ${path.join(t.work, 'missing')}`)
+    expect((await raw.response(6)).error.message).toContain(
+      `cwd must be an existing folder: ${path.join(t.work, 'missing')}`,
+    )
     raw.request(7, 'session/prompt', { sessionId: 'session-nope', prompt: [{ type: 'text', text: 'hi' }] })
-    expect((await raw.response(7)).error).toMatchObject({ code: -32002, message: expect.stringContaining('unknown session: session-nope') })
+    expect((await raw.response(7)).error).toMatchObject({
+      code: -32002,
+      message: expect.stringContaining('unknown session: session-nope'),
+    })
 
     raw.request(8, 'session/new', { cwd: t.work, mcpServers: [] })
     const sessionId = (await raw.response(8)).result.sessionId as string
     raw.request(9, 'session/prompt', { sessionId, prompt: [{ type: 'text', text: 'x'.repeat(3 * 1024 * 1024) }] })
-    expect((await raw.response(9)).error).toMatchObject({ code: -32602, message: expect.stringContaining('maxPromptBytes') })
+    expect((await raw.response(9)).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('maxPromptBytes'),
+    })
     raw.request(10, 'session/prompt', { sessionId, prompt: [{ type: 'audio', data: 'AAAA', mimeType: 'audio/wav' }] })
     expect((await raw.response(10)).error.message).toContain('audio prompts are not supported')
     raw.request(11, 'session/prompt', { sessionId, prompt: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }] })
@@ -503,7 +654,10 @@ describe('dsh --profile acp: bad input', { timeout: 60_000 }, () => {
     raw.request(12, 'session/prompt', { sessionId, prompt: [{ type: 'text', text: 'slow' }] })
     await t.mock.waitForRequests(1)
     raw.request(13, 'session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] })
-    expect((await raw.response(13)).error).toMatchObject({ code: -32602, message: expect.stringContaining('already running a prompt') })
+    expect((await raw.response(13)).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('already running a prompt'),
+    })
     raw.send(JSON.stringify({ jsonrpc: '2.0', method: 'session/cancel', params: { sessionId } }))
     expect((await raw.response(12)).result).toEqual({ stopReason: 'cancelled' })
 
@@ -513,7 +667,10 @@ describe('dsh --profile acp: bad input', { timeout: 60_000 }, () => {
     expect((await raw.response(14)).result).toEqual({ stopReason: 'end_turn' })
     const result = await raw.close()
     expect(result.code).toBe(0)
-    expect((await storedLog(sessionId)).filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['aborted', 'completed'])
+    expect((await storedLog(sessionId)).filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual([
+      'aborted',
+      'completed',
+    ])
   })
 
   it('answers a prompt still running when stdin closes with cancelled before it exits', async () => {
@@ -528,7 +685,11 @@ describe('dsh --profile acp: bad input', { timeout: 60_000 }, () => {
     const result = await raw.close()
     expect(result.code).toBe(0)
     // Everything dsh wrote is in stdout by the time it has exited: the answer was sent before the exit.
-    expect(raw.messages().find((m) => m.id === 3)).toEqual({ jsonrpc: '2.0', id: 3, result: { stopReason: 'cancelled' } })
+    expect(raw.messages().find((m) => m.id === 3)).toEqual({
+      jsonrpc: '2.0',
+      id: 3,
+      result: { stopReason: 'cancelled' },
+    })
     expect((await storedLog(sessionId)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
   })
 
@@ -541,7 +702,10 @@ describe('dsh --profile acp: bad input', { timeout: 60_000 }, () => {
     expect(load).toMatchObject({ code: -32602, data: { sessionId: '../../etc/passwd' } })
     expect(load.message).toContain('sessionId "../../etc/passwd" must be a session id')
     raw.request(3, 'session/prompt', { sessionId: '', prompt: [{ type: 'text', text: 'hi' }] })
-    expect((await raw.response(3)).error).toMatchObject({ code: -32602, message: expect.stringContaining('sessionId "" must be a session id') })
+    expect((await raw.response(3)).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('sessionId "" must be a session id'),
+    })
     raw.request(4, 'session/set_mode', { sessionId: 'a/b', modeId: 'read-only' })
     expect((await raw.response(4)).error).toMatchObject({ code: -32602, data: { sessionId: 'a/b' } })
     // A well-formed id that names nothing is still unknown, not invalid.
@@ -557,7 +721,10 @@ describe('dsh --profile acp: bad input', { timeout: 60_000 }, () => {
     raw.request(1, 'initialize', { protocolVersion: 1 })
     await raw.response(1)
     raw.request(2, 'session/prompt', { sessionId: 'session-x', prompt: [{ type: 'text', text: 'y'.repeat(200_000) }] })
-    expect((await raw.response(2)).error).toMatchObject({ code: -32600, message: expect.stringContaining('more than the 65536 bytes') })
+    expect((await raw.response(2)).error).toMatchObject({
+      code: -32600,
+      message: expect.stringContaining('more than the 65536 bytes'),
+    })
     raw.request(3, 'authenticate', { methodId: 'none' })
     expect((await raw.response(3)).result).toEqual({})
     expect((await raw.close()).code).toBe(0)

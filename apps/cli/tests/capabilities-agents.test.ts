@@ -16,9 +16,15 @@ type Message = { role: string; content: unknown; tool_calls?: unknown[] }
 const messages = (req: RecordedRequest) => (req.body as { messages: Message[] }).messages
 const systemText = (req: RecordedRequest) => String(messages(req).find((m) => m.role === 'system')?.content ?? '')
 const firstUser = (req: RecordedRequest) => String(messages(req).find((m) => m.role === 'user')?.content ?? '')
-const lastTool = (req: RecordedRequest) => String(messages(req).filter((m) => m.role === 'tool').at(-1)?.content ?? '')
+const lastTool = (req: RecordedRequest) =>
+  String(
+    messages(req)
+      .filter((m) => m.role === 'tool')
+      .at(-1)?.content ?? '',
+  )
 const hasToolResult = (req: RecordedRequest) => messages(req).some((m) => m.role === 'tool')
-const toolNames = (req: RecordedRequest) => ((req.body as { tools?: { function: { name: string } }[] }).tools ?? []).map((tool) => tool.function.name)
+const toolNames = (req: RecordedRequest) =>
+  ((req.body as { tools?: { function: { name: string } }[] }).tools ?? []).map((tool) => tool.function.name)
 const isChild = (req: RecordedRequest) => systemText(req).includes('You are a subagent')
 
 /**
@@ -27,14 +33,23 @@ const isChild = (req: RecordedRequest) => systemText(req).includes('You are a su
  * first reply before any tool result, the second after. Anything else (a
  * title or summary request from another plugin) gets a short text.
  */
-function route(task: string, parent: [MockReply, (req: RecordedRequest) => MockReply], child: [MockReply, (req: RecordedRequest) => MockReply]) {
+function route(
+  task: string,
+  parent: [MockReply, (req: RecordedRequest) => MockReply],
+  child: [MockReply, (req: RecordedRequest) => MockReply],
+) {
   t.mock.setFallback((req) => {
-    const [first, then] = isChild(req) ? child : firstUser(req) === task ? parent : [reply.text('Untitled'), () => reply.text('Untitled')]
+    const [first, then] = isChild(req)
+      ? child
+      : firstUser(req) === task
+        ? parent
+        : [reply.text('Untitled'), () => reply.text('Untitled')]
     return hasToolResult(req) ? then(req) : first
   })
 }
 
-const delegate = (prompt: string) => reply.toolCalls([{ name: 'task', arguments: { description: 'look it up', prompt } }])
+const delegate = (prompt: string) =>
+  reply.toolCalls([{ name: 'task', arguments: { description: 'look it up', prompt } }])
 
 /** Runs headless with `--json` (and an overlay patch, which the launcher reads before the app arguments). */
 async function run(task: string, extra: string[] = [], patch?: string) {
@@ -54,7 +69,9 @@ function storedSessions(): string[] {
   return [...new Set(readdirSync(dir).map((file) => file.replace(/\.jsonl(\.zst)?$/, '')))]
 }
 
-async function childOf(parentId: string): Promise<{ id: string; header: Record<string, unknown>; events: LoggedEvent[] }> {
+async function childOf(
+  parentId: string,
+): Promise<{ id: string; header: Record<string, unknown>; events: LoggedEvent[] }> {
   for (const id of storedSessions()) {
     if (id === parentId) continue
     const log = await readSessionLog(t.home, id)
@@ -69,8 +86,14 @@ describe('subagents', () => {
     const task = 'find the deploy code and report it'
     route(
       task,
-      [delegate('Read notes.txt and answer with the deploy code only.'), (req) => reply.text(`The subagent found: ${lastTool(req)}`)],
-      [reply.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }]), (req) => reply.text(lastTool(req).includes('4711') ? '4711' : 'no code found')],
+      [
+        delegate('Read notes.txt and answer with the deploy code only.'),
+        (req) => reply.text(`The subagent found: ${lastTool(req)}`),
+      ],
+      [
+        reply.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }]),
+        (req) => reply.text(lastTool(req).includes('4711') ? '4711' : 'no code found'),
+      ],
     )
     const result = await run(task)
     expect(result.code).toBe(0)
@@ -92,7 +115,11 @@ describe('subagents', () => {
 
   it('Ctrl+C during the child stream cancels both turns and saves both logs', async () => {
     const task = 'delegate something slow'
-    route(task, [delegate('Think out loud for a long time.'), () => reply.text('unused')], [reply.stall(2, reply.text('this reply never finishes streaming')), () => reply.text('unused')])
+    route(
+      task,
+      [delegate('Think out loud for a long time.'), () => reply.text('unused')],
+      [reply.stall(2, reply.text('this reply never finishes streaming')), () => reply.text('unused')],
+    )
     const running = startDsh(['--profile', 'headless', '--json', task], { home: t.home, cwd: t.work, env: t.env() })
     await running.waitFor(/"name":"task"/, { stream: 'stdout' })
     while (!t.mock.requests.some(isChild)) await t.mock.waitForRequests(t.mock.requests.length + 1)
@@ -101,7 +128,9 @@ describe('subagents', () => {
     const parentId = JSON.parse(result.stdout.split('\n')[0] as string).sessionId as string
     const parent = await readSessionLog(t.home, parentId)
     expect(parent.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
-    expect(parent.events.find((e) => e.type === 'tool/result' && e.data.name === 'task')?.data.error.code).toBe('CANCELLED')
+    expect(parent.events.find((e) => e.type === 'tool/result' && e.data.name === 'task')?.data.error.code).toBe(
+      'CANCELLED',
+    )
     const child = await childOf(parentId)
     expect(child.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted', cause: 'parent' } })
   })
@@ -111,7 +140,10 @@ describe('subagents', () => {
     route(
       task,
       [delegate('Write "hello" into out.txt.'), (req) => reply.text(`Helper said: ${lastTool(req)}`)],
-      [reply.toolCalls([{ name: 'write', arguments: { path: 'out.txt', content: 'hello' } }]), (req) => reply.text(`I could not write: ${lastTool(req)}`)],
+      [
+        reply.toolCalls([{ name: 'write', arguments: { path: 'out.txt', content: 'hello' } }]),
+        (req) => reply.text(`I could not write: ${lastTool(req)}`),
+      ],
     )
     const result = await run(task, ['--permission', 'read-only'])
     expect(result.code).toBe(0)
@@ -120,7 +152,11 @@ describe('subagents', () => {
     const denied = child.events.find((e) => e.type === 'tool/result' && e.data.name === 'write')
     expect(denied?.data.error.code).toBe('DENIED')
     expect(denied?.data.error.message).toContain('subagents cannot ask for approval')
-    expect(child.events.find((e) => e.type === 'permission/decision')?.data).toMatchObject({ decision: 'deny', tool: 'write', preset: 'read-only' })
+    expect(child.events.find((e) => e.type === 'permission/decision')?.data).toMatchObject({
+      decision: 'deny',
+      tool: 'write',
+      preset: 'read-only',
+    })
     expect(result.final.text).toContain('subagents cannot ask for approval')
   })
 })
@@ -135,7 +171,9 @@ describe('MCP', () => {
   }
 
   const addTwoAndThree = (server: string) => (req: RecordedRequest) =>
-    hasToolResult(req) ? reply.text(`The server says ${lastTool(req)}.`) : reply.toolCalls([{ name: `mcp__${server}__add`, arguments: { a: 2, b: 3 } }])
+    hasToolResult(req)
+      ? reply.text(`The server says ${lastTool(req)}.`)
+      : reply.toolCalls([{ name: `mcp__${server}__add`, arguments: { a: 2, b: 3 } }])
 
   it('the model calls a tool of a stdio MCP server and reads its result in the next request', async () => {
     const patch = await mcpPatch({ fx: { command: process.execPath, args: [fixture] } })
@@ -144,8 +182,15 @@ describe('MCP', () => {
     expect(result.code).toBe(0)
     expect(result.final.text).toBe('The server says 5.')
     const [first, second] = t.mock.requests
-    const add = (first?.body.tools as { function: { name: string; parameters: unknown } }[]).find((tool) => tool.function.name === 'mcp__fx__add')
-    expect(add?.function.parameters).toEqual({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'], additionalProperties: false })
+    const add = (first?.body.tools as { function: { name: string; parameters: unknown } }[]).find(
+      (tool) => tool.function.name === 'mcp__fx__add',
+    )
+    expect(add?.function.parameters).toEqual({
+      type: 'object',
+      properties: { a: { type: 'number' }, b: { type: 'number' } },
+      required: ['a', 'b'],
+      additionalProperties: false,
+    })
     expect(lastTool(second as RecordedRequest)).toBe('5')
   })
 
@@ -154,7 +199,9 @@ describe('MCP', () => {
     t.mock.setFallback(addTwoAndThree('fx'))
     const result = await run('add 2 and 3', [], patch)
     expect(result.code).toBe(0)
-    expect(lastTool(t.mock.requests[1] as RecordedRequest)).toMatch(/permission to run tool "mcp__fx__add" was denied: .*outside the sandbox/)
+    expect(lastTool(t.mock.requests[1] as RecordedRequest)).toMatch(
+      /permission to run tool "mcp__fx__add" was denied: .*outside the sandbox/,
+    )
   })
 
   it('a crashing MCP server is reported on stderr and the run still completes', async () => {
@@ -163,7 +210,9 @@ describe('MCP', () => {
     const result = await t.headless(['--patch', patch, 'hello'])
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('Done without it.\n')
-    expect(result.stderr).toMatch(/server "broken" failed to start \(.*fixture: cannot start, the database is missing.*\)/)
+    expect(result.stderr).toMatch(
+      /server "broken" failed to start \(.*fixture: cannot start, the database is missing.*\)/,
+    )
   })
 
   describe('over streamable HTTP', () => {

@@ -25,9 +25,15 @@ const read = (file: string, options = {}) => reply.toolCalls([{ name: 'read', ar
 let patch = ''
 beforeEach(async () => {
   patch = path.join(t.root, 'small-window.yml')
-  await writeFile(patch, `- id: llm-deepseek\n  config:\n    models:\n      - id: deepseek-v4-flash\n        contextWindow: ${WINDOW}\n`)
+  await writeFile(
+    patch,
+    `- id: llm-deepseek\n  config:\n    models:\n      - id: deepseek-v4-flash\n        contextWindow: ${WINDOW}\n`,
+  )
   for (const name of ['a', 'b', 'c']) {
-    const lines = Array.from({ length: 30 }, (_, i) => `${name}-line ${i}: content of file ${name}${name === 'a' ? ' (alpha)' : ''}`)
+    const lines = Array.from(
+      { length: 30 },
+      (_, i) => `${name}-line ${i}: content of file ${name}${name === 'a' ? ' (alpha)' : ''}`,
+    )
     await writeFile(path.join(t.work, `${name}.txt`), `${lines.join('\n')}\n`)
   }
 })
@@ -88,9 +94,14 @@ describe('compaction through the headless app', () => {
     const history = messages(after)
     expect(history.map((m) => m.role)).toEqual(['system', 'user', 'user', 'assistant', 'tool', 'assistant', 'tool'])
     expect(history[1]?.content).toBe('read a.txt, b.txt and c.txt')
-    expect(history[2]?.content).toContain('<compacted-summary>\n- read a.txt: thirty lines, one marked alpha\n</compacted-summary>')
+    expect(history[2]?.content).toContain(
+      '<compacted-summary>\n- read a.txt: thirty lines, one marked alpha\n</compacted-summary>',
+    )
     expect(wire(after)).not.toContain('content of file a (alpha)')
-    expect(history.flatMap((m) => m.tool_calls ?? []).map((c) => JSON.parse(c.function.arguments).path)).toEqual(['b.txt', 'c.txt'])
+    expect(history.flatMap((m) => m.tool_calls ?? []).map((c) => JSON.parse(c.function.arguments).path)).toEqual([
+      'b.txt',
+      'c.txt',
+    ])
     expect(wire(after)).toContain('b-line 0')
     expect(wire(after)).toContain('c-line 29')
 
@@ -104,7 +115,9 @@ describe('compaction through the headless app', () => {
     expect(summary?.replaces).toEqual([replies[0]?.seq, results[0]?.seq])
     // The log keeps the replaced step.
     expect(JSON.stringify(results[0])).toContain('content of file a (alpha)')
-    expect(ofType(events, 'session/title').map((e) => e.data)).toEqual([{ title: 'Reading three files', source: 'model' }])
+    expect(ofType(events, 'session/title').map((e) => e.data)).toEqual([
+      { title: 'Reading three files', source: 'model' },
+    ])
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } })
   })
 
@@ -115,9 +128,13 @@ describe('compaction through the headless app', () => {
     const result = await t.headless(['--patch', patch, 'read the files'])
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('Done without compaction.\n')
-    expect(result.stderr).toMatch(/threshold compaction: the summary call failed: INVALID_REQUEST: .*summaries are unavailable/)
+    expect(result.stderr).toMatch(
+      /threshold compaction: the summary call failed: INVALID_REQUEST: .*summaries are unavailable/,
+    )
     // Titles are off in tests unless asked for: no side call besides the summary.
-    expect(t.mock.requests.filter((req) => !isAgent(req))).toEqual([expect.objectContaining({ answer: expect.any(String) })])
+    expect(t.mock.requests.filter((req) => !isAgent(req))).toEqual([
+      expect.objectContaining({ answer: expect.any(String) }),
+    ])
     expect(wire(t.mock.requests.filter(isAgent)[3])).toContain('content of file a (alpha)')
 
     const { events } = await readSessionLog(t.home, onlySession())

@@ -23,7 +23,8 @@ const systemOf = (request = 0): string => {
   return message.content as string
 }
 
-const toolMessage = (request: number, index = 0): string => t.mock.requests[request]?.body.messages.filter((m: { role: string }) => m.role === 'tool')[index]?.content
+const toolMessage = (request: number, index = 0): string =>
+  t.mock.requests[request]?.body.messages.filter((m: { role: string }) => m.role === 'tool')[index]?.content
 
 const ofType = (events: LoggedEvent[], type: string) => events.filter((e) => e.type === type)
 
@@ -77,7 +78,9 @@ describe('AGENTS.md instructions', () => {
     expect(system).toContain('HEAD-MARKER')
     expect(system).toContain('[cut: this file has 300012 bytes; only the first 32768 are shown]')
     expect(system.length).toBeLessThan(40_000)
-    expect(result.stderr).toContain(`${path.join(t.work, 'AGENTS.md')} has 300012 bytes; only the first 32768 reach the prompt`)
+    expect(result.stderr).toContain(
+      `${path.join(t.work, 'AGENTS.md')} has 300012 bytes; only the first 32768 reach the prompt`,
+    )
   })
 
   it('reports an AGENTS.md that is not UTF-8 and goes on with the others', async () => {
@@ -98,11 +101,15 @@ describe('skills', () => {
     const folder = path.join(t.work, '.dsh', 'skills', 'release')
     const plain = path.join(t.work, '.dsh', 'skills', 'notes', 'SKILL.md')
     await project({
-      '.dsh/skills/release/SKILL.md': '---\nname: release\ndescription: Cut a release of this project.\n---\nBump the version, then run ./publish.sh. SKILL-BODY-MARKER\n',
+      '.dsh/skills/release/SKILL.md':
+        '---\nname: release\ndescription: Cut a release of this project.\n---\nBump the version, then run ./publish.sh. SKILL-BODY-MARKER\n',
       '.dsh/skills/release/publish.sh': 'echo publish\n',
       '.dsh/skills/notes/SKILL.md': '# Notes\nNo frontmatter here.\n',
     })
-    t.mock.enqueue(reply.toolCalls([{ name: 'skill', arguments: { name: 'release' } }]), reply.text('Release steps loaded.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'skill', arguments: { name: 'release' } }]),
+      reply.text('Release steps loaded.'),
+    )
     const result = await t.headless(['cut a release'])
     expect(result.code).toBe(0)
     expect(systemOf()).toContain('- `release`: Cut a release of this project.')
@@ -122,7 +129,10 @@ describe('todo_write', () => {
       { content: 'Fix the bug', status: 'in_progress', activeForm: 'Fixing the bug' },
       { content: 'Run the tests', status: 'pending' },
     ]
-    t.mock.enqueue(reply.toolCalls([{ name: 'todo_write', arguments: { todos } }]), reply.text('Working through the list.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'todo_write', arguments: { todos } }]),
+      reply.text('Working through the list.'),
+    )
     const result = await run('fix the bug')
     expect(result.code).toBe(0)
     const written = ofType((await readSessionLog(t.home, result.sessionId)).events, 'todo/write')
@@ -134,11 +144,16 @@ describe('todo_write', () => {
 describe('ask_user_question', () => {
   it('in headless returns an error the model can read, and the run goes on', async () => {
     const question = { question: 'Which port?', options: [{ label: '8080' }, { label: '3000' }] }
-    t.mock.enqueue(reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]), reply.text('Using 8080.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]),
+      reply.text('Using 8080.'),
+    )
     const result = await t.headless(['start the server'])
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('Using 8080.\n')
-    expect(toolMessage(1)).toBe('Error: no user is available to answer questions in this run; proceed with your best judgement')
+    expect(toolMessage(1)).toBe(
+      'Error: no user is available to answer questions in this run; proceed with your best judgement',
+    )
   })
 })
 
@@ -155,10 +170,14 @@ describe('plan mode', () => {
     expect(result.code).toBe(0)
     expect(existsSync(path.join(t.work, 'plan.txt'))).toBe(false)
     expect(systemOf()).toContain('# Plan mode')
-    expect(toolMessage(1)).toContain('the session is in plan mode, where only read-only tools run, and tool "write" would write')
+    expect(toolMessage(1)).toContain(
+      'the session is in plan mode, where only read-only tools run, and tool "write" would write',
+    )
     expect(toolMessage(2, 1)).toContain('The plan was not approved, so you are still in plan mode')
     const { events } = await readSessionLog(t.home, result.sessionId)
     expect(ofType(events, 'plan/mode').map((e) => e.data)).toEqual([{ active: true }])
-    expect(events.findIndex((e) => e.type === 'plan/mode')).toBeLessThan(events.findIndex((e) => e.type === 'turn/start'))
+    expect(events.findIndex((e) => e.type === 'plan/mode')).toBeLessThan(
+      events.findIndex((e) => e.type === 'turn/start'),
+    )
   })
 })

@@ -12,7 +12,11 @@ let server: Server
 let url = ''
 beforeAll(async () => {
   server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title>Local page</title></head><body><h2>Deploy code</h2><p>It is <b>4711</b>.</p></body></html>')
+    res
+      .writeHead(200, { 'content-type': 'text/html' })
+      .end(
+        '<html><head><title>Local page</title></head><body><h2>Deploy code</h2><p>It is <b>4711</b>.</p></body></html>',
+      )
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/notes`
@@ -20,7 +24,11 @@ beforeAll(async () => {
 afterAll(() => new Promise((resolve) => server.close(resolve)))
 
 const lastTool = (req: RecordedRequest | undefined) =>
-  String(((req?.body as { messages: { role: string; content: string }[] }).messages ?? []).filter((m) => m.role === 'tool').at(-1)?.content)
+  String(
+    ((req?.body as { messages: { role: string; content: string }[] }).messages ?? [])
+      .filter((m) => m.role === 'tool')
+      .at(-1)?.content,
+  )
 
 function script(target: string) {
   t.mock.enqueue(reply.toolCalls([{ name: 'web_fetch', arguments: { url: target } }]), reply.text('Noted.'))
@@ -31,21 +39,29 @@ describe('web_fetch through the headless app', () => {
     script('https://example.com/')
     const result = await t.headless(['fetch the page'])
     expect(result.code).toBe(0)
-    expect(t.mock.requests[0]?.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toContain('web_fetch')
-    expect(lastTool(t.mock.requests[1])).toMatch(/^Error: .*web_fetch.*needs network access \(fetch https:\/\/example\.com\/\)/)
+    expect(t.mock.requests[0]?.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toContain(
+      'web_fetch',
+    )
+    expect(lastTool(t.mock.requests[1])).toMatch(
+      /^Error: .*web_fetch.*needs network access \(fetch https:\/\/example\.com\/\)/,
+    )
   })
 
   it('refuses a loopback address by default and fetches it as Markdown when the config allows private addresses', async () => {
     const full = { DSH_PERMISSION_MODE: 'danger-full-access' }
     script(url)
     expect((await t.headless(['fetch the page'], full)).code).toBe(0)
-    expect(lastTool(t.mock.requests[1])).toMatch(/^Error: http:\/\/127\.0\.0\.1:\d+ is not a public address: loopback\./)
+    expect(lastTool(t.mock.requests[1])).toMatch(
+      /^Error: http:\/\/127\.0\.0\.1:\d+ is not a public address: loopback\./,
+    )
 
     const patch = path.join(t.root, 'allow-private.yml')
     await writeFile(patch, '- id: web-fetch\n  config:\n    allowPrivate: true\n')
     script(url)
     expect((await t.headless(['--patch', patch, 'fetch the page'], full)).code).toBe(0)
-    expect(lastTool(t.mock.requests[3])).toBe(`Fetched ${url} (HTTP 200, text/html, 109 bytes)\n\n# Local page\n\n## Deploy code\n\nIt is **4711**.`)
+    expect(lastTool(t.mock.requests[3])).toBe(
+      `Fetched ${url} (HTTP 200, text/html, 109 bytes)\n\n# Local page\n\n## Deploy code\n\nIt is **4711**.`,
+    )
   })
 
   it('refuses IPv6 forms that carry a non-public IPv4 address, saying which one', async () => {
@@ -54,17 +70,22 @@ describe('web_fetch through the headless app', () => {
       ['http://[::ffff:0:127.0.0.1]/', 'loopback, as 127.0.0.1 inside an IPv4-translated (SIIT) address'],
       ['http://[64:ff9b:1::7f00:1]/', 'loopback, as 127.0.0.1 (embedded for a /96 prefix) inside a NAT64 address'],
       // Teredo: the client is the last 32 bits XOR 0xffffffff: 0x80fffffe ^ 0xffffffff = 0x7f000001.
-      ['http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/', 'loopback, as 127.0.0.1 (Teredo client) inside a Teredo address'],
+      [
+        'http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/',
+        'loopback, as 127.0.0.1 (Teredo client) inside a Teredo address',
+      ],
       ['http://[64:ff9b::a00:1]/', 'private (RFC 1918), as 10.0.0.1 inside a NAT64 address'],
     ]
     t.mock.enqueue(
-      reply.toolCalls(targets.map(([target], i) => ({ id: `call_${i}`, name: 'web_fetch', arguments: { url: target } }))),
+      reply.toolCalls(
+        targets.map(([target], i) => ({ id: `call_${i}`, name: 'web_fetch', arguments: { url: target } })),
+      ),
       reply.text('None of them.'),
     )
     expect((await t.headless(['fetch these'], { DSH_PERMISSION_MODE: 'danger-full-access' })).code).toBe(0)
-    const results = (t.mock.requests[1]?.body as { messages: Array<{ role: string; tool_call_id: string; content: string }> }).messages.filter(
-      (m) => m.role === 'tool',
-    )
+    const results = (
+      t.mock.requests[1]?.body as { messages: Array<{ role: string; tool_call_id: string; content: string }> }
+    ).messages.filter((m) => m.role === 'tool')
     expect(results).toHaveLength(targets.length)
     targets.forEach(([target, reason], i) => {
       const result = results.find((m) => m.tool_call_id === `call_${i}`)?.content

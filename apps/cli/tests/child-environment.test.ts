@@ -49,7 +49,14 @@ function textOf(value: unknown): string {
   if (Array.isArray(value)) return value.map(textOf).join('\n')
   if (!value || typeof value !== 'object') return ''
   const { text, ...rest } = value as Record<string, unknown>
-  return [typeof text === 'string' ? text : '', ...Object.values(rest).filter((v) => typeof v === 'object').map(textOf)].filter(Boolean).join('\n')
+  return [
+    typeof text === 'string' ? text : '',
+    ...Object.values(rest)
+      .filter((v) => typeof v === 'object')
+      .map(textOf),
+  ]
+    .filter(Boolean)
+    .join('\n')
 }
 
 /** The text of the stored session's tool results of tools named `tool`. */
@@ -62,7 +69,9 @@ async function loggedResults(tool: RegExp): Promise<string> {
 }
 
 const toolMessages = (req: RecordedRequest) =>
-  ((req.body as { messages: { role: string; content: unknown }[] }).messages ?? []).filter((m) => m.role === 'tool').map((m) => textOf(m.content))
+  ((req.body as { messages: { role: string; content: unknown }[] }).messages ?? [])
+    .filter((m) => m.role === 'tool')
+    .map((m) => textOf(m.content))
 const lastTool = (req: RecordedRequest) => toolMessages(req).at(-1) ?? ''
 
 /** The lines of one complete dump between the markers; fails when a marker is missing (a cut dump proves nothing). */
@@ -123,13 +132,18 @@ async function patchFile(name: string, entries: unknown[]): Promise<string> {
 async function mcpPatch(extra: unknown[] = []): Promise<string> {
   const script = path.join(t.root, 'env-server.mjs')
   await writeFile(script, ENV_SERVER)
-  return patchFile('mcp.patch.yml', [{ id: 'mcp', config: { servers: { probe: { command: process.execPath, args: [script] } } } }, ...extra])
+  return patchFile('mcp.patch.yml', [
+    { id: 'mcp', config: { servers: { probe: { command: process.execPath, args: [script] } } } },
+    ...extra,
+  ])
 }
 
 /** Model replies: the tool calls in order, each after the previous result, then a closing text. */
 function script(...steps: ((req: RecordedRequest) => MockReply)[]): void {
   let next = 0
-  t.mock.setFallback((req) => (next < steps.length ? (steps[next++] as (req: RecordedRequest) => MockReply)(req) : reply.text('Done.')))
+  t.mock.setFallback((req) =>
+    next < steps.length ? (steps[next++] as (req: RecordedRequest) => MockReply)(req) : reply.text('Done.'),
+  )
 }
 
 const call = (name: string, args: Record<string, unknown>) => () => reply.toolCalls([{ name, arguments: args }])
@@ -177,7 +191,10 @@ describe('the environment of spawned processes, through headless dsh', () => {
 
   it('a terminal sees the same clean environment', async () => {
     script(...terminalSteps())
-    const result = await t.headless(['--permission', 'danger-full-access', 'show the environment in a terminal'], plantedEnv())
+    const result = await t.headless(
+      ['--permission', 'danger-full-access', 'show the environment in a terminal'],
+      plantedEnv(),
+    )
     expect(result.code).toBe(0)
     expectCleanEnvironment(await loggedResults(/^terminal_/))
   })
@@ -185,30 +202,47 @@ describe('the environment of spawned processes, through headless dsh', () => {
   it('an MCP stdio server sees the same clean environment', async () => {
     const patch = await mcpPatch()
     script(call('mcp__probe__env', {}))
-    const result = await t.headless(['--patch', patch, '--permission', 'danger-full-access', 'ask the server'], plantedEnv())
+    const result = await t.headless(
+      ['--patch', patch, '--permission', 'danger-full-access', 'ask the server'],
+      plantedEnv(),
+    )
     expect(result.code).toBe(0)
     expectCleanEnvironment(await loggedResults(/^mcp__probe__env$/))
   })
 
   it('one row on the subprocess plugin configures bash, terminals and MCP servers alike', async () => {
-    const policy = { id: 'subprocess', config: { environment: { exclude: ['NORMAL_*'], set: { FROM_POLICY: 'policy-value' } } } }
+    const policy = {
+      id: 'subprocess',
+      config: { environment: { exclude: ['NORMAL_*'], set: { FROM_POLICY: 'policy-value' } } },
+    }
     const patch = await mcpPatch([policy])
     script(call('bash', { command: DUMP }), call('mcp__probe__env', {}), ...terminalSteps())
     const env = { ...plantedEnv(), NORMAL_OTHER: 'also-excluded' }
-    const result = await t.headless(['--patch', patch, '--permission', 'danger-full-access', 'show every environment'], env)
+    const result = await t.headless(
+      ['--patch', patch, '--permission', 'danger-full-access', 'show every environment'],
+      env,
+    )
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
     for (const tool of [/^bash$/, /^mcp__probe__env$/, /^terminal_/]) {
       const lines = dumpLines(await loggedResults(tool))
       expect(lines, String(tool)).toContain('FROM_POLICY=policy-value')
-      expect(lines.filter((line) => line.startsWith('NORMAL_')), String(tool)).toEqual([])
-      expect(lines.some((line) => line.startsWith('PWD=')), String(tool)).toBe(true)
+      expect(
+        lines.filter((line) => line.startsWith('NORMAL_')),
+        String(tool),
+      ).toEqual([])
+      expect(
+        lines.some((line) => line.startsWith('PWD=')),
+        String(tool),
+      ).toBe(true)
       expect(lines.join('\n'), String(tool)).not.toContain('leak-')
     }
   })
 
   it('refuses to start with a bad pattern in the policy, naming the row, the field and the entry', async () => {
-    const patch = await patchFile('bad.patch.yml', [{ id: 'subprocess', config: { environment: { exclude: ['GOOD_*', 'not a pattern'] } } }])
+    const patch = await patchFile('bad.patch.yml', [
+      { id: 'subprocess', config: { environment: { exclude: ['GOOD_*', 'not a pattern'] } } },
+    ])
     t.mock.enqueue(reply.text('never asked'))
     const result = await t.headless(['--patch', patch, 'hello'])
     expect(result.code).toBe(1)

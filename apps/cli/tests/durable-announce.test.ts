@@ -40,7 +40,11 @@ describe('a session id announced by headless --json', () => {
     await writeFile(patch, JSON.stringify([{ id: 'mcp', config: { servers: { slow } } }]))
     for (let i = 0; i < 30; i++) {
       const task = `first task number ${i}`
-      const running = startDsh(['--profile', 'headless', '--patch', patch, '--json', task], { home: t.home, cwd: t.work, env: t.env() })
+      const running = startDsh(['--profile', 'headless', '--patch', patch, '--json', task], {
+        home: t.home,
+        cwd: t.work,
+        env: t.env(),
+      })
       await running.waitFor(/"type":"session"/, { stream: 'stdout' })
       const sessionId = JSON.parse(running.stdout.split('\n')[0] as string).sessionId as string
       // Somewhere from at once to a little later: before, during or after the model request.
@@ -53,11 +57,16 @@ describe('a session id announced by headless --json', () => {
       const resumed = await t.headless(['--json', '--resume', sessionId, `follow-up ${i}`])
       expect(resumed.stderr, `run ${i} (seed ${SEED}, killed after ${delayMs} ms)`).not.toMatch(/no session/)
       expect(resumed.code, `run ${i}: ${resumed.stderr}`).toBe(0)
-      const lines = resumed.stdout.trim().split('\n').map((line) => JSON.parse(line))
+      const lines = resumed.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
       expect(lines[0]).toEqual({ type: 'session', sessionId, resumed: true })
       expect(lines.at(-1)).toMatchObject({ type: 'result', reason: 'completed', text: 'Resumed.' })
       // The model saw the first message again, and the log holds it.
-      const request = t.mock.requests.slice(asked).find((r) => textOf(r.body.messages.at(-1)).includes(`follow-up ${i}`))
+      const request = t.mock.requests
+        .slice(asked)
+        .find((r) => textOf(r.body.messages.at(-1)).includes(`follow-up ${i}`))
       expect(request?.body.messages.map(textOf).join('\n')).toContain(task)
       const { events } = await readSessionLog(t.home, sessionId)
       const users = events.filter((e) => e.type === 'user/message').map((e) => JSON.stringify(e.data.message.content))

@@ -8,7 +8,9 @@ const t = useMockedHeadless()
 
 /** The text of the tool results in a request, in order. */
 function toolTexts(request: RecordedRequest | undefined): string[] {
-  return (request?.body.messages ?? []).filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content)
+  return (request?.body.messages ?? [])
+    .filter((m: { role: string }) => m.role === 'tool')
+    .map((m: { content: string }) => m.content)
 }
 
 const lastToolText = (request: RecordedRequest) => toolTexts(request).at(-1) ?? ''
@@ -20,7 +22,9 @@ describe('execution tools through headless', () => {
     t.mock.enqueue(
       reply.toolCalls([{ name: 'grep', arguments: { pattern: 'TODO', output_mode: 'content' } }]),
       reply.toolCalls([{ name: 'read', arguments: { path: 'app.js' } }]),
-      reply.toolCalls([{ name: 'edit', arguments: { path: 'app.js', old_string: 'const b = 2', new_string: 'const renamed = 2' } }]),
+      reply.toolCalls([
+        { name: 'edit', arguments: { path: 'app.js', old_string: 'const b = 2', new_string: 'const renamed = 2' } },
+      ]),
       reply.text('Renamed b.'),
     )
     const result = await t.headless(['rename the TODO variable'])
@@ -28,17 +32,30 @@ describe('execution tools through headless', () => {
     expect(result.code).toBe(0)
     expect(toolTexts(t.mock.requests[1])[0]).toMatch(/app\.js[\s\S]*TODO: rename b/)
     expect(toolTexts(t.mock.requests[1])[0]).not.toMatch(/notes\.md/)
-    expect(readFileSync(path.join(t.work, 'app.js'), 'utf8')).toBe('const a = 1\n// TODO: rename b\nconst renamed = 2\n')
+    expect(readFileSync(path.join(t.work, 'app.js'), 'utf8')).toBe(
+      'const a = 1\n// TODO: rename b\nconst renamed = 2\n',
+    )
   })
 
   it('starts a background job and polls it to completion', async () => {
-    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'sleep 0.3; echo background-finished > done.txt; echo all done', run_in_background: true } }]))
+    t.mock.enqueue(
+      reply.toolCalls([
+        {
+          name: 'bash',
+          arguments: {
+            command: 'sleep 0.3; echo background-finished > done.txt; echo all done',
+            run_in_background: true,
+          },
+        },
+      ]),
+    )
     let jobId = ''
     // Poll like a model would: job_output until the job is no longer running, then answer.
     t.mock.setFallback((request) => {
       const text = lastToolText(request)
       jobId ||= /started background job (\S+):/.exec(text)?.[1] ?? ''
-      if (/status: running|started background job/.test(text)) return reply.toolCalls([{ name: 'job_output', arguments: { job_id: jobId, wait_ms: 2000 } }])
+      if (/status: running|started background job/.test(text))
+        return reply.toolCalls([{ name: 'job_output', arguments: { job_id: jobId, wait_ms: 2000 } }])
       return reply.text('The job finished.')
     })
     const result = await t.headless(['run it in the background'])
@@ -53,10 +70,17 @@ describe('execution tools through headless', () => {
 
   it('drives an interactive program through a terminal', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'terminal_create', arguments: { command: `python3 -c "name = input('name? '); print('hello', name)"` } }]),
+      reply.toolCalls([
+        {
+          name: 'terminal_create',
+          arguments: { command: `python3 -c "name = input('name? '); print('hello', name)"` },
+        },
+      ]),
       (request) => {
         const id = /\[terminal (\S+) started/.exec(lastToolText(request))?.[1] ?? 'missing-id'
-        return reply.toolCalls([{ name: 'terminal_send', arguments: { terminal_id: id, input: 'dsh', wait_for: 'hello dsh' } }])
+        return reply.toolCalls([
+          { name: 'terminal_send', arguments: { terminal_id: id, input: 'dsh', wait_for: 'hello dsh' } },
+        ])
       },
       reply.text('It greeted dsh.'),
     )
@@ -69,7 +93,10 @@ describe('execution tools through headless', () => {
   it('refuses a write outside the workspace under workspace-write (headless cannot ask)', async () => {
     // Outside the workspace and outside the temp dir (which workspace-write may also write).
     const target = path.join('/var/tmp', `dsh-outside-${path.basename(t.root)}.txt`)
-    t.mock.enqueue(reply.toolCalls([{ name: 'write', arguments: { path: target, content: 'escaped' } }]), reply.text('I could not write there.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'write', arguments: { path: target, content: 'escaped' } }]),
+      reply.text('I could not write there.'),
+    )
     const result = await t.headless(['write outside'])
     expect(result.code).toBe(0)
     expect(existsSync(target)).toBe(false)
@@ -78,7 +105,16 @@ describe('execution tools through headless', () => {
 
   it('denies an escalated command in headless with ask', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'touch /tmp/dsh-escalated-marker', escalate: true, justification: 'needs the real /tmp' } }]),
+      reply.toolCalls([
+        {
+          name: 'bash',
+          arguments: {
+            command: 'touch /tmp/dsh-escalated-marker',
+            escalate: true,
+            justification: 'needs the real /tmp',
+          },
+        },
+      ]),
       reply.text('Denied.'),
     )
     const result = await t.headless(['--approval', 'ask', 'escalate'])
@@ -88,7 +124,10 @@ describe('execution tools through headless', () => {
   })
 
   it('read-only confines bash in bwrap: a write fails and nothing is created', async () => {
-    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'echo hi > made.txt' } }]), reply.text('Could not write.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo hi > made.txt' } }]),
+      reply.text('Could not write.'),
+    )
     const result = await t.headless(['--permission', 'read-only', 'try to write'])
     expect(result.code).toBe(0)
     expect(existsSync(path.join(t.work, 'made.txt'))).toBe(false)

@@ -17,7 +17,9 @@ const types = (events: LoggedEvent[]) => events.map((e) => e.type)
 describe('dsh --profile headless', () => {
   it('runs a task that writes a file, prints the answer and records the session', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: 'hello.txt', content: 'hello from dsh\n' } }], { reasoning: 'I will create the file.' }),
+      reply.toolCalls([{ name: 'write', arguments: { path: 'hello.txt', content: 'hello from dsh\n' } }], {
+        reasoning: 'I will create the file.',
+      }),
       reply.text('Created hello.txt.'),
     )
     const result = await t.headless(['create hello.txt'])
@@ -35,7 +37,9 @@ describe('dsh --profile headless', () => {
     const [first, second] = t.mock.requests
     expect(first?.headers.authorization).toBe('Bearer sk-test-key')
     expect(first?.body.stream_options).toEqual({ include_usage: true })
-    expect(first?.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(expect.arrayContaining(['bash', 'edit', 'read', 'write']))
+    expect(first?.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(
+      expect.arrayContaining(['bash', 'edit', 'read', 'write']),
+    )
     // The second request repeats the first one's messages (prompt cache) and adds the reply and the tool result.
     expect(second?.body.messages.slice(0, first?.body.messages.length)).toEqual(first?.body.messages)
     const assistant = second?.body.messages.find((m: { role: string }) => m.role === 'assistant')
@@ -45,7 +49,10 @@ describe('dsh --profile headless', () => {
   })
 
   it('runs bash and feeds its output back', async () => {
-    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'echo $((6*7)) | tee answer.txt' } }]), reply.text('The answer is 42.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo $((6*7)) | tee answer.txt' } }]),
+      reply.text('The answer is 42.'),
+    )
     const result = await t.headless(['compute', '6*7'])
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('The answer is 42.\n')
@@ -102,7 +109,8 @@ describe('dsh --profile headless', () => {
   })
 
   it('reads the task from standard input for -, after the words given', async () => {
-    const userText = (index: number) => t.mock.requests[index]?.body.messages.filter((m: { role: string }) => m.role === 'user').at(-1)?.content
+    const userText = (index: number) =>
+      t.mock.requests[index]?.body.messages.filter((m: { role: string }) => m.role === 'user').at(-1)?.content
     t.mock.enqueue(reply.text('Listed.'), reply.text('Reviewed.'))
     const piped = await t.headless(['-'], {}, 'list the files\n')
     expect(piped.stderr).toBe('')
@@ -125,7 +133,9 @@ describe('dsh --profile headless', () => {
     expect(binary.stderr).toBe('dsh: standard input is binary (a NUL byte at offset 3); the task must be text\n')
     const huge = await t.headless(['-'], {}, 'x'.repeat(4 * 1024 * 1024 + 1))
     expect(huge.code).toBe(1)
-    expect(huge.stderr).toBe('dsh: standard input holds more than 4 MiB; save it to a file in the workspace and name the file in the task\n')
+    expect(huge.stderr).toBe(
+      'dsh: standard input holds more than 4 MiB; save it to a file in the workspace and name the file in the task\n',
+    )
     expect(t.mock.requests).toHaveLength(0)
     expect(existsSync(path.join(t.home, 'sessions')) ? readdirSync(path.join(t.home, 'sessions')) : []).toEqual([])
   })
@@ -151,7 +161,11 @@ describe('dsh --profile headless', () => {
     const { writeFileSync } = await import('node:fs')
     writeFileSync(patch, '- id: agent-loop\n  inject: [headlessStartup]\n')
     t.mock.enqueue(reply.text('Driven.'))
-    const result = await runDsh(['--profile', 'headless', '--patch', patch, 'hello'], { home: t.home, cwd: t.work, env: t.env() })
+    const result = await runDsh(['--profile', 'headless', '--patch', patch, 'hello'], {
+      home: t.home,
+      cwd: t.work,
+      env: t.env(),
+    })
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('Driven.\n')
@@ -186,12 +200,18 @@ describe('dsh --profile headless', () => {
     writeFileSync(path.join(t.home, 'settings.yaml'), 'agent:\n  model: deepseek-v4-pro\n  reasoningEffort: max\n')
     expect((await t.headless(['two'])).code).toBe(0)
     expect((await t.headless(['--model', 'deepseek-custom', 'three'])).code).toBe(0)
-    expect(t.mock.requests.map((r) => r.body.model)).toEqual(['deepseek-v4-flash', 'deepseek-v4-pro', 'deepseek-custom'])
+    expect(t.mock.requests.map((r) => r.body.model)).toEqual([
+      'deepseek-v4-flash',
+      'deepseek-v4-pro',
+      'deepseek-custom',
+    ])
     expect(t.mock.requests[1]?.body.reasoning_effort).toBe('max')
     writeFileSync(path.join(t.home, 'settings.yaml'), 'agent:\n  colour: blue\n')
     const bad = await t.headless(['four'])
     expect(bad.code).toBe(1)
-    expect(bad.stderr).toBe(`dsh: ${path.join(t.home, 'settings.yaml')}: unknown setting agent.colour (known: provider, model, reasoningEffort)\n`)
+    expect(bad.stderr).toBe(
+      `dsh: ${path.join(t.home, 'settings.yaml')}: unknown setting agent.colour (known: provider, model, reasoningEffort)\n`,
+    )
   })
 
   it('Ctrl+C cancels a streaming turn, saves the log and exits 130', async () => {
@@ -223,7 +243,10 @@ describe('dsh --profile headless', () => {
     t.mock.enqueue(reply.completion({ content: 'First answer.', usage }), reply.text('Second answer.'))
     const first = await t.headless(['--json', 'first question'])
     expect(first.code).toBe(0)
-    const lines = first.stdout.trim().split('\n').map((l) => JSON.parse(l))
+    const lines = first.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     expect(lines[0]).toMatchObject({ type: 'session' })
     expect(lines.at(-1)).toEqual({
       type: 'result',
@@ -260,12 +283,20 @@ describe('dsh --profile headless', () => {
     const newer = sessionIdOf((await t.headless(['--json', 'newer question'])).stdout)
     const elsewhere = path.join(t.root, 'elsewhere')
     await mkdir(elsewhere)
-    const other = await runDsh(['--profile', 'headless', 'question elsewhere'], { home: t.home, cwd: elsewhere, env: t.env() })
+    const other = await runDsh(['--profile', 'headless', 'question elsewhere'], {
+      home: t.home,
+      cwd: elsewhere,
+      env: t.env(),
+    })
     expect(other.code).toBe(0)
 
     const continued = await t.headless(['--json', '-c', 'follow-up'])
     expect(continued.code).toBe(0)
-    expect(JSON.parse(continued.stdout.split('\n')[0] as string)).toEqual({ type: 'session', sessionId: newer, resumed: true })
+    expect(JSON.parse(continued.stdout.split('\n')[0] as string)).toEqual({
+      type: 'session',
+      sessionId: newer,
+      resumed: true,
+    })
     const texts = t.mock.requests[3]?.body.messages.map((m: { content: unknown }) => m.content)
     expect(texts).toEqual(expect.arrayContaining(['newer question', 'Newer.', 'follow-up']))
     expect(texts).not.toContain('older question')
@@ -279,12 +310,20 @@ describe('dsh --profile headless', () => {
     const sessionId = JSON.parse(first.stdout.split('\n')[0] as string).sessionId as string
 
     t.mock.enqueue(reply.stall(2, reply.text('A long answer that the server never finishes')))
-    const holder = startDsh(['--profile', 'headless', '--resume', sessionId, 'second question'], { home: t.home, cwd: t.work, env: t.env() })
+    const holder = startDsh(['--profile', 'headless', '--resume', sessionId, 'second question'], {
+      home: t.home,
+      cwd: t.work,
+      env: t.env(),
+    })
     await t.mock.waitForRequests(2)
     const refused = await t.headless(['--continue', 'third question'])
     expect(refused.code).toBe(1)
     const lease = path.join(t.home, 'sessions', `${sessionId}.lock`)
-    expect(refused.stderr).toMatch(new RegExp(`^dsh: session ${sessionId} is open in another dsh \\(process ${holder.child.pid} on .+, since .+\\); finish or close it there first \\(if that process is gone, remove ${lease.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)\n$`))
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `^dsh: session ${sessionId} is open in another dsh \\(process ${holder.child.pid} on .+, since .+\\); finish or close it there first \\(if that process is gone, remove ${lease.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)\n$`,
+      ),
+    )
     expect(t.mock.requests).toHaveLength(2)
 
     expect((await holder.kill('SIGINT')).code).toBe(130)
@@ -295,15 +334,21 @@ describe('dsh --profile headless', () => {
     expect(third.code).toBe(0)
     const { events } = await readLog(sessionId)
     // The second turn ends as the holder saw it (cancelled), not as a crash someone else repaired.
-    expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'aborted', 'completed'])
+    expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual([
+      'completed',
+      'aborted',
+      'completed',
+    ])
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
   })
 
   it('after a crash mid-turn, resume closes the turn as interrupted and goes on', async () => {
-    t.mock.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'sleep 30' } }]),
-    )
-    const running = startDsh(['--profile', 'headless', '--json', 'wait a while'], { home: t.home, cwd: t.work, env: t.env() })
+    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'sleep 30' } }]))
+    const running = startDsh(['--profile', 'headless', '--json', 'wait a while'], {
+      home: t.home,
+      cwd: t.work,
+      env: t.env(),
+    })
     await running.waitFor(/"type":"tool\/call"/, { stream: 'stdout' })
     // The log is flushed at turn ends; make sure the tool call reached the disk before the crash.
     const sessionId = JSON.parse(running.stdout.split('\n')[0] as string).sessionId as string

@@ -27,7 +27,10 @@ beforeEach(async () => {
   // copyFileSync keeps no times: take them from the built stamp again
   const built = spawnSync('touch', ['-r', path.join(lib, 'snapshot/node.stamp'), stamp])
   expect(built.status).toBe(0)
-  writeFileSync(path.join(dir, 'bin.js'), `console.log(process.execArgv.includes('--snapshot-blob') ? 'snapshot' : 'plain')\n`)
+  writeFileSync(
+    path.join(dir, 'bin.js'),
+    `console.log(process.execArgv.includes('--snapshot-blob') ? 'snapshot' : 'plain')\n`,
+  )
 })
 
 afterEach(async () => {
@@ -71,7 +74,11 @@ describe('the dsh launcher', () => {
     function tunablesFor(env: Record<string, string>): string {
       const bin = path.join(install.dir, 'env-node')
       mkdirSync(bin)
-      writeFileSync(path.join(bin, 'node'), `#!/bin/sh\necho "[\${GLIBC_TUNABLES-(unset)}] [\${DSH_LAUNCHER_GLIBC_TUNABLES-(unset)}]"\n`, { mode: 0o755 })
+      writeFileSync(
+        path.join(bin, 'node'),
+        `#!/bin/sh\necho "[\${GLIBC_TUNABLES-(unset)}] [\${DSH_LAUNCHER_GLIBC_TUNABLES-(unset)}]"\n`,
+        { mode: 0o755 },
+      )
       return launch({ PATH: `${bin}:${process.env.PATH ?? ''}`, ...env })
     }
 
@@ -80,7 +87,9 @@ describe('the dsh launcher', () => {
     })
 
     it('adds to the tunables the user set, and keeps their value', () => {
-      expect(tunablesFor({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' })).toBe('[glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1] [=glibc.malloc.arena_max=2]')
+      expect(tunablesFor({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' })).toBe(
+        '[glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1] [=glibc.malloc.arena_max=2]',
+      )
     })
 
     it('keeps a set but empty value apart from an unset one', () => {

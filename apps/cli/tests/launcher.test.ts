@@ -23,7 +23,10 @@ const dsh = (args: string[], env?: Record<string, string>) => runDsh(args, { hom
 async function customProfile(name: string, bundles: string[], patch: string): Promise<string> {
   const dir = path.join(home, 'profiles', name)
   await mkdir(dir, { recursive: true })
-  await writeFile(path.join(dir, 'package.json'), JSON.stringify({ name: `p-${name}`, private: true, dsh: { profile: { bundles } } }))
+  await writeFile(
+    path.join(dir, 'package.json'),
+    JSON.stringify({ name: `p-${name}`, private: true, dsh: { profile: { bundles } } }),
+  )
   await writeFile(path.join(dir, 'cordis.patch.yml'), patch)
   return dir
 }
@@ -60,7 +63,7 @@ describe('launcher basics', () => {
     expect(badPort.stderr).toContain('--port must be a number')
     const sdkExtra = await dsh(['sdk', 'surprise'])
     expect(sdkExtra.code).toBe(1)
-    expect(sdkExtra.stderr).toContain("too many arguments")
+    expect(sdkExtra.stderr).toContain('too many arguments')
   })
 })
 
@@ -75,7 +78,10 @@ describe('--dump-config', () => {
     )
     await writeFile(path.join(home, 'cordis.patch.yml'), `- id: mine\n  config: { file: b, label: home }\n`)
     const overlay = path.join(home, 'overlay.yml')
-    await writeFile(overlay, `- id: hmr\n  disabled: false\n- insert:\n    - id: extra\n      name: ./local-plugin.mjs\n      config: { port: !!js ctx.webStartup.port ?? 3080 }\n`)
+    await writeFile(
+      overlay,
+      `- id: hmr\n  disabled: false\n- insert:\n    - id: extra\n      name: ./local-plugin.mjs\n      config: { port: !!js ctx.webStartup.port ?? 3080 }\n`,
+    )
     const result = await dsh(['headless', '--patch', overlay, '--dump-config'])
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
@@ -84,16 +90,44 @@ describe('--dump-config', () => {
     const blocks = result.stdout.split(/^(?=# == )/m)
     const block = (label: string) => blocks.filter((b) => b.startsWith(`# == ${label}\n`))
     expect(block(`@dsh/bundle-base, patched by @dsh/bundle-headless, ${overlay}`)).toEqual([
-      [`# == @dsh/bundle-base, patched by @dsh/bundle-headless, ${overlay}`, '- id: hmr', '  name: "@dsh/hmr"', '  disabled: false', ''].join('\n'),
+      [
+        `# == @dsh/bundle-base, patched by @dsh/bundle-headless, ${overlay}`,
+        '- id: hmr',
+        '  name: "@dsh/hmr"',
+        '  disabled: false',
+        '',
+      ].join('\n'),
     ])
     expect(block('@dsh/bundle-headless')).toEqual([
-      ['# == @dsh/bundle-headless', '- id: headless-startup', '  name: "@dsh/bundle-headless/startup"', '- id: headless-runner', '  name: "@dsh/bundle-headless/runner"', ''].join('\n'),
+      [
+        '# == @dsh/bundle-headless',
+        '- id: headless-startup',
+        '  name: "@dsh/bundle-headless/startup"',
+        '- id: headless-runner',
+        '  name: "@dsh/bundle-headless/runner"',
+        '',
+      ].join('\n'),
     ])
     expect(block(`${profilePatch}, patched by ${homePatch}`)).toEqual([
-      [`# == ${profilePatch}, patched by ${homePatch}`, '- id: mine', `  name: ${journal}`, '  config:', '    file: b', '    label: home', ''].join('\n'),
+      [
+        `# == ${profilePatch}, patched by ${homePatch}`,
+        '- id: mine',
+        `  name: ${journal}`,
+        '  config:',
+        '    file: b',
+        '    label: home',
+        '',
+      ].join('\n'),
     ])
     expect(blocks.at(-1)).toBe(
-      [`# == ${overlay}`, '- id: extra', `  name: ${path.join(home, 'local-plugin.mjs')}`, '  config:', '    port: !!js ctx.webStartup.port ?? 3080', ''].join('\n'),
+      [
+        `# == ${overlay}`,
+        '- id: extra',
+        `  name: ${path.join(home, 'local-plugin.mjs')}`,
+        '  config:',
+        '    port: !!js ctx.webStartup.port ?? 3080',
+        '',
+      ].join('\n'),
     )
     expect(result.stdout).toContain("    root: !!js dshHomePath('sessions')")
   })
@@ -105,7 +139,9 @@ describe('--dump-config', () => {
     const result = await dsh(['web', '--dump-default-config'])
     expect(result.code).toBe(0)
     expect(result.stdout).toMatch(/^# == @dsh\/bundle-base\n- id: hmr\n {2}name: "@dsh\/hmr"\n/)
-    expect(result.stdout).toMatch(/# == @dsh\/bundle-web-app\n- id: web-startup\n {2}name: "@dsh\/bundle-web-app\/startup"\n- id: web-server\n/)
+    expect(result.stdout).toMatch(
+      /# == @dsh\/bundle-web-app\n- id: web-startup\n {2}name: "@dsh\/bundle-web-app\/startup"\n- id: web-server\n/,
+    )
     expect(result.stdout).not.toContain('broken')
   })
 })
@@ -129,9 +165,17 @@ describe('bad input fails with exit 1, names the culprit and changes nothing', (
 
   it.each([
     ['malformed YAML', '- id: hmr\n  config: { debounceMs: [1\n', /cordis\.patch\.yml: malformed YAML/],
-    ['a patch that is not a list', 'id: hmr\ndisabled: true\n', /cordis\.patch\.yml: a patch file must be a top-level YAML list/],
+    [
+      'a patch that is not a list',
+      'id: hmr\ndisabled: true\n',
+      /cordis\.patch\.yml: a patch file must be a top-level YAML list/,
+    ],
     ['an empty patch file', '', /must be a top-level YAML list .*write \[\]/],
-    ['an unknown id', '- id: ghost\n  disabled: true\n', /cordis\.patch\.yml: entry 1: no row with id "ghost" to patch/],
+    [
+      'an unknown id',
+      '- id: ghost\n  disabled: true\n',
+      /cordis\.patch\.yml: entry 1: no row with id "ghost" to patch/,
+    ],
   ])('a profile patch with %s', async (_what, text, message) => {
     const dir = await customProfile('mine', ['@dsh/bundle-base'], text)
     for (const args of [['mine'], ['mine', '--dump-config']]) {
@@ -154,13 +198,19 @@ describe('bad input fails with exit 1, names the culprit and changes nothing', (
     await customProfile('mine', ['@dsh/bundle-base'], '- insert:\n    - { id: ghost, name: no-such-plugin }\n')
     const result = await dsh(['mine'])
     expect(result.code).toBe(1)
-    expect(result.stderr).toMatch(/^dsh: row "ghost": cannot load module "no-such-plugin": not found in .*profiles\/mine or the dsh installation/)
+    expect(result.stderr).toMatch(
+      /^dsh: row "ghost": cannot load module "no-such-plugin": not found in .*profiles\/mine or the dsh installation/,
+    )
   })
 
   it('a config that fails its schema names the row and the field, and starts nothing', async () => {
     const log = path.join(home, 'journal.log')
     const journal = path.join(fixtures, 'journal.mjs')
-    await customProfile('mine', ['@dsh/bundle-base'], `- insert:\n    - { id: j, name: ${journal}, config: { file: ${log}, label: j } }\n`)
+    await customProfile(
+      'mine',
+      ['@dsh/bundle-base'],
+      `- insert:\n    - { id: j, name: ${journal}, config: { file: ${log}, label: j } }\n`,
+    )
     const overlay = path.join(home, 'bad.yml')
     await writeFile(overlay, '- id: hmr\n  config: { debounceMs: soon }\n')
     const result = await dsh(['mine', '--patch', overlay])
@@ -189,7 +239,11 @@ describe('bad input fails with exit 1, names the culprit and changes nothing', (
 describe('signals', () => {
   it('SIGINT drains the tree and exits 130; SIGTERM exits 0', async () => {
     const log = path.join(home, 'journal.log')
-    await customProfile('mine', ['@dsh/bundle-base'], `- insert:\n    - { id: j, name: ${path.join(fixtures, 'journal.mjs')}, config: { file: ${log}, label: j } }\n`)
+    await customProfile(
+      'mine',
+      ['@dsh/bundle-base'],
+      `- insert:\n    - { id: j, name: ${path.join(fixtures, 'journal.mjs')}, config: { file: ${log}, label: j } }\n`,
+    )
     for (const [signal, code] of [
       ['SIGINT', 130],
       ['SIGTERM', 0],

@@ -22,7 +22,10 @@ describe('live reload of a custom profile', () => {
     const log = path.join(home, 'journal.log')
     const dir = path.join(home, 'profiles', 'mine')
     await mkdir(dir, { recursive: true })
-    await writeFile(path.join(dir, 'package.json'), JSON.stringify({ dsh: { profile: { bundles: ['@dsh/bundle-base'] } } }))
+    await writeFile(
+      path.join(dir, 'package.json'),
+      JSON.stringify({ dsh: { profile: { bundles: ['@dsh/bundle-base'] } } }),
+    )
     const patch = path.join(dir, 'cordis.patch.yml')
     await writeFile(patch, rows(log, 'a1'))
 
@@ -36,13 +39,19 @@ describe('live reload of a custom profile', () => {
 
     let from = running.mark()
     await writeFile(patch, '- id: a\n  config: [unclosed\n')
-    await running.waitFor(/reload failed, keeping the running tree: .*cordis\.patch\.yml: malformed YAML: .* at line 3, column 1\n/, { from })
+    await running.waitFor(
+      /reload failed, keeping the running tree: .*cordis\.patch\.yml: malformed YAML: .* at line 3, column 1\n/,
+      { from },
+    )
     from = running.mark()
     await writeFile(patch, rows(log, 'a2'))
     await running.waitFor(/reloaded /, { from })
     from = running.mark()
     await writeFile(path.join(home, 'cordis.patch.yml'), '- id: nobody\n  disabled: true\n')
-    await running.waitFor(/reload failed, keeping the running tree: .*cordis\.patch\.yml: entry 1: no row with id "nobody"/, { from })
+    await running.waitFor(
+      /reload failed, keeping the running tree: .*cordis\.patch\.yml: entry 1: no row with id "nobody"/,
+      { from },
+    )
     expect(readFileSync(log, 'utf8')).toBe('start a1\nstart b\nstop a1\nstart a2\n')
 
     const result = await running.kill('SIGTERM')

@@ -43,7 +43,14 @@ async function writePlugin(dir: string, marker: string): Promise<void> {
   }
   await writeFile(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
   // `greeting` is left out on purpose: the schema's default fills it in.
-  const patch = ['- insert:', `    - id: ${ROW}`, `      name: ${PLUGIN}`, '      config:', `        marker: ${JSON.stringify(marker)}`, ''].join('\n')
+  const patch = [
+    '- insert:',
+    `    - id: ${ROW}`,
+    `      name: ${PLUGIN}`,
+    '      config:',
+    `        marker: ${JSON.stringify(marker)}`,
+    '',
+  ].join('\n')
   await writeFile(path.join(dir, 'cordis.patch.yml'), patch)
   const plugin = `import { writeFileSync } from 'node:fs'
 // Not a dependency of this folder: only the launcher's resolve hook can find it.
@@ -80,7 +87,10 @@ beforeAll(async () => {
   }
   await mkdir(layout.home, { recursive: true })
   await mkdir(layout.project, { recursive: true })
-  await writeFile(path.join(decoy, 'package.json'), `${JSON.stringify({ name: 'decoy-workspace', private: true }, null, 2)}\n`)
+  await writeFile(
+    path.join(decoy, 'package.json'),
+    `${JSON.stringify({ name: 'decoy-workspace', private: true }, null, 2)}\n`,
+  )
   await writeFile(path.join(decoy, 'pnpm-workspace.yaml'), "packages:\n  - '*'\n")
   await writePlugin(layout.pluginDir, layout.marker)
 })
@@ -130,7 +140,10 @@ describe('dsh plugin', () => {
   })
 
   it('removes the plugin: the bundle leaves the list and the row leaves the tree', async () => {
-    const result = await runDsh(['plugin', '--profile', 'mine', 'remove', PLUGIN], { home: layout.home, cwd: layout.project })
+    const result = await runDsh(['plugin', '--profile', 'mine', 'remove', PLUGIN], {
+      home: layout.home,
+      cwd: layout.project,
+    })
     expect(result.code, result.stderr).toBe(0)
     expect(result.stderr).toContain(`removed bundle ${PLUGIN} from profile mine`)
     expect(result.stderr).not.toContain('initialized profile')

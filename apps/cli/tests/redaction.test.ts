@@ -15,11 +15,16 @@ async function credentials() {
   const key = `sk-test-${randomBytes(16).toString('hex')}`
   const token = `ghp_${randomBytes(12).toString('hex')}`
   await mkdir(t.home, { recursive: true })
-  await writeFile(path.join(t.home, '.credentials.yaml'), `version: 1\nrefs:\n  DEEPSEEK_API_KEY: ${key}\n  GITHUB_TOKEN: ${token}\n`, { mode: 0o600 })
+  await writeFile(
+    path.join(t.home, '.credentials.yaml'),
+    `version: 1\nrefs:\n  DEEPSEEK_API_KEY: ${key}\n  GITHUB_TOKEN: ${token}\n`,
+    { mode: 0o600 },
+  )
   return { key, token }
 }
 
-const hasToolResult = (request: RecordedRequest) => request.body.messages.some((m: { role: string }) => m.role === 'tool')
+const hasToolResult = (request: RecordedRequest) =>
+  request.body.messages.some((m: { role: string }) => m.role === 'tool')
 
 /** Every file under `dir`, read as text (the catalog, its WAL, the logs). */
 function filesUnder(dir: string): { file: string; bytes: string }[] {
@@ -40,7 +45,10 @@ describe('credentials never reach the log, the catalog, the output or the model'
       const results = request.body.messages.filter((m: { role: string }) => m.role === 'tool').length
       // 1: the model "knows" the key and echoes it; 2: a command whose output holds it, though its text does not.
       if (results === 0) return reply.toolCalls([{ name: 'bash', arguments: { command: `echo ${key}` } }])
-      if (results === 1) return reply.toolCalls([{ name: 'bash', arguments: { command: `printf '%s%s\\n' ${key.slice(0, half)} ${key.slice(half)}` } }])
+      if (results === 1)
+        return reply.toolCalls([
+          { name: 'bash', arguments: { command: `printf '%s%s\\n' ${key.slice(0, half)} ${key.slice(half)}` } },
+        ])
       // Small deltas: the key and the token arrive split across several of them.
       return reply.text(`Your key is ${key} and your token is ${token}.`, { chunkSize: 5 })
     })
@@ -52,13 +60,18 @@ describe('credentials never reach the log, the catalog, the output or the model'
       // Shown: the --json stream (events, live deltas, the result) carries the placeholder only.
       expect(result.stdout).not.toContain(key)
       expect(result.stdout).not.toContain(token)
-      const lines = result.stdout.trim().split('\n').map((line) => JSON.parse(line))
+      const lines = result.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
       const final = lines.at(-1)
       expect(final.text).toBe('Your key is [redacted: DEEPSEEK_API_KEY] and your token is [redacted: GITHUB_TOKEN].')
       const text = lines.filter((l) => l.type === 'delta' && l.kind === 'text').map((l) => l.delta)
       expect(text.length).toBeGreaterThan(3)
       expect(text.join('')).toBe(final.text)
-      const results = lines.filter((l) => l.type === 'event' && l.event.type === 'tool/result').map((l) => JSON.stringify(l.event.data.message))
+      const results = lines
+        .filter((l) => l.type === 'event' && l.event.type === 'tool/result')
+        .map((l) => JSON.stringify(l.event.data.message))
       expect(results).toHaveLength(2)
       for (const shown of results) expect(shown).toContain('[redacted: DEEPSEEK_API_KEY]')
 
@@ -71,7 +84,9 @@ describe('credentials never reach the log, the catalog, the output or the model'
       // Sent: the tool results went back to the model redacted, and no request carried the key in its body.
       const followUps = t.mock.requests.filter(hasToolResult)
       expect(followUps).toHaveLength(2)
-      const sentBack = followUps[1]?.body.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content)
+      const sentBack = followUps[1]?.body.messages
+        .filter((m: { role: string }) => m.role === 'tool')
+        .map((m: { content: string }) => m.content)
       expect(sentBack).toHaveLength(2)
       for (const content of sentBack) expect(content).toContain('[redacted: DEEPSEEK_API_KEY]')
       for (const request of t.mock.requests) expect(request.rawBody).not.toContain(key)

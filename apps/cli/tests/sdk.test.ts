@@ -23,7 +23,8 @@ async function newSession(wire: SdkWire, extra: Record<string, unknown> = {}): P
 }
 
 const types = (events: Message[]) => events.map((e) => e.type)
-const textOf = (messages: Message[]) => messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
+const textOf = (messages: Message[]) =>
+  messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
 
 describe('dsh --profile sdk', () => {
   it('initializes, runs a prompt with a tool and streams events, deltas and status', async () => {
@@ -33,7 +34,12 @@ describe('dsh --profile sdk', () => {
     )
     const wire = sdk()
     const init = await wire.call('initialize', { protocolVersion: 1 })
-    expect(init).toMatchObject({ protocolVersion: 1, serverInfo: { name: 'dsh' }, defaultModel: 'deepseek-v4-flash', capabilities: { approvals: false, questions: false } })
+    expect(init).toMatchObject({
+      protocolVersion: 1,
+      serverInfo: { name: 'dsh' },
+      defaultModel: 'deepseek-v4-flash',
+      capabilities: { approvals: false, questions: false },
+    })
     expect(init.models).toContainEqual(expect.objectContaining({ provider: 'deepseek', id: 'deepseek-v4-flash' }))
     const sessionId = await newSession(wire)
     expect(sessionId).toMatch(/^session-/)
@@ -47,8 +53,18 @@ describe('dsh --profile sdk', () => {
     expect(types(events)).toEqual(ONE_TOOL_TURN)
     expect(JSON.stringify(events.find((e) => e.type === 'tool/result'))).toContain('streamed-from-bash')
     const deltas = wire.notifications('session/delta', sessionId)
-    expect(deltas.filter((d) => d.kind === 'text').map((d) => d.delta).join('')).toBe('The command printed streamed-from-bash.')
-    expect(deltas.filter((d) => d.kind === 'reasoning').map((d) => d.delta).join('')).toBe('Run it.')
+    expect(
+      deltas
+        .filter((d) => d.kind === 'text')
+        .map((d) => d.delta)
+        .join(''),
+    ).toBe('The command printed streamed-from-bash.')
+    expect(
+      deltas
+        .filter((d) => d.kind === 'reasoning')
+        .map((d) => d.delta)
+        .join(''),
+    ).toBe('Run it.')
     expect(deltas.some((d) => d.kind === 'tool-arguments')).toBe(true)
     expect(wire.notifications('session/status', sessionId).map((s) => s.status)).toEqual(['running', 'idle'])
     // The answer comes after every notification of its turn.
@@ -64,13 +80,21 @@ describe('dsh --profile sdk', () => {
 
     const exit = await wire.shutdown()
     expect(exit.code).toBe(0)
-    expect(exit.stdout.trim().split('\n').every((line) => JSON.parse(line))).toBeTruthy()
+    expect(
+      exit.stdout
+        .trim()
+        .split('\n')
+        .every((line) => JSON.parse(line)),
+    ).toBeTruthy()
     const log = await readSessionLog(t.home, sessionId)
     expect(log.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } })
   })
 
   it('cancels a running prompt, refuses a second prompt meanwhile, and takes the next one after', async () => {
-    t.mock.enqueue(reply.stall(2, reply.text('This reply never finishes because the model stalls here.')), reply.text('Second answer.'))
+    t.mock.enqueue(
+      reply.stall(2, reply.text('This reply never finishes because the model stalls here.')),
+      reply.text('Second answer.'),
+    )
     const wire = await started()
     const sessionId = await newSession(wire)
     const running = wire.request('session/prompt', { sessionId, content: 'Say something long.' })
@@ -106,7 +130,9 @@ describe('dsh --profile sdk', () => {
     expect(answer).toMatchObject({ stopReason: 'completed', text: 'The number was 42.', turn: 2 })
     const history = t.mock.requests[1]?.body.messages.map((m: Message) => m.role)
     expect(history).toEqual(['system', 'user', 'assistant', 'user'])
-    expect((await second.call('session/events', { sessionId })).events.filter((e: Message) => e.type === 'turn/end')).toHaveLength(2)
+    expect(
+      (await second.call('session/events', { sessionId })).events.filter((e: Message) => e.type === 'turn/end'),
+    ).toHaveLength(2)
     expect((await second.shutdown()).code).toBe(0)
   })
 
@@ -118,7 +144,9 @@ describe('dsh --profile sdk', () => {
     const other = await started()
     const busy = await other.request('session/resume', { sessionId })
     expect(busy.error).toMatchObject({ code: -32002, data: { sessionId } })
-    expect(busy.error.message).toContain(`session ${sessionId} is open in another dsh (process ${holder.proc.child.pid} on `)
+    expect(busy.error.message).toContain(
+      `session ${sessionId} is open in another dsh (process ${holder.proc.child.pid} on `,
+    )
     expect((await holder.shutdown()).code).toBe(0)
     expect(await other.call('session/resume', { sessionId })).toEqual({ sessionId })
     expect((await other.shutdown()).code).toBe(0)
@@ -174,7 +202,9 @@ describe('dsh --profile sdk', () => {
       expect(all.sessions.map((s: Message) => s.sessionId).sort()).toEqual([...ids, other].sort())
       const times = all.sessions.map((s: Message) => s.updatedAt)
       expect(times).toEqual([...times].sort((a, b) => b - a))
-      expect(all.sessions[0]).toEqual(expect.objectContaining({ cwd: expect.any(String), createdAt: expect.any(Number) }))
+      expect(all.sessions[0]).toEqual(
+        expect.objectContaining({ cwd: expect.any(String), createdAt: expect.any(Number) }),
+      )
 
       const here = await wire.call('session/list', { cwd: t.work })
       expect(here.sessions.map((s: Message) => s.sessionId).sort()).toEqual([...ids].sort())
@@ -187,16 +217,26 @@ describe('dsh --profile sdk', () => {
       expect(page2.sessions).toHaveLength(1)
       expect(page2.nextCursor).toBeUndefined()
       expect([...page1.sessions, ...page2.sessions].map((s: Message) => s.sessionId).sort()).toEqual([...ids].sort())
-      expect((await wire.request('session/list', { limit: 100_000 })).error).toMatchObject({ code: -32602, data: { field: 'limit' } })
+      expect((await wire.request('session/list', { limit: 100_000 })).error).toMatchObject({
+        code: -32602,
+        data: { field: 'limit' },
+      })
       if (profile === 'sdk-minimal') {
-        expect((await wire.request('session/list', { cursor: 'bogus' })).error).toMatchObject({ code: -32602, data: { field: 'cursor' } })
+        expect((await wire.request('session/list', { cursor: 'bogus' })).error).toMatchObject({
+          code: -32602,
+          data: { field: 'cursor' },
+        })
       }
       expect((await wire.shutdown()).code).toBe(0)
     })
   }
 
   it('runs /compact through the compaction plugin instead of the model loop', async () => {
-    t.mock.enqueue(reply.text(`A long first answer. ${'Lots of detail here. '.repeat(200)}`), reply.text('Second answer.'), reply.text('Summary: one long answer.'))
+    t.mock.enqueue(
+      reply.text(`A long first answer. ${'Lots of detail here. '.repeat(200)}`),
+      reply.text('Second answer.'),
+      reply.text('Summary: one long answer.'),
+    )
     const wire = await started()
     const sessionId = await newSession(wire)
     await wire.call('session/prompt', { sessionId, content: 'one' })
@@ -206,32 +246,48 @@ describe('dsh --profile sdk', () => {
     expect(compact.text).toMatch(/^Compacted the conversation/)
     expect(t.mock.requests).toHaveLength(3)
     const events = (await wire.call('session/events', { sessionId })).events
-    expect(events.filter((e: Message) => e.type === 'context/compaction').map((e: Message) => e.data.reason)).toEqual(['manual'])
+    expect(events.filter((e: Message) => e.type === 'context/compaction').map((e: Message) => e.data.reason)).toEqual([
+      'manual',
+    ])
     expect(events.filter((e: Message) => e.type === 'turn/start')).toHaveLength(2)
     expect((await wire.shutdown()).code).toBe(0)
   })
 
   describe('approvals', () => {
-    const writeCall = (name: string) => reply.toolCalls([{ name: 'write', arguments: { path: name, content: 'approved content\n' } }])
+    const writeCall = (name: string) =>
+      reply.toolCalls([{ name: 'write', arguments: { path: name, content: 'approved content\n' } }])
 
     it('asks the client, which allows once (file written) or rejects with a message (not written)', async () => {
-      t.mock.enqueue(writeCall('allowed.txt'), reply.text('Wrote it.'), writeCall('rejected.txt'), reply.text('Could not write.'))
+      t.mock.enqueue(
+        writeCall('allowed.txt'),
+        reply.text('Wrote it.'),
+        writeCall('rejected.txt'),
+        reply.text('Could not write.'),
+      )
       const wire = await started(sdk(), { approvals: true })
       expect(wire.received[0]?.result.capabilities).toEqual({ approvals: true, questions: false })
       const sessionId = await newSession(wire, { permissionPreset: 'read-only' })
       const answers: unknown[] = [{ decision: 'allow-once' }, { decision: 'reject', message: 'not this file' }]
       wire.answer = () => answers.shift()
 
-      expect(await wire.call('session/prompt', { sessionId, content: 'write allowed.txt' })).toMatchObject({ stopReason: 'completed' })
+      expect(await wire.call('session/prompt', { sessionId, content: 'write allowed.txt' })).toMatchObject({
+        stopReason: 'completed',
+      })
       expect(readFileSync(path.join(t.work, 'allowed.txt'), 'utf8')).toBe('approved content\n')
       await wire.call('session/prompt', { sessionId, content: 'write rejected.txt' })
       expect(existsSync(path.join(t.work, 'rejected.txt'))).toBe(false)
 
       const asked = wire.received.filter((m) => m.method === 'approval/request')
       expect(asked).toHaveLength(2)
-      expect(asked[0]?.params).toMatchObject({ sessionId, preset: 'read-only', toolCall: { name: 'write', arguments: expect.stringContaining('allowed.txt') } })
+      expect(asked[0]?.params).toMatchObject({
+        sessionId,
+        preset: 'read-only',
+        toolCall: { name: 'write', arguments: expect.stringContaining('allowed.txt') },
+      })
       expect(asked[0]?.params.reason).toContain('allowed.txt')
-      const results = (await wire.call('session/events', { sessionId })).events.filter((e: Message) => e.type === 'tool/result')
+      const results = (await wire.call('session/events', { sessionId })).events.filter(
+        (e: Message) => e.type === 'tool/result',
+      )
       expect(results[1].data.error.code).toBe('DENIED')
       expect(JSON.stringify(results[1].data.message)).toContain('not this file')
       expect((await wire.shutdown()).code).toBe(0)
@@ -250,11 +306,15 @@ describe('dsh --profile sdk', () => {
 
   it('sends the model’s questions to a client that declared questions, and the model reads the answers', async () => {
     const question = { question: 'Which colour?', options: [{ label: 'red' }, { label: 'blue' }] }
-    t.mock.enqueue(reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]), reply.text('Blue it is.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]),
+      reply.text('Blue it is.'),
+    )
     const wire = await started(sdk(), { questions: true })
     expect(wire.received[0]?.result.capabilities.questions).toBe(true)
     const sessionId = await newSession(wire)
-    wire.answer = (request) => (request.method === 'question/ask' ? { answers: [{ question: 'Which colour?', selected: ['blue'] }] } : undefined)
+    wire.answer = (request) =>
+      request.method === 'question/ask' ? { answers: [{ question: 'Which colour?', selected: ['blue'] }] } : undefined
     expect(await wire.call('session/prompt', { sessionId, content: 'Ask me.' })).toMatchObject({ text: 'Blue it is.' })
     const asked = wire.received.find((m) => m.method === 'question/ask')
     expect(asked?.params).toMatchObject({ sessionId, questions: [question] })
@@ -283,7 +343,10 @@ describe('dsh --profile sdk', () => {
 
       await started(wire)
       expect((await wire.request('initialize', { protocolVersion: 1 })).error).toMatchObject({ code: -32004 })
-      expect((await wire.request('session/teleport', {})).error).toMatchObject({ code: -32601, message: 'unknown method: session/teleport' })
+      expect((await wire.request('session/teleport', {})).error).toMatchObject({
+        code: -32601,
+        message: 'unknown method: session/teleport',
+      })
 
       const relative = await wire.request('session/new', { cwd: 'relative/dir' })
       expect(relative.error).toMatchObject({ code: -32602, data: { field: 'cwd' } })
@@ -299,13 +362,23 @@ describe('dsh --profile sdk', () => {
       expect(wrongType.error).toMatchObject({ code: -32602, data: { field: 'content' } })
       const empty = await wire.request('session/prompt', { sessionId, content: '   ' })
       expect(empty.error).toMatchObject({ code: -32602, data: { field: 'content' } })
-      const badImage = await wire.request('session/prompt', { sessionId, content: [{ type: 'image', mediaType: 'image/png', data: '%%%' }] })
+      const badImage = await wire.request('session/prompt', {
+        sessionId,
+        content: [{ type: 'image', mediaType: 'image/png', data: '%%%' }],
+      })
       expect(badImage.error).toMatchObject({ code: -32602, data: { field: 'content.0.data' } })
       const noSession = await wire.request('session/prompt', { sessionId: 'session-nope', content: 'hi' })
       expect(noSession.error).toMatchObject({ code: -32001, data: { sessionId: 'session-nope' } })
-      expect((await wire.request('session/resume', { sessionId: 'session-nope' })).error).toMatchObject({ code: -32001 })
-      expect((await wire.request('session/events', { sessionId: 'session-nope' })).error).toMatchObject({ code: -32001 })
-      expect((await wire.request('session/resume', { sessionId: '../../etc/passwd' })).error).toMatchObject({ code: -32602, data: { field: 'sessionId' } })
+      expect((await wire.request('session/resume', { sessionId: 'session-nope' })).error).toMatchObject({
+        code: -32001,
+      })
+      expect((await wire.request('session/events', { sessionId: 'session-nope' })).error).toMatchObject({
+        code: -32001,
+      })
+      expect((await wire.request('session/resume', { sessionId: '../../etc/passwd' })).error).toMatchObject({
+        code: -32602,
+        data: { field: 'sessionId' },
+      })
 
       // Still serving after all of that.
       expect(await wire.call('session/list', {})).toEqual({ sessions: [] })
@@ -317,9 +390,12 @@ describe('dsh --profile sdk', () => {
       await writeFile(path.join(t.work, 'short-lines.yml'), '- id: sdk-server\n  config:\n    maxLineBytes: 2048\n')
       const wire = await started(sdk(['--patch', 'short-lines.yml']))
       const sessionId = await newSession(wire)
-      const tooLong = (m: Message) => m.error?.code === -32600 && String(m.error.message).includes('longer than the limit')
+      const tooLong = (m: Message) =>
+        m.error?.code === -32600 && String(m.error.message).includes('longer than the limit')
 
-      wire.sendRaw(`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"${sessionId}","content":"${'x'.repeat(5000)}"}}`)
+      wire.sendRaw(
+        `{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"${sessionId}","content":"${'x'.repeat(5000)}"}}`,
+      )
       const withId = await wire.waitFor(tooLong, 'the answer to the over-long line with id 7')
       expect(withId.id).toBe(7)
       const seen = wire.received.length
@@ -345,7 +421,9 @@ describe('dsh --profile sdk', () => {
       const big = await wire.request('session/prompt', { sessionId, content: 'x'.repeat(2001) })
       expect(big.error).toMatchObject({ code: -32602, data: { field: 'content' } })
       expect(big.error.message).toContain('maxPromptBytes')
-      expect(await wire.call('session/prompt', { sessionId, content: 'y'.repeat(1900) })).toMatchObject({ text: 'fits' })
+      expect(await wire.call('session/prompt', { sessionId, content: 'y'.repeat(1900) })).toMatchObject({
+        text: 'fits',
+      })
       expect((await wire.shutdown()).code).toBe(0)
     })
 
@@ -370,21 +448,30 @@ describe('dsh --profile sdk after a crash', () => {
   it('a session/new id and a prompt whose first event went out survive a SIGKILL', async () => {
     // The first process may die before or after its request reaches the model: answer by what is asked.
     t.mock.setFallback((request) =>
-      textOf(request.body.messages).at(-1)?.includes('which word?') ? reply.text('Back again.') : reply.stall(1, reply.text('This reply never finishes.')),
+      textOf(request.body.messages).at(-1)?.includes('which word?')
+        ? reply.text('Back again.')
+        : reply.stall(1, reply.text('This reply never finishes.')),
     )
     onTestFinished(() => t.mock.setFallback())
     const first = await started()
     const empty = await newSession(first)
     const sessionId = await newSession(first)
     const running = first.request('session/prompt', { sessionId, content: 'remember the word quartz' })
-    await first.waitFor((m) => m.method === 'session/event' && m.params?.sessionId === sessionId, 'the first event of the turn')
+    await first.waitFor(
+      (m) => m.method === 'session/event' && m.params?.sessionId === sessionId,
+      'the first event of the turn',
+    )
     void running.catch(() => {})
     await first.proc.kill('SIGKILL')
 
     const second = await started()
     // Announced with no message yet: resumable, and empty.
     expect(await second.call('session/resume', { sessionId: empty })).toEqual({ sessionId: empty })
-    expect((await second.call('session/events', { sessionId: empty })).events.filter((e: Message) => e.type === 'user/message')).toEqual([])
+    expect(
+      (await second.call('session/events', { sessionId: empty })).events.filter(
+        (e: Message) => e.type === 'user/message',
+      ),
+    ).toEqual([])
     // Its turn was being shown: the message was stored first.
     const resumed = await second.call('session/resume', { sessionId })
     expect(resumed.problems.join('\n')).toMatch(/stopped mid-turn/)
@@ -397,10 +484,16 @@ describe('dsh --profile sdk after a crash', () => {
 
 describe('dsh --profile sdk-minimal', () => {
   it('boots on its own and runs a prompt that uses bash', async () => {
-    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'echo minimal-ok > out.txt && cat out.txt' } }]), reply.text('Done.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo minimal-ok > out.txt && cat out.txt' } }]),
+      reply.text('Done.'),
+    )
     const wire = await started(sdk([], 'sdk-minimal'))
     const sessionId = await newSession(wire)
-    expect(await wire.call('session/prompt', { sessionId, content: 'Write out.txt with bash.' })).toMatchObject({ stopReason: 'completed', text: 'Done.' })
+    expect(await wire.call('session/prompt', { sessionId, content: 'Write out.txt with bash.' })).toMatchObject({
+      stopReason: 'completed',
+      text: 'Done.',
+    })
     expect(readFileSync(path.join(t.work, 'out.txt'), 'utf8')).toBe('minimal-ok\n')
     const tools = t.mock.requests[0]?.body.tools.map((tool: Message) => tool.function.name)
     expect(tools).toEqual(['bash', 'edit', 'read', 'write'])
@@ -409,6 +502,9 @@ describe('dsh --profile sdk-minimal', () => {
     expect(compact).toMatchObject({ stopReason: 'error', error: { code: 'COMPACTION_UNAVAILABLE' } })
     expect(t.mock.requests).toHaveLength(2)
     expect((await wire.shutdown()).code).toBe(0)
-    expect((await readSessionLog(t.home, sessionId)).events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } })
+    expect((await readSessionLog(t.home, sessionId)).events.at(-1)).toMatchObject({
+      type: 'turn/end',
+      data: { reason: 'completed' },
+    })
   })
 })

@@ -46,7 +46,10 @@ describe('file tools against a swapped path', () => {
       for (let i = 0; i < pairsPerStep; i += 1) {
         const tag = `${step}-${i}`
         calls.push({ name: 'write', arguments: { path: 'd/file', content: `written ${tag}\n` } })
-        calls.push({ name: 'edit', arguments: { path: 'd/file', old_string: `written ${tag}`, new_string: `edited ${tag}` } })
+        calls.push({
+          name: 'edit',
+          arguments: { path: 'd/file', old_string: `written ${tag}`, new_string: `edited ${tag}` },
+        })
       }
       t.mock.enqueue(reply.toolCalls(calls))
     }
@@ -82,7 +85,9 @@ describe('file tools against a swapped path', () => {
     await mkdir(path.join(t.work, 'd'))
     t.mock.enqueue(
       reply.toolCalls([{ name: 'write', arguments: { path: 'd/file', content: 'written calm\n' } }]),
-      reply.toolCalls([{ name: 'edit', arguments: { path: 'd/file', old_string: 'written calm', new_string: 'edited calm' } }]),
+      reply.toolCalls([
+        { name: 'edit', arguments: { path: 'd/file', old_string: 'written calm', new_string: 'edited calm' } },
+      ]),
       reply.text('Done.'),
     )
     expect((await t.headless(['write d/file once more'], { TMPDIR: tmp })).code).toBe(0)
@@ -138,7 +143,14 @@ describe("dsh's own secrets", () => {
     expect(t.mock.requests[0]?.headers.authorization).toBe(`Bearer ${key}`)
 
     const results = await toolResults()
-    expect(results.map((event) => event.data.error?.code ?? 'ok')).toEqual(['FS_DENIED', 'FS_DENIED', 'ok', 'ok', 'ok', 'ok'])
+    expect(results.map((event) => event.data.error?.code ?? 'ok')).toEqual([
+      'FS_DENIED',
+      'FS_DENIED',
+      'ok',
+      'ok',
+      'ok',
+      'ok',
+    ])
     expect(resultText(results[0])).toMatch(/dsh's own secret store/)
     expect(resultText(results[1])).toMatch(/dsh's own secret store/)
     for (const event of results.slice(2)) expect(resultText(event)).not.toContain('.credentials.yaml')

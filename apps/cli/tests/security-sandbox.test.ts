@@ -16,7 +16,9 @@ const t = useMockedHeadless()
 
 /** The text of the tool results in a request, in order. */
 function toolTexts(request: RecordedRequest | undefined): string[] {
-  return (request?.body.messages ?? []).filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content)
+  return (request?.body.messages ?? [])
+    .filter((m: { role: string }) => m.role === 'tool')
+    .map((m: { content: string }) => m.content)
 }
 
 /** Runs one headless task whose model makes one bash call with `command`, and returns that call's result text. */
@@ -75,13 +77,20 @@ describe('sandbox confinement through the headless bin (as root)', () => {
         await new Promise<void>((resolve) => server.listen(place, resolve))
         servers.push(server)
       }
-      const script = places.map((place) => `python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("${place}"); print(s.recv(5))'`).join('; ')
+      const script = places
+        .map(
+          (place) =>
+            `python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("${place}"); print(s.recv(5))'`,
+        )
+        .join('; ')
       const { text } = await bash(`${script}; echo end`)
       expect(text).not.toContain('pwned')
       expect(text).toMatch(/Operation not permitted|No such file/)
       expect(connected).toEqual([])
       // The legitimate twin: socketpair (pipes between processes) still works.
-      const pair = await bash(`python3 -c 'import socket; a, b = socket.socketpair(); a.send(b"ok"); print(b.recv(2).decode())'`)
+      const pair = await bash(
+        `python3 -c 'import socket; a, b = socket.socketpair(); a.send(b"ok"); print(b.recv(2).decode())'`,
+      )
       expect(pair.text).toMatch(/^ok$/m)
     } finally {
       for (const server of servers) server.close()
@@ -94,7 +103,8 @@ describe('sandbox confinement through the headless bin (as root)', () => {
       'mkdir -p .git/hooks && echo "touch /tmp/pwned" > .git/hooks/post-checkout; mkdir -p .claude .dsh .codex .agents; echo {} > .mcp.json; echo legit > legit.txt; echo end',
     )
     expect(text).toContain('end')
-    for (const name of ['.git', '.claude', '.dsh', '.codex', '.agents', '.mcp.json']) expect(existsSync(path.join(t.work, name)), name).toBe(false)
+    for (const name of ['.git', '.claude', '.dsh', '.codex', '.agents', '.mcp.json'])
+      expect(existsSync(path.join(t.work, name)), name).toBe(false)
     expect(readFileSync(path.join(t.work, 'legit.txt'), 'utf8')).toBe('legit\n')
   })
 
@@ -119,14 +129,19 @@ describe('sandbox confinement through the headless bin (as root)', () => {
   it('nothing a command starts survives the session, nohup setsid included, also under danger-full-access', async () => {
     for (const preset of ['workspace-write', 'danger-full-access']) {
       const tag = `dsh-security-survivor-${process.pid}-${preset}`
-      const { code, text } = await bash(`nohup setsid bash -c 'exec -a ${tag} sleep 1000' >/dev/null 2>&1 & echo started`, ['--permission', preset])
+      const { code, text } = await bash(
+        `nohup setsid bash -c 'exec -a ${tag} sleep 1000' >/dev/null 2>&1 & echo started`,
+        ['--permission', preset],
+      )
       expect(code).toBe(0)
       expect(text).toContain('started')
       expect(await liveWithMarker(tag)).toEqual([])
     }
     // The legitimate twin: a background job runs while the session does.
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo job-ran > job.txt; sleep 0.2', run_in_background: true } }]),
+      reply.toolCalls([
+        { name: 'bash', arguments: { command: 'echo job-ran > job.txt; sleep 0.2', run_in_background: true } },
+      ]),
       (request) => {
         const id = /started background job (\S+):/.exec(toolTexts(request).at(-1) ?? '')?.[1] ?? 'missing'
         return reply.toolCalls([{ name: 'job_output', arguments: { job_id: id, wait_ms: 5000 } }])
@@ -162,7 +177,7 @@ describe('the network settings through the headless bin', () => {
       [
         '- id: sandbox-network',
         '  config:',
-        "    allowedHosts: [registry.test, loopback.test]",
+        '    allowedHosts: [registry.test, loopback.test]',
         `    staticHosts: { registry.test: '${TEST_HOST}', other.test: '${TEST_HOST}', loopback.test: '127.0.0.1' }`,
         `    publicRanges: ['${TEST_HOST}/32']`,
         '',
@@ -225,7 +240,10 @@ describe('the network settings through the headless bin', () => {
   it('off: no network at all, not even to an allowlisted host', async () => {
     configureProxy()
     testHost.hits.length = 0
-    const { text } = await bash(curl(`http://registry.test:${testHost.port}/pkg`, '--connect-timeout 3'), ['--network', 'off'])
+    const { text } = await bash(curl(`http://registry.test:${testHost.port}/pkg`, '--connect-timeout 3'), [
+      '--network',
+      'off',
+    ])
     expect(text).not.toContain('registry-answer')
     expect(testHost.hits).toEqual([])
     expect(readdirSync(t.work)).toEqual([])

@@ -31,7 +31,12 @@ async function approvingClient(): Promise<{ wire: SdkWire; sessionId: string }> 
 }
 
 const fetchOther = (name: string) =>
-  reply.toolCalls([{ name: 'bash', arguments: { command: `curl -sS --max-time 10 http://other.test:${testHost.port}/${name}; echo " [exit $?]"` } }])
+  reply.toolCalls([
+    {
+      name: 'bash',
+      arguments: { command: `curl -sS --max-time 10 http://other.test:${testHost.port}/${name}; echo " [exit $?]"` },
+    },
+  ])
 
 describe('approvals the fences ask for, through the SDK', () => {
   it('network proxy: a host off the allowlist is asked about; allowed once it passes, rejected it does not', async () => {
@@ -47,8 +52,13 @@ describe('approvals the fences ask for, through the SDK', () => {
 
     const asked = wire.received.filter((m) => m.method === 'approval/request').map((m) => m.params)
     expect(asked).toHaveLength(2)
-    expect(asked[0]).toMatchObject({ sessionId, toolCall: { name: 'bash', arguments: expect.stringContaining('other.test') } })
-    expect(asked[0].reason).toContain(`wants to reach other.test:${testHost.port}, which is not on the network allowlist`)
+    expect(asked[0]).toMatchObject({
+      sessionId,
+      toolCall: { name: 'bash', arguments: expect.stringContaining('other.test') },
+    })
+    expect(asked[0].reason).toContain(
+      `wants to reach other.test:${testHost.port}, which is not on the network allowlist`,
+    )
     const events: Message[] = (await wire.call('session/events', { sessionId })).events
     const decisions = events.filter((e) => e.type === 'network/decision').map((e) => e.data)
     expect(decisions).toEqual([
@@ -65,7 +75,16 @@ describe('approvals the fences ask for, through the SDK', () => {
   it('protected paths: git init fails in the sandbox, and creates .git through an approved escalation', async () => {
     t.mock.enqueue(
       reply.toolCalls([{ name: 'bash', arguments: { command: 'git init -q . && echo initialised' } }]),
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'git init -q . && echo initialised', escalate: true, justification: 'the user asked for a repository' } }]),
+      reply.toolCalls([
+        {
+          name: 'bash',
+          arguments: {
+            command: 'git init -q . && echo initialised',
+            escalate: true,
+            justification: 'the user asked for a repository',
+          },
+        },
+      ]),
       reply.text('Initialised.'),
     )
     const { wire, sessionId } = await approvingClient()

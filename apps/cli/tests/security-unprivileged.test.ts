@@ -15,7 +15,9 @@ const t = useMockedHeadless()
 const NOBODY = { uid: 65534, gid: 65534 }
 
 function toolTexts(request: RecordedRequest | undefined): string[] {
-  return (request?.body.messages ?? []).filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content)
+  return (request?.body.messages ?? [])
+    .filter((m: { role: string }) => m.role === 'tool')
+    .map((m: { content: string }) => m.content)
 }
 
 beforeEach(() => {
@@ -73,7 +75,9 @@ describe('sandbox confinement with dsh run as an ordinary user', () => {
     await new Promise<void>((resolve) => server.listen(place, resolve))
     chmodSync(place, 0o777)
     try {
-      const text = await bashAsNobody(`python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("${place}"); print(s.recv(5))'; echo end`)
+      const text = await bashAsNobody(
+        `python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("${place}"); print(s.recv(5))'; echo end`,
+      )
       expect(text).not.toContain('pwned')
       expect(text).toContain('Operation not permitted')
       expect(connected).toEqual([])
@@ -84,7 +88,9 @@ describe('sandbox confinement with dsh run as an ordinary user', () => {
 
   it('protected paths cannot be created; nothing survives the command', async () => {
     const tag = `dsh-unprivileged-survivor-${process.pid}`
-    const text = await bashAsNobody(`mkdir -p .git/hooks; echo {} > .mcp.json; nohup setsid bash -c 'exec -a ${tag} sleep 1000' >/dev/null 2>&1 & echo end`)
+    const text = await bashAsNobody(
+      `mkdir -p .git/hooks; echo {} > .mcp.json; nohup setsid bash -c 'exec -a ${tag} sleep 1000' >/dev/null 2>&1 & echo end`,
+    )
     expect(text).toContain('end')
     expect(existsSync(path.join(t.work, '.git'))).toBe(false)
     expect(existsSync(path.join(t.work, '.mcp.json'))).toBe(false)
@@ -108,7 +114,10 @@ describe('sandbox confinement with dsh run as an ordinary user', () => {
         expect(text, network).not.toContain('loopback-secret')
       }
       expect(loopback.hits).toEqual([])
-      const allowed = await bashAsNobody(`curl -sS --max-time 10 http://registry.test:${testHost.port}/`, ['--network', 'proxy'])
+      const allowed = await bashAsNobody(`curl -sS --max-time 10 http://registry.test:${testHost.port}/`, [
+        '--network',
+        'proxy',
+      ])
       expect(allowed).toContain('registry-answer')
     } finally {
       await testHost.close()

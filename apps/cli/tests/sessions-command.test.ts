@@ -50,7 +50,11 @@ describe('dsh sessions', () => {
     expect(markdown.stdout).toContain('## User\n\ntell me about capybaras')
     expect(markdown.stdout).toContain('## Assistant\n\nCapybaras are the largest living rodents.')
     const jsonl = await sessions('export', capybaras)
-    expect(JSON.parse(jsonl.stdout.split('\n')[0] as string)).toMatchObject({ type: 'session', id: capybaras, cwd: t.work })
+    expect(JSON.parse(jsonl.stdout.split('\n')[0] as string)).toMatchObject({
+      type: 'session',
+      id: capybaras,
+      cwd: t.work,
+    })
 
     const catalog = path.join(t.home, 'catalog.sqlite')
     await rm(catalog)
@@ -68,7 +72,9 @@ describe('dsh sessions', () => {
     expect(existsSync(path.join(t.home, 'catalog.sqlite'))).toBe(false)
     const found = await sessions('search', 'pangolin', '--json')
     expect(found.code).toBe(0)
-    expect(JSON.parse(found.stdout)).toEqual([expect.objectContaining({ preview: 'remember the pangolin', snippet: expect.stringContaining('«pangolin»') })])
+    expect(JSON.parse(found.stdout)).toEqual([
+      expect.objectContaining({ preview: 'remember the pangolin', snippet: expect.stringContaining('«pangolin»') }),
+    ])
   })
 
   it('catches up with headless runs made after the catalog was built', async () => {

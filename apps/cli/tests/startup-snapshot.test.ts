@@ -26,8 +26,14 @@ async function probe(env: Record<string, string | undefined> = {}): Promise<Prob
     const file = path.join(home, 'probe.json')
     const dir = path.join(home, 'profiles', 'probe')
     await mkdir(dir, { recursive: true })
-    await writeFile(path.join(dir, 'package.json'), JSON.stringify({ name: 'p-probe', private: true, dsh: { profile: { bundles: ['@dsh/bundle-base'] } } }))
-    await writeFile(path.join(dir, 'cordis.patch.yml'), `- insert:\n    - { id: probe, name: ${path.join(fixtures, 'snapshot-probe.mjs')}, config: { file: ${file} } }\n`)
+    await writeFile(
+      path.join(dir, 'package.json'),
+      JSON.stringify({ name: 'p-probe', private: true, dsh: { profile: { bundles: ['@dsh/bundle-base'] } } }),
+    )
+    await writeFile(
+      path.join(dir, 'cordis.patch.yml'),
+      `- insert:\n    - { id: probe, name: ${path.join(fixtures, 'snapshot-probe.mjs')}, config: { file: ${file} } }\n`,
+    )
     const result = await runDsh(['probe'], { home, env })
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
@@ -52,11 +58,19 @@ describe('startup snapshot', () => {
 
   it('runs NODE_OPTIONS preloads as plain node does', async () => {
     const preload = path.join(fixtures, 'snapshot-preload.mjs')
-    expect(started(await probe({ NODE_OPTIONS: `--import=${preload}` }))).toEqual({ fromSnapshot: true, sameCordis: true, preloaded: true })
+    expect(started(await probe({ NODE_OPTIONS: `--import=${preload}` }))).toEqual({
+      fromSnapshot: true,
+      sameCordis: true,
+      preloaded: true,
+    })
   })
 
   it('gives way to the plain entry when NODE_OPTIONS sets a V8 flag, which the snapshot cannot take', async () => {
-    expect(started(await probe({ NODE_OPTIONS: '--max-old-space-size=512' }))).toEqual({ fromSnapshot: false, sameCordis: true, preloaded: false })
+    expect(started(await probe({ NODE_OPTIONS: '--max-old-space-size=512' }))).toEqual({
+      fromSnapshot: false,
+      sameCordis: true,
+      preloaded: false,
+    })
   })
 
   // The launcher adds glibc.malloc.hugetlb=1 for node (launcher-snapshot-check.test.ts); dsh puts the user's value back.
@@ -68,7 +82,10 @@ describe('startup snapshot', () => {
     })
 
     it("is the user's own value again", async () => {
-      expect(seen(await probe({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }))).toEqual({ tunables: 'glibc.malloc.arena_max=2', launcherVariables: [] })
+      expect(seen(await probe({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }))).toEqual({
+        tunables: 'glibc.malloc.arena_max=2',
+        launcherVariables: [],
+      })
     })
 
     it('is put back by the plain entry too (here: set and empty)', async () => {

@@ -9,7 +9,8 @@ describe('approval and question dialogs', { timeout: TEST_TIMEOUT_MS }, () => {
   const t = useWebApp({ files: { 'notes.txt': 'alpha\nbeta\ngamma\n' } })
 
   const read = reply.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }])
-  const edit = (from: string, to: string) => reply.toolCalls([{ name: 'edit', arguments: { path: 'notes.txt', old_string: from, new_string: to } }])
+  const edit = (from: string, to: string) =>
+    reply.toolCalls([{ name: 'edit', arguments: { path: 'notes.txt', old_string: from, new_string: to } }])
 
   /** Under the read-only preset, asks for edits and waits for the first approval dialog. */
   async function promptUntilAsked(prompt: string, ...script: AgentScript[]) {
@@ -38,7 +39,11 @@ describe('approval and question dialogs', { timeout: TEST_TIMEOUT_MS }, () => {
   })
 
   it('rejects with a message that reaches the model, and the file stays as it was', async () => {
-    const dialog = await promptUntilAsked('Uppercase beta', edit('beta', 'BETA'), reply.text('Understood, I will not change it.'))
+    const dialog = await promptUntilAsked(
+      'Uppercase beta',
+      edit('beta', 'BETA'),
+      reply.text('Understood, I will not change it.'),
+    )
     const { page } = t
     await dialog.getByLabel(/Message to the model/).fill('Leave notes.txt alone')
     await page.keyboard.press('Escape')
@@ -47,12 +52,20 @@ describe('approval and question dialogs', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(await page.locator('[data-tool="edit"]').getAttribute('data-status')).toBe('error')
     expect(await page.locator('[data-tool="edit"]').textContent()).toContain('rejected')
     expect(await readFile(path.join(t.work, 'notes.txt'), 'utf8')).toBe('alpha\nbeta\ngamma\n')
-    const toolMessage = t.mock.requests.filter((r) => r.body?.tools?.length).at(-1)?.body.messages.at(-1)
+    const toolMessage = t.mock.requests
+      .filter((r) => r.body?.tools?.length)
+      .at(-1)
+      ?.body.messages.at(-1)
     expect(JSON.stringify(toolMessage)).toContain('Leave notes.txt alone')
   })
 
   it('allows for the whole session with S: the next edit does not ask again', async () => {
-    await promptUntilAsked('Uppercase beta and gamma', edit('beta', 'BETA'), edit('gamma', 'GAMMA'), reply.text('Both edited.'))
+    await promptUntilAsked(
+      'Uppercase beta and gamma',
+      edit('beta', 'BETA'),
+      edit('gamma', 'GAMMA'),
+      reply.text('Both edited.'),
+    )
     const { page } = t
     await page.keyboard.press('s')
     await page.getByText('Both edited.').waitFor()
@@ -90,7 +103,10 @@ describe('approval and question dialogs', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(await dialog.getByRole('radio', { name: /Good day/ }).isChecked()).toBe(true)
     await page.keyboard.press('Enter')
     await page.getByText('Good day it is.').waitFor()
-    const toolMessage = t.mock.requests.filter((r) => r.body?.tools?.length).at(-1)?.body.messages.at(-1)
+    const toolMessage = t.mock.requests
+      .filter((r) => r.body?.tools?.length)
+      .at(-1)
+      ?.body.messages.at(-1)
     expect(JSON.stringify(toolMessage)).toContain('Selected: Good day')
   })
 })

@@ -13,7 +13,9 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
   it('sends a prompt and shows the answer as it streams, then tokens and cost', async () => {
     // Long enough (about 5 s at one word per event) that the page is subscribed while the text still streams, even on a loaded machine.
     const answerText = `Hello from **dsh**. The answer is 42.\n\n${'Streaming keeps going for a while. '.repeat(20)}`
-    t.script(reply.text(answerText, { delayMs: 40, reasoning: `Let me think about it. ${'Still thinking. '.repeat(10)}` }))
+    t.script(
+      reply.text(answerText, { delayMs: 40, reasoning: `Let me think about it. ${'Still thinking. '.repeat(10)}` }),
+    )
     const { page } = t
     await page.goto(t.url)
     const input = composer(page)
@@ -140,7 +142,12 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
           },
         },
       ]),
-      reply.toolCalls([{ name: 'task', arguments: { description: 'Count notes', prompt: 'Count the lines of notes.txt and answer with the number.' } }]),
+      reply.toolCalls([
+        {
+          name: 'task',
+          arguments: { description: 'Count notes', prompt: 'Count the lines of notes.txt and answer with the number.' },
+        },
+      ]),
       reply.text('The helper counted 3 lines.'),
       reply.text('All done: 3 lines.'),
     )
@@ -150,7 +157,11 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
     await composer(page).press('Enter')
     const todos = page.getByRole('region', { name: 'Todo list' })
     await todos.getByText('1/3 done').waitFor()
-    expect(await todos.getByRole('listitem').allTextContents()).toEqual(['●Read the notes (completed)', '◐Asking a helper (in progress)', '○Report back (pending)'])
+    expect(await todos.getByRole('listitem').allTextContents()).toEqual([
+      '●Read the notes (completed)',
+      '◐Asking a helper (in progress)',
+      '○Report back (pending)',
+    ])
     await page.getByText('All done: 3 lines.').waitFor()
     await t.screenshot('todos-and-subagent')
     const parentUrl = page.url()

@@ -26,7 +26,10 @@ describe('composer', { timeout: TEST_TIMEOUT_MS }, () => {
     await box.press('Tab')
     expect(await box.inputValue()).toBe('/model ')
     await box.pressSequentially('vision')
-    await page.getByRole('listbox', { name: 'Models' }).getByRole('option', { name: 'deepseek-v4-flash-vision-exp' }).waitFor()
+    await page
+      .getByRole('listbox', { name: 'Models' })
+      .getByRole('option', { name: 'deepseek-v4-flash-vision-exp' })
+      .waitFor()
     await box.press('Tab')
     expect(await box.inputValue()).toBe('/model deepseek-v4-flash-vision-exp')
     await box.press('Enter')
@@ -78,7 +81,9 @@ describe('composer', { timeout: TEST_TIMEOUT_MS }, () => {
     await composer(page).fill('Hello')
     await composer(page).press('Enter')
     await page.locator('[data-node="turn-end"]').waitFor()
-    expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true)
+    expect(
+      await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth),
+    ).toBe(true)
     await t.screenshot('zoom-200')
     await page.getByRole('button', { name: 'Sessions' }).click()
     await sidebar.waitFor()

@@ -1,4 +1,13 @@
-import { type DshApi, isEvent, type LiveConnection, type SessionDetail, type SessionEvent, type SessionHandlers, type SessionId, type TokenUsage } from '@dsh/web-client'
+import {
+  type DshApi,
+  isEvent,
+  type LiveConnection,
+  type SessionDetail,
+  type SessionEvent,
+  type SessionHandlers,
+  type SessionId,
+  type TokenUsage,
+} from '@dsh/web-client'
 import { Marked } from 'marked'
 import { describe, expect, it, vi } from 'vitest'
 import { parseCommand } from '../src/lib/commands.ts'
@@ -13,7 +22,10 @@ function event(type: string, data: unknown): SessionEvent {
   return { seq: seq++, time: 1000 + seq * 100, type, data } as SessionEvent
 }
 const model = (name = 'deepseek-chat') => ({ kind: 'model', provider: 'deepseek', model: name })
-const user = (text: string) => event('user/message', { message: { id: 'u', role: 'user', content: [{ type: 'text', text }], source: { kind: 'user' } } })
+const user = (text: string) =>
+  event('user/message', {
+    message: { id: 'u', role: 'user', content: [{ type: 'text', text }], source: { kind: 'user' } },
+  })
 
 describe('ConversationModel', () => {
   it('turns streamed deltas into rows that keep their keys when the reply lands', () => {
@@ -40,7 +52,15 @@ describe('ConversationModel', () => {
         step: 1,
         finish: 'stop',
         usage: { inputTokens: 1_000_000, outputTokens: 1_000_000, cacheReadTokens: 0 },
-        message: { id: 'a', role: 'assistant', source: model(), content: [{ type: 'reasoning', text: 'Think.' }, { type: 'text', text: 'Hello!' }] },
+        message: {
+          id: 'a',
+          role: 'assistant',
+          source: model(),
+          content: [
+            { type: 'reasoning', text: 'Think.' },
+            { type: 'text', text: 'Hello!' },
+          ],
+        },
       }),
     )
     m.applyEvent(event('turn/end', { turn: 1, reason: 'completed' }))
@@ -60,12 +80,28 @@ describe('ConversationModel', () => {
     m.applyDelta({ turn: 1, step: 1, kind: 'tool-arguments', index: 0, delta: '{"path":' })
     expect(m.snapshot().nodes[0]).toMatchObject({ kind: 'tool', status: 'streaming', args: '{"path":' })
     const call = { type: 'tool-call', id: 'c1', name: 'edit', arguments: '{"path":"a.txt"}' }
-    m.applyEvent(event('assistant/message', { turn: 1, step: 1, finish: 'tool-calls', message: { id: 'a', role: 'assistant', source: model(), content: [call] } }))
+    m.applyEvent(
+      event('assistant/message', {
+        turn: 1,
+        step: 1,
+        finish: 'tool-calls',
+        message: { id: 'a', role: 'assistant', source: model(), content: [call] },
+      }),
+    )
     const toolCall = event('tool/call', { turn: 1, step: 1, callId: 'c1', name: 'edit', arguments: call.arguments })
     m.applyEvent(toolCall)
     expect(m.snapshot().nodes).toHaveLength(1)
     expect(m.snapshot().nodes[0]).toMatchObject({ key: 'm:1:1:0', status: 'running', name: 'edit' })
-    m.applyEvent(event('permission/decision', { callId: 'c1', tool: 'edit', preset: 'read-only', decision: 'ask', reason: 'writes', answer: 'reject' }))
+    m.applyEvent(
+      event('permission/decision', {
+        callId: 'c1',
+        tool: 'edit',
+        preset: 'read-only',
+        decision: 'ask',
+        reason: 'writes',
+        answer: 'reject',
+      }),
+    )
     m.applyEvent(
       event('tool/result', {
         turn: 1,
@@ -73,7 +109,14 @@ describe('ConversationModel', () => {
         callId: 'c1',
         name: 'edit',
         error: { code: 'PERMISSION_REJECTED', message: 'no' },
-        message: { id: 'r', role: 'user', source: { kind: 'tool', name: 'edit' }, content: [{ type: 'tool-result', toolCallId: 'c1', isError: true, content: [{ type: 'text', text: 'rejected' }] }] },
+        message: {
+          id: 'r',
+          role: 'user',
+          source: { kind: 'tool', name: 'edit' },
+          content: [
+            { type: 'tool-result', toolCallId: 'c1', isError: true, content: [{ type: 'text', text: 'rejected' }] },
+          ],
+        },
       }),
     )
     m.applyEvent(toolCall)
@@ -87,14 +130,26 @@ describe('ConversationModel', () => {
     const m = new ConversationModel()
     m.applyEvent(event('turn/start', { turn: 1 }))
     m.applyDelta({ turn: 1, step: 1, kind: 'text', index: 0, delta: 'broken' })
-    m.applyEvent(event('assistant/attempt', { turn: 1, step: 1, attempt: 1, error: { code: 'SERVER', message: 'busy' } }))
-    m.applyEvent(event('llm/retry', { turn: 1, step: 1, attempt: 1, delayMs: 1500, error: { code: 'SERVER', message: 'Server busy.' } }))
+    m.applyEvent(
+      event('assistant/attempt', { turn: 1, step: 1, attempt: 1, error: { code: 'SERVER', message: 'busy' } }),
+    )
+    m.applyEvent(
+      event('llm/retry', {
+        turn: 1,
+        step: 1,
+        attempt: 1,
+        delayMs: 1500,
+        error: { code: 'SERVER', message: 'Server busy.' },
+      }),
+    )
     expect(m.snapshot().nodes.map((n) => n.kind)).toEqual(['notice'])
     expect(m.snapshot().nodes[0]).toMatchObject({ code: 'SERVER', text: 'Server busy. Retrying in 1.5 s (attempt 2).' })
     m.applyDelta({ turn: 1, step: 1, kind: 'text', index: 0, delta: 'again' })
     m.markResumed()
     expect(m.snapshot().nodes[1]).toMatchObject({ text: 'again', partial: true })
-    m.applyEvent(event('turn/end', { turn: 1, reason: 'error', error: { code: 'AUTH', message: 'bad key', status: 401 } }))
+    m.applyEvent(
+      event('turn/end', { turn: 1, reason: 'error', error: { code: 'AUTH', message: 'bad key', status: 401 } }),
+    )
     expect(m.snapshot().nodes.at(-1)).toMatchObject({ kind: 'turn-end', error: { code: 'AUTH', status: 401 } })
   })
 })
@@ -106,10 +161,35 @@ describe('opening a session from its recent part', () => {
     const events: SessionEvent[] = [event('session/title', { title: 'Long one', source: 'user' })]
     for (let turn = 1; turn <= turns; turn++) {
       events.push(event('turn/start', { turn }), user(`Question ${turn}`))
-      events.push(event('request/header', { reason: 'initial', provider: 'deepseek', model: 'deepseek-chat', reasoningEffort: 'high', tools: [] }))
-      if (turn === 1) events.push(event('todo/write', { todos: [{ content: 'Read the code', status: 'in_progress' }] }), event('plan/mode', { active: true }))
+      events.push(
+        event('request/header', {
+          reason: 'initial',
+          provider: 'deepseek',
+          model: 'deepseek-chat',
+          reasoningEffort: 'high',
+          tools: [],
+        }),
+      )
+      if (turn === 1)
+        events.push(
+          event('todo/write', { todos: [{ content: 'Read the code', status: 'in_progress' }] }),
+          event('plan/mode', { active: true }),
+        )
       const usage = { inputTokens: 1000 * turn, outputTokens: 100, cacheReadTokens: 10, reasoningTokens: 5 }
-      events.push(event('assistant/message', { turn, step: 1, finish: 'stop', usage, message: { id: `a${turn}`, role: 'assistant', source: model(), content: [{ type: 'text', text: `Answer ${turn}` }] } }))
+      events.push(
+        event('assistant/message', {
+          turn,
+          step: 1,
+          finish: 'stop',
+          usage,
+          message: {
+            id: `a${turn}`,
+            role: 'assistant',
+            source: model(),
+            content: [{ type: 'text', text: `Answer ${turn}` }],
+          },
+        }),
+      )
       events.push(event('turn/end', { turn, reason: 'completed' }))
     }
     return events
@@ -123,12 +203,30 @@ describe('opening a session from its recent part', () => {
     const sum = (key: keyof TokenUsage) => replies.reduce((n, u) => n + (u[key] ?? 0), 0)
     const latest = (type: string) => left.findLast((e) => e.type === type) as SessionEvent
     return {
-      session: { sessionId: 's' as SessionId, cwd: '/w', createdAt: 0, running: false, permissionPreset: 'workspace-write' },
+      session: {
+        sessionId: 's' as SessionId,
+        cwd: '/w',
+        createdAt: 0,
+        running: false,
+        permissionPreset: 'workspace-write',
+      },
       events: events.slice(start),
       earlier: {
         before: (events[start] as SessionEvent).seq,
-        state: [latest('session/title'), latest('todo/write'), latest('plan/mode'), latest('request/header')].sort((a, b) => a.seq - b.seq),
-        usage: [{ model: 'deepseek-chat', usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens'), cacheReadTokens: sum('cacheReadTokens'), reasoningTokens: sum('reasoningTokens') } }],
+        state: [latest('session/title'), latest('todo/write'), latest('plan/mode'), latest('request/header')].sort(
+          (a, b) => a.seq - b.seq,
+        ),
+        usage: [
+          {
+            model: 'deepseek-chat',
+            usage: {
+              inputTokens: sum('inputTokens'),
+              outputTokens: sum('outputTokens'),
+              cacheReadTokens: sum('cacheReadTokens'),
+              reasoningTokens: sum('reasoningTokens'),
+            },
+          },
+        ],
       },
     }
   }
@@ -138,10 +236,12 @@ describe('opening a session from its recent part', () => {
     vi.stubGlobal('cancelAnimationFrame', (id: number) => clearTimeout(id))
     let handlers: SessionHandlers | undefined
     const api = { getSession: async () => detail, getEvents: earlier } as unknown as DshApi
-    const live = { subscribe: (_id: string, _after: number, h: SessionHandlers) => {
+    const live = {
+      subscribe: (_id: string, _after: number, h: SessionHandlers) => {
         handlers = h
         return () => {}
-      } } as unknown as LiveConnection
+      },
+    } as unknown as LiveConnection
     const controller = new SessionController(api, live, 's' as SessionId)
     return { controller, live: () => handlers as SessionHandlers }
   }
@@ -154,13 +254,21 @@ describe('opening a session from its recent part', () => {
     full.applyDelta({ turn: 9, step: 1, kind: 'text', index: 0, delta: 'Stream' })
 
     const detail = recent(events, 7)
-    const { controller, live } = open(detail, async () => ({ events: events.filter((e) => e.seq < (detail.earlier?.before ?? 0)) }))
+    const { controller, live } = open(detail, async () => ({
+      events: events.filter((e) => e.seq < (detail.earlier?.before ?? 0)),
+    }))
     await controller.load()
     const first = controller.get().conversation
     const wanted = full.snapshot()
     expect(first.totalUsage).toEqual(wanted.totalUsage)
     expect(first.totalCost).toBeCloseTo(wanted.totalCost as number, 12)
-    expect({ title: first.title, todos: first.todos, planMode: first.planMode, model: first.model, effort: first.reasoningEffort }).toEqual({
+    expect({
+      title: first.title,
+      todos: first.todos,
+      planMode: first.planMode,
+      model: first.model,
+      effort: first.reasoningEffort,
+    }).toEqual({
       title: 'Long one',
       todos: [{ content: 'Read the code', status: 'in_progress' }],
       planMode: true,
@@ -168,7 +276,10 @@ describe('opening a session from its recent part', () => {
       effort: 'high',
     })
     expect(first.nodes[0]).toMatchObject({ kind: 'notice', text: 'Loading earlier messages…' })
-    expect(first.nodes.filter((n) => n.kind === 'user').map((n) => (n as { text: string }).text)).toEqual(['Question 7', 'Question 8'])
+    expect(first.nodes.filter((n) => n.kind === 'user').map((n) => (n as { text: string }).text)).toEqual([
+      'Question 7',
+      'Question 8',
+    ])
 
     // Live changes that arrive before the earlier part are kept through the rebuild.
     live().event?.(next)
@@ -179,7 +290,10 @@ describe('opening a session from its recent part', () => {
     expect({ ...whole, nodes: [] }).toEqual({ ...wanted, nodes: [] })
     // Rows already on screen keep their keys.
     const keys = whole.nodes.map((n) => n.key)
-    expect(keys.slice(keys.indexOf(first.nodes[1]?.key as string))).toEqual([...first.nodes.slice(1).map((n) => n.key), 'm:9:1:0'])
+    expect(keys.slice(keys.indexOf(first.nodes[1]?.key as string))).toEqual([
+      ...first.nodes.slice(1).map((n) => n.key),
+      'm:9:1:0',
+    ])
     controller.dispose()
   })
 
@@ -191,7 +305,11 @@ describe('opening a session from its recent part', () => {
     await controller.load()
     await controller.loadEarlier()
     const nodes = controller.get().conversation.nodes
-    expect(nodes[0]).toMatchObject({ kind: 'notice', tone: 'error', text: 'Earlier messages could not be loaded: the server went away' })
+    expect(nodes[0]).toMatchObject({
+      kind: 'notice',
+      tone: 'error',
+      text: 'Earlier messages could not be loaded: the server went away',
+    })
     expect(nodes.filter((n) => n.kind === 'user')).toHaveLength(1)
     controller.dispose()
   })
@@ -210,7 +328,10 @@ describe('composer helpers', () => {
     expect(triggerAt('/model deep', 11)).toEqual({ kind: 'model', query: 'deep' })
     const mention = triggerAt('look at @src/ma please', 15)
     expect(mention).toEqual({ kind: 'mention', query: 'src/ma', start: 8, end: 15 })
-    expect(insertMention('look at @src/ma please', mention as never, 'src/main.ts')).toEqual({ text: 'look at @src/main.ts  please', caret: 21 })
+    expect(insertMention('look at @src/ma please', mention as never, 'src/main.ts')).toEqual({
+      text: 'look at @src/main.ts  please',
+      caret: 21,
+    })
     expect(triggerAt('mail me@example.com', 19)).toBeUndefined()
   })
 })
@@ -239,7 +360,11 @@ describe('plain paragraphs', () => {
     let offset = 0
     const blocks: Array<{ key: string; html: string }> = []
     for (const token of tokens) {
-      if (token.type !== 'space') blocks.push({ key: `${offset}`, html: marked.parser(Object.assign([token], { links: tokens.links })).replaceAll('&quot;', '&#34;') })
+      if (token.type !== 'space')
+        blocks.push({
+          key: `${offset}`,
+          html: marked.parser(Object.assign([token], { links: tokens.links })).replaceAll('&quot;', '&#34;'),
+        })
       offset += token.raw.length
     }
     return blocks

@@ -20,12 +20,19 @@ async function holdBackEarlierPart(page: Page): Promise<() => void> {
   return release
 }
 
-async function storeLongSession(home: string, cwd: string, turns: number): Promise<{ id: string; tokens: number; cost: number }> {
+async function storeLongSession(
+  home: string,
+  cwd: string,
+  turns: number,
+): Promise<{ id: string; tokens: number; cost: number }> {
   const id = `session-long-${turns}`
   let seq = 0
   let time = Date.UTC(2026, 10, 1)
   const line = (type: string, data: unknown) => JSON.stringify({ seq: seq++, time: (time += 1000), type, data })
-  const lines = [JSON.stringify({ type: 'session', format: 1, id, createdAt: time, cwd }), line('session/title', { title: 'A long conversation', source: 'user' })]
+  const lines = [
+    JSON.stringify({ type: 'session', format: 1, id, createdAt: time, cwd }),
+    line('session/title', { title: 'A long conversation', source: 'user' }),
+  ]
   let tokens = 0
   let cost = 0
   for (let turn = 1; turn <= turns; turn++) {
@@ -35,9 +42,22 @@ async function storeLongSession(home: string, cwd: string, turns: number): Promi
     const source = { kind: 'model', provider: 'deepseek', model: 'deepseek-chat' }
     lines.push(
       line('turn/start', { turn }),
-      line('user/message', { message: { id: `u${turn}`, role: 'user', content: [{ type: 'text', text: `Question ${turn}` }], source: { kind: 'user' } } }),
+      line('user/message', {
+        message: {
+          id: `u${turn}`,
+          role: 'user',
+          content: [{ type: 'text', text: `Question ${turn}` }],
+          source: { kind: 'user' },
+        },
+      }),
       line('request/header', { reason: 'initial', provider: 'deepseek', model: 'deepseek-chat', tools: [] }),
-      line('assistant/message', { turn, step: 1, finish: 'stop', usage, message: { id: `a${turn}`, role: 'assistant', content: [{ type: 'text', text: `Answer ${turn}` }], source } }),
+      line('assistant/message', {
+        turn,
+        step: 1,
+        finish: 'stop',
+        usage,
+        message: { id: `a${turn}`, role: 'assistant', content: [{ type: 'text', text: `Answer ${turn}` }], source },
+      }),
       line('turn/end', { turn, reason: 'completed' }),
     )
   }
@@ -110,7 +130,8 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
     const reads: string[] = []
     page.on('request', (request) => {
       const url = new URL(request.url())
-      if (url.pathname.startsWith('/api/sessions/')) reads.push(url.pathname.replace(`/api/sessions/${id}`, '') + url.search)
+      if (url.pathname.startsWith('/api/sessions/'))
+        reads.push(url.pathname.replace(`/api/sessions/${id}`, '') + url.search)
     })
     // The earlier part is held back until the reader has scrolled.
     const release = await holdBackEarlierPart(page)
@@ -160,7 +181,8 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
     release()
     await page.getByText('Loading earlier messages…').waitFor({ state: 'detached' })
     // Still on screen, where it was, once the rows above are measured; the end of turn 80 now fills the place of the loading row.
-    const drift = async () => ((await question.count()) === 1 ? Math.abs(((await question.boundingBox())?.y ?? Number.NaN) - top) : Number.NaN)
+    const drift = async () =>
+      (await question.count()) === 1 ? Math.abs(((await question.boundingBox())?.y ?? Number.NaN) - top) : Number.NaN
     await expect.poll(drift, { timeout: 5_000 }).toBeLessThanOrEqual(1)
     await page.getByText('Question 80', { exact: true }).waitFor({ state: 'attached' })
   })
@@ -194,7 +216,10 @@ describe('a session another dsh process has open', { timeout: TEST_TIMEOUT_MS },
   const t = useWebApp({
     prepareHome: async (home, work) => {
       ;({ id } = await storeLongSession(home, work, 2))
-      await writeFile(path.join(home, 'sessions', `${id}.lock`), JSON.stringify({ pid: process.pid, host: hostname(), since: Date.now() }))
+      await writeFile(
+        path.join(home, 'sessions', `${id}.lock`),
+        JSON.stringify({ pid: process.pid, host: hostname(), since: Date.now() }),
+      )
     },
   })
 
@@ -204,14 +229,17 @@ describe('a session another dsh process has open', { timeout: TEST_TIMEOUT_MS },
     const item = page.getByRole('navigation', { name: 'Sessions' }).locator(`li[data-session-id="${id}"]`)
     const marker = item.getByText('open in another dsh')
     await marker.waitFor()
-    expect(await marker.getAttribute('title')).toContain(`dsh process ${process.pid} on ${hostname()} has this session open`)
+    expect(await marker.getAttribute('title')).toContain(
+      `dsh process ${process.pid} on ${hostname()} has this session open`,
+    )
     await item.getByRole('link').click()
     await page.getByText('Answer 2').waitFor()
     await t.screenshot('session-open-elsewhere')
     await composer(page).fill('May I?')
     await composer(page).press('Enter')
-    await page.getByText(`session ${id} is open in another dsh (process ${process.pid} on ${hostname()}`, { exact: false }).waitFor()
+    await page
+      .getByText(`session ${id} is open in another dsh (process ${process.pid} on ${hostname()}`, { exact: false })
+      .waitFor()
     expect(await composer(page).inputValue()).toBe('May I?')
   })
 })
-

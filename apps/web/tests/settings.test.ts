@@ -22,7 +22,12 @@ describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(await page.getByLabel('API key').inputValue()).toBe('')
 
     const settings = await t.api<Record<string, unknown>>('GET', '/api/settings')
-    expect(settings).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'high', permissionPreset: 'read-only', hasKey: true })
+    expect(settings).toMatchObject({
+      model: 'deepseek-v4-pro',
+      reasoningEffort: 'high',
+      permissionPreset: 'read-only',
+      hasKey: true,
+    })
     expect(JSON.stringify(settings)).not.toContain('sk-from-the-browser')
     const credentials = path.join(t.home, '.credentials.yaml')
     expect(await readFile(credentials, 'utf8')).toContain('sk-from-the-browser')
@@ -63,7 +68,11 @@ describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
     await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark')
     const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor)
     expect(await background()).toBe('rgb(17, 19, 23)')
-    await page.waitForFunction(() => fetch('/api/settings').then((r) => r.json()).then((s: { theme: string }) => s.theme === 'dark'))
+    await page.waitForFunction(() =>
+      fetch('/api/settings')
+        .then((r) => r.json())
+        .then((s: { theme: string }) => s.theme === 'dark'),
+    )
     await t.screenshot('settings-dark')
 
     await page.reload()

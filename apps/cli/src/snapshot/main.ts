@@ -50,7 +50,9 @@ export function prepare(importers: Record<string, Importer>, deferred: readonly 
       try {
         await module.load()
       } catch (error) {
-        process.stderr.write(`${DEFER_MARK}${JSON.stringify({ specifier, reason: (error as Error).stack ?? String(error) })}\n`)
+        process.stderr.write(
+          `${DEFER_MARK}${JSON.stringify({ specifier, reason: (error as Error).stack ?? String(error) })}\n`,
+        )
         process.exit(3)
       }
     }
@@ -72,7 +74,8 @@ async function run(preloaded: PreloadedModules): Promise<void> {
   const bin = path.resolve(process.argv[1] ?? '')
   const installDir = path.dirname(path.dirname(bin))
   const helper = path.join(installDir, 'lib/snapshot/import.cjs')
-  const dynamicImport = (specifier: string) => (createRequire(helper)(helper) as (specifier: string) => Promise<unknown>)(specifier)
+  const dynamicImport = (specifier: string) =>
+    (createRequire(helper)(helper) as (specifier: string) => Promise<unknown>)(specifier)
   if (realDir(installDir) !== realDir(path.join(host.root, 'apps/cli'))) {
     // Paths computed at build time point into another installation: run the plain entry.
     await dynamicImport(pathToFileURL(bin).href)

@@ -34,7 +34,8 @@ globalThis[Symbol.for('dsh.snapshot')] = __dshHost
 const __dshWebGlobals = ['FormData', 'Headers', 'Request', 'Response', 'MessageEvent']
   .map((name) => [name, Object.getOwnPropertyDescriptor(globalThis, name)])
   .filter(([, descriptor]) => descriptor?.configurable)
-for (const [name] of __dshWebGlobals) Object.defineProperty(globalThis, name, { configurable: true, get: () => undefined })
+for (const [name] of __dshWebGlobals)
+  Object.defineProperty(globalThis, name, { configurable: true, get: () => undefined })
 __dshHost.finishBuild = () => {
   for (const [name, descriptor] of __dshWebGlobals) Object.defineProperty(globalThis, name, descriptor)
 }
@@ -44,7 +45,9 @@ function __dshFileUrl(relative) {
 }
 
 function __dshNotNow(id, key) {
-  return new Error(`${id} cannot be loaded while the startup snapshot is built (${__dshHost.current ?? 'bundle'} touched ${String(key)} at load time)`)
+  return new Error(
+    `${id} cannot be loaded while the startup snapshot is built (${__dshHost.current ?? 'bundle'} touched ${String(key)} at load time)`,
+  )
 }
 
 // A stand-in for a module that must not load at build time. It reports the
@@ -85,7 +88,8 @@ function __dshStub(id, info, load) {
     },
     getOwnPropertyDescriptor(_, key) {
       if (fixed.includes(key)) return Reflect.getOwnPropertyDescriptor(target, key)
-      if (__dshHost.building) return keys.has(key) ? { configurable: true, enumerable: true, writable: false, value: undefined } : undefined
+      if (__dshHost.building)
+        return keys.has(key) ? { configurable: true, enumerable: true, writable: false, value: undefined } : undefined
       const descriptor = Reflect.getOwnPropertyDescriptor(resolve(key), key)
       return descriptor && { ...descriptor, configurable: true }
     },
@@ -118,7 +122,11 @@ const __dshExternalPrefix = 'dsh-external:'
 // Early answers for built-in members that bundled code reads at load time
 // and that come from modules which can be serialized.
 const __dshEarly = {
-  http: { IncomingMessage: () => __dshBuiltin('_http_incoming').IncomingMessage, Agent: () => __dshBuiltin('_http_agent').Agent, globalAgent: () => __dshBuiltin('_http_agent').globalAgent },
+  http: {
+    IncomingMessage: () => __dshBuiltin('_http_incoming').IncomingMessage,
+    Agent: () => __dshBuiltin('_http_agent').Agent,
+    globalAgent: () => __dshBuiltin('_http_agent').globalAgent,
+  },
 }
 
 function __dshRequire(id) {
@@ -146,7 +154,10 @@ function __dshRequire(id) {
 
 let __dshDynamicImport
 function __dshImport(specifier) {
-  if (typeof specifier === 'string' && (specifier.startsWith(__dshExternalPrefix) || __dshModule.isBuiltin(specifier))) {
+  if (
+    typeof specifier === 'string' &&
+    (specifier.startsWith(__dshExternalPrefix) || __dshModule.isBuiltin(specifier))
+  ) {
     return Promise.resolve().then(() => __dshNamespace(specifier))
   }
   if (__dshHost.building) return Promise.reject(__dshNotNow(String(specifier), 'import()'))
@@ -161,7 +172,9 @@ function __dshImport(specifier) {
 // namespace as it is; for CommonJS, `default` is module.exports, next to its keys.
 function __dshNamespace(specifier) {
   const loaded = __dshRequire(specifier)
-  const info = specifier.startsWith(__dshExternalPrefix) ? __dshBuild.externals[specifier.slice(__dshExternalPrefix.length)] : undefined
+  const info = specifier.startsWith(__dshExternalPrefix)
+    ? __dshBuild.externals[specifier.slice(__dshExternalPrefix.length)]
+    : undefined
   if (info?.module) return loaded
   const namespace = { default: loaded }
   for (const key of info ? info.keys : Object.keys(loaded)) {

@@ -38,7 +38,11 @@ export class AcpTestClient {
   readonly transcript: TranscriptEntry[] = []
 
   constructor(readonly options: AcpClientOptions) {
-    this.process = startDsh([...(options.args ?? []), '--profile', 'acp'], { home: options.home, cwd: options.cwd, env: options.env })
+    this.process = startDsh([...(options.args ?? []), '--profile', 'acp'], {
+      home: options.home,
+      cwd: options.cwd,
+      env: options.env,
+    })
     const child = this.process.child
     // The testkit reads stdout as text; the protocol stream wants bytes again.
     const encoder = new TextEncoder()
@@ -102,7 +106,11 @@ export class AcpTestClient {
     })
   }
 
-  newSession(cwd = this.options.cwd, mcpServers: acp.McpServer[] = [], meta?: Record<string, unknown>): Promise<acp.NewSessionResponse> {
+  newSession(
+    cwd = this.options.cwd,
+    mcpServers: acp.McpServer[] = [],
+    meta?: Record<string, unknown>,
+  ): Promise<acp.NewSessionResponse> {
     return this.agent.request(acp.methods.agent.session.new, { cwd, mcpServers, ...(meta ? { _meta: meta } : {}) })
   }
 
@@ -117,7 +125,10 @@ export class AcpTestClient {
    */
   updatesOf(sessionId: string): acp.SessionUpdate[] {
     return this.transcript
-      .filter((entry) => entry.from === 'agent' && (entry.message as { method?: string }).method === acp.methods.client.session.update)
+      .filter(
+        (entry) =>
+          entry.from === 'agent' && (entry.message as { method?: string }).method === acp.methods.client.session.update,
+      )
       .map((entry) => (entry.message as { params: acp.SessionNotification }).params)
       .filter((params) => params.sessionId === sessionId)
       .map((params) => params.update)
@@ -133,9 +144,16 @@ export class AcpTestClient {
 }
 
 /** The text of the chunks of one kind, concatenated. */
-export function chunkText(updates: acp.SessionUpdate[], kind: 'agent_message_chunk' | 'agent_thought_chunk' | 'user_message_chunk'): string {
+export function chunkText(
+  updates: acp.SessionUpdate[],
+  kind: 'agent_message_chunk' | 'agent_thought_chunk' | 'user_message_chunk',
+): string {
   return updates
     .filter((u) => u.sessionUpdate === kind)
-    .map((u) => ((u as { content: acp.ContentBlock }).content.type === 'text' ? (u as { content: { text: string } }).content.text : ''))
+    .map((u) =>
+      (u as { content: acp.ContentBlock }).content.type === 'text'
+        ? (u as { content: { text: string } }).content.text
+        : '',
+    )
     .join('')
 }

@@ -27,7 +27,12 @@ export function useMockedHeadless(): MockedHeadless {
   const t = {} as MockedHeadless
   t.env = () => ({ DEEPSEEK_BASE_URL: t.mock.url, DEEPSEEK_API_KEY: 'sk-test-key' })
   t.headless = (args, extraEnv = {}, input) =>
-    runDsh(['--profile', 'headless', ...args], { home: t.home, cwd: t.work, env: { ...t.env(), ...extraEnv }, ...(input === undefined ? {} : { input }) })
+    runDsh(['--profile', 'headless', ...args], {
+      home: t.home,
+      cwd: t.work,
+      env: { ...t.env(), ...extraEnv },
+      ...(input === undefined ? {} : { input }),
+    })
   beforeAll(async () => {
     t.mock = await startMockLlm()
   })

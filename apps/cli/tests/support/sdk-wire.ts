@@ -100,7 +100,10 @@ export class SdkWire {
         if (found) return finish(undefined, found)
         if (this.done) finish(new Error(`dsh exited before ${what} arrived.\nstderr:\n${this.proc.stderr}`))
       }
-      const timer = setTimeout(() => finish(new Error(`no ${what} within ${WAIT_MS} ms.\nstderr:\n${this.proc.stderr}`)), WAIT_MS)
+      const timer = setTimeout(
+        () => finish(new Error(`no ${what} within ${WAIT_MS} ms.\nstderr:\n${this.proc.stderr}`)),
+        WAIT_MS,
+      )
       const finish = (error?: Error, message?: Message) => {
         clearTimeout(timer)
         this.listeners.delete(check)
@@ -114,7 +117,9 @@ export class SdkWire {
 
   /** The params of every notification of `method` (for `sessionId` when given) so far. */
   notifications(method: string, sessionId?: string): Message[] {
-    return this.received.filter((m) => m.method === method && m.id === undefined && (!sessionId || m.params?.sessionId === sessionId)).map((m) => m.params)
+    return this.received
+      .filter((m) => m.method === method && m.id === undefined && (!sessionId || m.params?.sessionId === sessionId))
+      .map((m) => m.params)
   }
 
   closeInput(): void {

@@ -37,9 +37,15 @@ export async function sessionLogText(home: string, sessionId: string): Promise<s
 }
 
 /** A stored session log under `<home>/sessions`, sealed (zstd) or not: its header line and its events. */
-export async function readSessionLog(home: string, sessionId: string): Promise<{ header: Record<string, unknown>; events: LoggedEvent[] }> {
+export async function readSessionLog(
+  home: string,
+  sessionId: string,
+): Promise<{ header: Record<string, unknown>; events: LoggedEvent[] }> {
   const text = await sessionLogText(home, sessionId)
-  const [header, ...events] = text.trim().split('\n').map((line) => JSON.parse(line))
+  const [header, ...events] = text
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line))
   return { header, events }
 }
 

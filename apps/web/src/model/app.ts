@@ -1,4 +1,11 @@
-import { type ConnectionState, DshApi, type Info, LiveConnection, type SessionDetail, type SessionId } from '@dsh/web-client'
+import {
+  type ConnectionState,
+  DshApi,
+  type Info,
+  LiveConnection,
+  type SessionDetail,
+  type SessionId,
+} from '@dsh/web-client'
 import { addPrices } from '../lib/cost.ts'
 import { takeEarlyLoad } from '../lib/early-load.ts'
 import { readRecent } from '../lib/recent-history.ts'
@@ -54,7 +61,9 @@ export class AppModel {
   prefetch(sessionId: SessionId): void {
     // A failed early load is asked again here, so errors read the same as any other load's.
     const early = takeEarlyLoad(sessionId)
-    const request = early ? early.then((detail) => detail ?? readRecent(this.api, sessionId)) : readRecent(this.api, sessionId)
+    const request = early
+      ? early.then((detail) => detail ?? readRecent(this.api, sessionId))
+      : readRecent(this.api, sessionId)
     request.then(
       (detail) => {
         if (this.prefetched.get(sessionId) === request) this.prefetched.set(sessionId, detail)

@@ -1,4 +1,13 @@
-import { type ContentBlock, type Delta, type EarlierHistory, type ImageAttachment, isEvent, type Message, type SessionEvent, type TokenUsage } from '@dsh/web-client'
+import {
+  type ContentBlock,
+  type Delta,
+  type EarlierHistory,
+  type ImageAttachment,
+  isEvent,
+  type Message,
+  type SessionEvent,
+  type TokenUsage,
+} from '@dsh/web-client'
 import { addUsage, costOf, NO_USAGE } from '../lib/cost.ts'
 import type { ConversationNode, ConversationState, ToolNode } from './nodes.ts'
 
@@ -27,7 +36,13 @@ export class ConversationModel {
   private open = new Set<string>()
   private shared = false
   private cached: ConversationState | undefined
-  private state: Omit<ConversationState, 'nodes'> = { todos: [], planMode: false, running: false, lastSeq: -1, totalUsage: NO_USAGE }
+  private state: Omit<ConversationState, 'nodes'> = {
+    todos: [],
+    planMode: false,
+    running: false,
+    lastSeq: -1,
+    totalUsage: NO_USAGE,
+  }
 
   snapshot(): ConversationState {
     if (!this.cached) {
@@ -56,7 +71,10 @@ export class ConversationModel {
     if (!this.state.running) this.update({ running: true })
     if (delta.kind === 'tool-arguments') {
       const tool = existing?.kind === 'tool' ? existing : undefined
-      this.put({ ...(tool ?? { kind: 'tool', key, name: '', status: 'streaming' }), args: (tool?.args ?? '') + delta.delta } as ToolNode)
+      this.put({
+        ...(tool ?? { kind: 'tool', key, name: '', status: 'streaming' }),
+        args: (tool?.args ?? '') + delta.delta,
+      } as ToolNode)
       return
     }
     const kind = delta.kind === 'text' ? 'text' : 'reasoning'
@@ -94,7 +112,12 @@ export class ConversationModel {
       })
     } else if (this.applyState(event)) {
       if (isEvent(event, 'plan/mode')) {
-        this.put({ kind: 'notice', key: `e:${event.seq}`, tone: 'info', text: event.data.active ? 'Plan mode on' : 'Plan mode off' })
+        this.put({
+          kind: 'notice',
+          key: `e:${event.seq}`,
+          tone: 'info',
+          text: event.data.active ? 'Plan mode on' : 'Plan mode off',
+        })
       }
     } else if (isEvent(event, 'permission/decision')) {
       const key = this.callKeys.get(event.data.callId)
@@ -106,7 +129,12 @@ export class ConversationModel {
       this.put(
         error
           ? { kind: 'notice', key: `e:${event.seq}`, tone: 'error', text: `Compaction failed: ${error}` }
-          : { kind: 'notice', key: `e:${event.seq}`, tone: 'info', text: `Context compacted (${reason}): ${replaced.length} earlier messages summarised` },
+          : {
+              kind: 'notice',
+              key: `e:${event.seq}`,
+              tone: 'info',
+              text: `Context compacted (${reason}): ${replaced.length} earlier messages summarised`,
+            },
       )
     }
   }
@@ -123,7 +151,12 @@ export class ConversationModel {
 
   /** The part a recent-history start left out could not be read. */
   earlierFailed(message: string): void {
-    this.put({ kind: 'notice', key: EARLIER_KEY, tone: 'error', text: `Earlier messages could not be loaded: ${message}` })
+    this.put({
+      kind: 'notice',
+      key: EARLIER_KEY,
+      tone: 'error',
+      text: `Earlier messages could not be loaded: ${message}`,
+    })
   }
 
   /** Session-wide state from the events that set it; false for other events. */
@@ -167,11 +200,20 @@ export class ConversationModel {
         const existing = this.get(key)
         const status = existing?.kind === 'tool' && existing.status !== 'streaming' ? existing.status : 'pending'
         this.callKeys.set(block.id, key)
-        this.put({ ...(existing?.kind === 'tool' ? existing : {}), kind: 'tool', key, callId: block.id, name: block.name, args: block.arguments, status })
+        this.put({
+          ...(existing?.kind === 'tool' ? existing : {}),
+          kind: 'tool',
+          key,
+          callId: block.id,
+          name: block.name,
+          args: block.arguments,
+          status,
+        })
       }
     })
     this.dropDrafts(turn, step, finalKeys)
-    if (event.data.interrupted) this.put({ kind: 'notice', key: `e:${event.seq}`, tone: 'info', text: 'Reply interrupted' })
+    if (event.data.interrupted)
+      this.put({ kind: 'notice', key: `e:${event.seq}`, tone: 'info', text: 'Reply interrupted' })
   }
 
   private toolCall(event: SessionEvent<'tool/call'>): void {
@@ -219,7 +261,9 @@ export class ConversationModel {
       ...(book?.cost !== undefined ? { cost: book.cost } : {}),
       ...(book?.model ? { model: book.model } : {}),
       ...(book?.start !== undefined ? { durationMs: event.time - book.start } : {}),
-      ...(error ? { error: { code: error.code, message: error.message, ...(error.status ? { status: error.status } : {}) } } : {}),
+      ...(error
+        ? { error: { code: error.code, message: error.message, ...(error.status ? { status: error.status } : {}) } }
+        : {}),
     })
     this.update({ running: false })
   }
@@ -311,11 +355,17 @@ function blockKey(turn: number, step: number, index: number): string {
 }
 
 function isDraft(node: ConversationNode): boolean {
-  return ((node.kind === 'text' || node.kind === 'reasoning') && node.streaming) || (node.kind === 'tool' && node.status === 'streaming')
+  return (
+    ((node.kind === 'text' || node.kind === 'reasoning') && node.streaming) ||
+    (node.kind === 'tool' && node.status === 'streaming')
+  )
 }
 
 function isOpen(node: ConversationNode): boolean {
-  return ((node.kind === 'text' || node.kind === 'reasoning') && node.streaming) || (node.kind === 'tool' && !isFinished(node))
+  return (
+    ((node.kind === 'text' || node.kind === 'reasoning') && node.streaming) ||
+    (node.kind === 'tool' && !isFinished(node))
+  )
 }
 
 function isFinished(node: ToolNode): boolean {
@@ -324,7 +374,8 @@ function isFinished(node: ToolNode): boolean {
 
 export function textOf(content: readonly ContentBlock[]): string {
   let text: string | undefined
-  for (const block of content) if (block.type === 'text') text = text === undefined ? block.text : `${text}\n${block.text}`
+  for (const block of content)
+    if (block.type === 'text') text = text === undefined ? block.text : `${text}\n${block.text}`
   return text ?? ''
 }
 

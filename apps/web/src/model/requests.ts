@@ -1,4 +1,12 @@
-import type { ApprovalDecision, ApprovalRequest, DshApi, LiveConnection, QuestionAnswer, QuestionRequest, RequestId } from '@dsh/web-client'
+import type {
+  ApprovalDecision,
+  ApprovalRequest,
+  DshApi,
+  LiveConnection,
+  QuestionAnswer,
+  QuestionRequest,
+  RequestId,
+} from '@dsh/web-client'
 import { Store } from '../lib/store.ts'
 
 export type PendingRequest = ApprovalRequest | QuestionRequest
@@ -35,6 +43,8 @@ export class RequestsStore extends Store<readonly PendingRequest[]> {
   }
 
   private remove(requestId: RequestId): void {
-    this.set((list) => (list.some((r) => r.requestId === requestId) ? list.filter((r) => r.requestId !== requestId) : list))
+    this.set((list) =>
+      list.some((r) => r.requestId === requestId) ? list.filter((r) => r.requestId !== requestId) : list,
+    )
   }
 }

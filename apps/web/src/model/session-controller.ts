@@ -1,4 +1,13 @@
-import { ApiError, type DshApi, type ImageAttachment, isEvent, type LiveConnection, type SessionDetail, type SessionEvent, type SessionId } from '@dsh/web-client'
+import {
+  ApiError,
+  type DshApi,
+  type ImageAttachment,
+  isEvent,
+  type LiveConnection,
+  type SessionDetail,
+  type SessionEvent,
+  type SessionId,
+} from '@dsh/web-client'
 import { readRecent } from '../lib/recent-history.ts'
 import type { Readable } from '../lib/store.ts'
 import { ConversationModel, textOf } from './conversation.ts'
@@ -68,8 +77,13 @@ export class SessionController implements Readable<SessionView> {
         detail = await (prefetched ?? readRecent(this.api, this.id))
       } catch (error) {
         if (this.disposed) return
-        const missing = error instanceof ApiError && (error.status === 404 || error.code === 'unknown-session' || error.code === 'not-found')
-        this.patch({ status: missing ? 'missing' : 'error', error: error instanceof Error ? error.message : String(error) })
+        const missing =
+          error instanceof ApiError &&
+          (error.status === 404 || error.code === 'unknown-session' || error.code === 'not-found')
+        this.patch({
+          status: missing ? 'missing' : 'error',
+          error: error instanceof Error ? error.message : String(error),
+        })
         return
       }
     }
@@ -152,7 +166,8 @@ export class SessionController implements Readable<SessionView> {
     try {
       const { queued } = await this.api.sendMessage(this.id, images.length ? { text, images } : { text })
       const stillThere = this.view.queued.some((q) => q.id === item.id)
-      if (queued && stillThere) this.patch({ queued: this.view.queued.map((q) => (q.id === item.id ? { ...q, state: 'queued' } : q)) })
+      if (queued && stillThere)
+        this.patch({ queued: this.view.queued.map((q) => (q.id === item.id ? { ...q, state: 'queued' } : q)) })
       else if (!queued) this.patch({ queued: this.view.queued.filter((q) => q.id !== item.id) })
       if (!this.view.conversation.running) {
         this.change((model) => model.setRunning(true))

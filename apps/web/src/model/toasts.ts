@@ -24,7 +24,12 @@ export class Toasts extends Store<readonly Toast[]> {
   }
 
   error(error: unknown, doing?: string): void {
-    const text = error instanceof ApiError ? `${error.message} (${error.code})` : error instanceof Error ? error.message : String(error)
+    const text =
+      error instanceof ApiError
+        ? `${error.message} (${error.code})`
+        : error instanceof Error
+          ? error.message
+          : String(error)
     this.show('error', doing ? `${doing}: ${text}` : text)
   }
 

@@ -50,10 +50,18 @@ export function composer(page: Page) {
 }
 
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian chromium (apt-get install chromium), or set DSH_CHROMIUM`)
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: install Debian chromium (apt-get install chromium), or set DSH_CHROMIUM`)
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   })
 }
 
@@ -68,7 +76,8 @@ export function useWebApp(options: WebAppOptions = {}): WebApp {
   let cleanup: () => Promise<void> = async () => {}
 
   beforeAll(async () => {
-    if (!existsSync(DIST)) throw new Error(`${DIST} is missing: run pnpm build (or pnpm build:web) before the browser tests`)
+    if (!existsSync(DIST))
+      throw new Error(`${DIST} is missing: run pnpm build (or pnpm build:web) before the browser tests`)
     t.mock = await startMockLlm()
     browser = await launchChromium()
   }, HOOK_TIMEOUT_MS)
@@ -96,7 +105,10 @@ export function useWebApp(options: WebAppOptions = {}): WebApp {
     })
     const match = await t.dsh.waitFor(/dsh web: (http:\/\/\S+)/, { stream: 'stdout', timeoutMs: HOOK_TIMEOUT_MS })
     t.url = new URL(match[1] as string).origin
-    t.context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 800 }, colorScheme: options.colorScheme ?? 'light' })
+    t.context = await browser.newContext({
+      viewport: options.viewport ?? { width: 1280, height: 800 },
+      colorScheme: options.colorScheme ?? 'light',
+    })
     t.page = await t.context.newPage()
     cleanup = async () => {
       await t.context.close()

@@ -65,6 +65,11 @@ export function routeFilesThroughClient(ctx: Context, files: ClientFiles): void 
     const before = await stat(request.path.real).catch(() => undefined)
     await files.write(sessionId, request.path.absolute, text)
     const after = await stat(request.path.real).catch(() => undefined)
-    return { path: request.path, created: before === undefined, bytes: request.data.length, mtimeMs: after?.mtimeMs ?? Date.now() }
+    return {
+      path: request.path,
+      created: before === undefined,
+      bytes: request.data.length,
+      mtimeMs: after?.mtimeMs ?? Date.now(),
+    }
   })
 }

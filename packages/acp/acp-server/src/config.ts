@@ -17,15 +17,23 @@ export const Config: Schema<AcpServerConfig> = Schema.object({
   maxPromptBytes: Schema.natural()
     .min(1)
     .default(2 * 1024 * 1024)
-    .description('The largest prompt (text plus image data) one session/prompt may carry, in bytes; a larger one is refused with -32602.'),
+    .description(
+      'The largest prompt (text plus image data) one session/prompt may carry, in bytes; a larger one is refused with -32602.',
+    ),
   maxMessageBytes: Schema.natural()
     .min(1024)
     .default(32 * 1024 * 1024)
-    .description('The longest input line (one JSON-RPC message) the server reads, in bytes; a longer one is skipped and answered with -32600.'),
+    .description(
+      'The longest input line (one JSON-RPC message) the server reads, in bytes; a longer one is skipped and answered with -32600.',
+    ),
   toolKinds: Schema.dict(Schema.union([...TOOL_KINDS]))
     .default({})
-    .description('ACP tool kinds (read, edit, delete, move, search, execute, think, fetch, switch_mode, other) by tool name, overriding the kind each tool declares in its presentation.'),
+    .description(
+      'ACP tool kinds (read, edit, delete, move, search, execute, think, fetch, switch_mode, other) by tool name, overriding the kind each tool declares in its presentation.',
+    ),
   drainTimeoutMs: Schema.natural()
     .default(3_000)
-    .description('When stdin closes: how long to wait for the requests in flight (prompts, whose turns are cancelled) to be answered before the connection closes, in milliseconds.'),
+    .description(
+      'When stdin closes: how long to wait for the requests in flight (prompts, whose turns are cancelled) to be answered before the connection closes, in milliseconds.',
+    ),
 })

@@ -33,7 +33,12 @@ export function oversizedLineGuard(limit: number): TransformStream<Uint8Array, U
 
   const finishLine = (controller: TransformStreamDefaultController<Uint8Array>) => {
     if (dropping) {
-      const request = { jsonrpc: '2.0', id: peekRequestId(head), method: OVERSIZED_METHOD, params: { bytes: size, limit } }
+      const request = {
+        jsonrpc: '2.0',
+        id: peekRequestId(head),
+        method: OVERSIZED_METHOD,
+        params: { bytes: size, limit },
+      }
       controller.enqueue(encoder.encode(`${JSON.stringify(request)}\n`))
     } else if (size > 0) {
       controller.enqueue(join([...parts, NEWLINE_BYTES], size + 1))
@@ -65,7 +70,10 @@ const NEWLINE_BYTES = new Uint8Array([NEWLINE])
 
 /** The first `max` bytes of the parts, joined. */
 function join(parts: Uint8Array[], max: number): Uint8Array {
-  const total = Math.min(max, parts.reduce((sum, part) => sum + part.length, 0))
+  const total = Math.min(
+    max,
+    parts.reduce((sum, part) => sum + part.length, 0),
+  )
   const out = new Uint8Array(total)
   let offset = 0
   for (const part of parts) {

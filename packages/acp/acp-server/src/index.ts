@@ -22,11 +22,14 @@ export { routeFilesThroughClient, type ClientFiles } from './client-fs.ts'
 export const name = 'acp-server'
 export const inject = ['acpAppStartup', 'agents', 'sessions', 'permission', 'tools', 'appExit']
 
-const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
+const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+  .version
 
 /** The ACP connection over this process's stdin and stdout. */
 function stdio(maxMessageBytes: number): Stream {
-  const input = (Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>).pipeThrough(oversizedLineGuard(maxMessageBytes))
+  const input = (Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>).pipeThrough(
+    oversizedLineGuard(maxMessageBytes),
+  )
   const output = Writable.toWeb(process.stdout) as WritableStream<Uint8Array>
   return ndJsonStream(output, input, { maxMessageBytes: maxMessageBytes + 4096 })
 }
@@ -54,7 +57,10 @@ export function apply(ctx: Context, config: AcpServerConfig) {
     try {
       await server.shutdown()
     } catch (error) {
-      ctx.logger.warn('acp: shutting the sessions down failed: %s', error instanceof Error ? error.message : String(error))
+      ctx.logger.warn(
+        'acp: shutting the sessions down failed: %s',
+        error instanceof Error ? error.message : String(error),
+      )
     }
     ctx.appExit(0)
   })

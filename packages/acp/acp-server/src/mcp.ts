@@ -7,12 +7,16 @@ export function mcpOf(ctx: Context): McpService | undefined {
   return ctx.get('mcp')
 }
 
-const pairs = (list: Array<{ name: string; value: string }>) => Object.fromEntries(list.map((entry) => [entry.name, entry.value]))
+const pairs = (list: Array<{ name: string; value: string }>) =>
+  Object.fromEntries(list.map((entry) => [entry.name, entry.value]))
 
 /** An ACP MCP server as a `ctx.mcp` config; stdio servers start in the session's folder. SSE is refused. */
 export function mcpConfig(server: McpServer, cwd: string): McpServerConfig {
   if ('type' in server && server.type === 'sse') {
-    throw RequestError.invalidParams({ server: server.name }, `MCP server "${server.name}" uses SSE, which dsh does not support; use a stdio or http server`)
+    throw RequestError.invalidParams(
+      { server: server.name },
+      `MCP server "${server.name}" uses SSE, which dsh does not support; use a stdio or http server`,
+    )
   }
   if ('url' in server) return { url: server.url, headers: pairs(server.headers) }
   return { command: server.command, args: server.args, env: pairs(server.env), cwd }
@@ -39,13 +43,19 @@ export class McpLinks {
     const mcp = mcpOf(this.ctx)
     if (!mcp) {
       const names = servers.map(([name]) => `"${name}"`).join(', ')
-      throw RequestError.internalError({ servers: servers.map(([name]) => name) }, `cannot connect the MCP servers ${names}: the mcp plugin is not loaded in this profile`)
+      throw RequestError.internalError(
+        { servers: servers.map(([name]) => name) },
+        `cannot connect the MCP servers ${names}: the mcp plugin is not loaded in this profile`,
+      )
     }
     for (const [name, config] of servers) {
       const key = JSON.stringify(config)
       let link = this.links.get(name)
       if (link && link.key !== key) {
-        throw RequestError.invalidParams({ server: name }, `another session already connected an MCP server named "${name}" with a different configuration; give this one another name`)
+        throw RequestError.invalidParams(
+          { server: name },
+          `another session already connected an MCP server named "${name}" with a different configuration; give this one another name`,
+        )
       }
       if (!link) {
         const ready = mcp.connect(this.ctx, name, config)
@@ -59,7 +69,10 @@ export class McpLinks {
       try {
         await link.ready
       } catch (error) {
-        throw RequestError.internalError({ server: name }, `could not connect MCP server "${name}": ${error instanceof Error ? error.message : String(error)}`)
+        throw RequestError.internalError(
+          { server: name },
+          `could not connect MCP server "${name}": ${error instanceof Error ? error.message : String(error)}`,
+        )
       }
     }
   }
@@ -85,6 +98,10 @@ export class McpLinks {
       )
     }
     const failures = (await Promise.allSettled(closing)).filter((r) => r.status === 'rejected')
-    for (const failure of failures) this.ctx.logger.warn('acp: an MCP server did not disconnect cleanly: %s', String((failure as PromiseRejectedResult).reason))
+    for (const failure of failures)
+      this.ctx.logger.warn(
+        'acp: an MCP server did not disconnect cleanly: %s',
+        String((failure as PromiseRejectedResult).reason),
+      )
   }
 }

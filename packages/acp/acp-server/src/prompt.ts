@@ -44,7 +44,8 @@ export function promptMessage(blocks: readonly AcpContent[], limits: PromptLimit
   }
   const image = (mimeType: string, data: string, what: string) => {
     if (!limits.images) throw refuse(`${what} cannot be used: the model ${limits.model} does not take images`)
-    if (!IMAGE_TYPES.includes(mimeType)) throw refuse(`${what} has type ${mimeType}; images must be ${IMAGE_TYPES.join(', ')}`)
+    if (!IMAGE_TYPES.includes(mimeType))
+      throw refuse(`${what} has type ${mimeType}; images must be ${IMAGE_TYPES.join(', ')}`)
     if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data) || data.length % 4 !== 0) throw refuse(`${what} is not valid base64`)
     flush()
     content.push({ type: 'image', mediaType: mimeType, data })
@@ -72,7 +73,9 @@ export function promptMessage(blocks: readonly AcpContent[], limits: PromptLimit
           bytes += resource.blob.length
           image(resource.mimeType, resource.blob, what)
         } else {
-          throw refuse(`${what}: the binary resource ${resource.uri} (${resource.mimeType ?? 'no type'}) cannot be used; embed text or an image`)
+          throw refuse(
+            `${what}: the binary resource ${resource.uri} (${resource.mimeType ?? 'no type'}) cannot be used; embed text or an image`,
+          )
         }
         break
       }
@@ -86,7 +89,9 @@ export function promptMessage(blocks: readonly AcpContent[], limits: PromptLimit
         throw refuse(`${what}: unknown content type`)
     }
     if (bytes > limits.maxBytes) {
-      throw refuse(`the prompt is larger than ${limits.maxBytes} bytes, the most this server accepts (acp-server config maxPromptBytes)`)
+      throw refuse(
+        `the prompt is larger than ${limits.maxBytes} bytes, the most this server accepts (acp-server config maxPromptBytes)`,
+      )
     }
   }
   flush()

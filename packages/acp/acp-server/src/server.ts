@@ -74,9 +74,16 @@ export class AcpServer {
       .onRequest(acp.methods.agent.session.setMode, ({ params }) => explained(async () => this.setMode(params)))
       .onRequest(acp.methods.agent.session.close, ({ params }) => explained(() => this.closeSession(params)))
       .onNotification(acp.methods.agent.session.cancel, ({ params }) => this.cancel(params.sessionId))
-      .onRequest<{ bytes?: number; limit?: number }, never>(OVERSIZED_METHOD, (value) => (value ?? {}) as { bytes?: number; limit?: number }, ({ params }) => {
-        throw acp.RequestError.invalidRequest(params, `the message is ${params.bytes} bytes, more than the ${params.limit} bytes this server reads in one line (acp-server config maxMessageBytes)`)
-      })
+      .onRequest<{ bytes?: number; limit?: number }, never>(
+        OVERSIZED_METHOD,
+        (value) => (value ?? {}) as { bytes?: number; limit?: number },
+        ({ params }) => {
+          throw acp.RequestError.invalidRequest(
+            params,
+            `the message is ${params.bytes} bytes, more than the ${params.limit} bytes this server reads in one line (acp-server config maxMessageBytes)`,
+          )
+        },
+      )
     this.connection = app.connect(this.drainedAtEnd(stream))
     this.listen()
   }
@@ -88,7 +95,8 @@ export class AcpServer {
    * pending prompt answers `cancelled` (bounded by `drainTimeoutMs`).
    */
   private drainedAtEnd(stream: acp.Stream): acp.Stream {
-    const isRequest = (m: acp.AnyMessage): m is acp.AnyMessage & { id: acp.RequestId } => 'method' in m && 'id' in m && m.id !== undefined
+    const isRequest = (m: acp.AnyMessage): m is acp.AnyMessage & { id: acp.RequestId } =>
+      'method' in m && 'id' in m && m.id !== undefined
     const isResponse = (m: acp.AnyMessage): m is acp.AnyMessage & { id: acp.RequestId } => !('method' in m) && 'id' in m
     const readable = stream.readable.pipeThrough(
       new TransformStream<acp.AnyMessage, acp.AnyMessage>({
@@ -128,7 +136,12 @@ export class AcpServer {
     })
     clearTimeout(timer)
     this.answered = () => {}
-    if (this.inFlight.size > 0) this.ctx.logger.warn('acp: input ended; %d request(s) still unanswered after %d ms', this.inFlight.size, this.config.drainTimeoutMs)
+    if (this.inFlight.size > 0)
+      this.ctx.logger.warn(
+        'acp: input ended; %d request(s) still unanswered after %d ms',
+        this.inFlight.size,
+        this.config.drainTimeoutMs,
+      )
   }
 
   /** Resolves when the client has gone (stdin closed) or the connection was closed. */
@@ -173,7 +186,8 @@ export class AcpServer {
     routeFilesThroughClient(ctx, {
       canRead: (id) => id !== undefined && this.sessions.has(id) && this.capabilities.fs?.readTextFile === true,
       canWrite: (id) => id !== undefined && this.sessions.has(id) && this.capabilities.fs?.writeTextFile === true,
-      read: async (sessionId, file) => (await this.connection.client.request(acp.methods.client.fs.readTextFile, { sessionId, path: file })).content,
+      read: async (sessionId, file) =>
+        (await this.connection.client.request(acp.methods.client.fs.readTextFile, { sessionId, path: file })).content,
       write: async (sessionId, file, content) => {
         await this.connection.client.request(acp.methods.client.fs.writeTextFile, { sessionId, path: file, content })
       },
@@ -182,9 +196,11 @@ export class AcpServer {
 
   private send(state: AcpSession, updates: acp.SessionUpdate[]): void {
     for (const update of updates) {
-      this.connection.client.notify(acp.methods.client.session.update, { sessionId: state.agent.id, update }).catch((error: unknown) => {
-        this.ctx.logger.debug('acp: a session/update was not delivered: %s', message(error))
-      })
+      this.connection.client
+        .notify(acp.methods.client.session.update, { sessionId: state.agent.id, update })
+        .catch((error: unknown) => {
+          this.ctx.logger.debug('acp: a session/update was not delivered: %s', message(error))
+        })
     }
   }
 
@@ -229,14 +245,23 @@ export class AcpServer {
   private require(sessionId: string): AcpSession {
     checkSessionId(sessionId)
     const state = this.sessions.get(sessionId)
-    if (!state) throw new acp.RequestError(-32002, `unknown session: ${sessionId} (create it with session/new or open it with session/load)`, { sessionId })
+    if (!state)
+      throw new acp.RequestError(
+        -32002,
+        `unknown session: ${sessionId} (create it with session/new or open it with session/load)`,
+        { sessionId },
+      )
     return state
   }
 
-  private adopt(agent: Agent, updates = new SessionUpdates(new ToolViews(agent.session.meta.cwd, this.ctx.tools, this.config.toolKinds))): AcpSession {
+  private adopt(
+    agent: Agent,
+    updates = new SessionUpdates(new ToolViews(agent.session.meta.cwd, this.ctx.tools, this.config.toolKinds)),
+  ): AcpSession {
     const id = agent.id
     // Tools of MCP servers a client supplied are for the sessions that supplied them.
-    const unrestrict = this.ctx.get('tools')?.restrict(this.ctx, id, (name) => this.links.visible(id, name)) ?? (() => {})
+    const unrestrict =
+      this.ctx.get('tools')?.restrict(this.ctx, id, (name) => this.links.visible(id, name)) ?? (() => {})
     const state: AcpSession = { agent, updates, prompting: false, cancelled: false, unrestrict }
     this.sessions.set(id, state)
     return state
@@ -265,7 +290,8 @@ export class AcpServer {
 
   private async newSession(params: acp.NewSessionRequest): Promise<acp.NewSessionResponse> {
     const cwd = folder(params.cwd)
-    if (params.additionalDirectories?.length) throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
+    if (params.additionalDirectories?.length)
+      throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
     const servers = this.mcpServers(params.mcpServers, cwd)
     const network = networkOf(params._meta)
     const agent = await this.ctx.agents.create({ cwd })
@@ -277,7 +303,8 @@ export class AcpServer {
   private async loadSession(params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
     const id = checkSessionId(params.sessionId)
     if (!path.isAbsolute(params.cwd)) throw invalid(`cwd must be an absolute path, got ${JSON.stringify(params.cwd)}`)
-    if (params.additionalDirectories?.length) throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
+    if (params.additionalDirectories?.length)
+      throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
     let agent: Agent
     const open = this.sessions.get(id)
     if (open) {
@@ -289,17 +316,20 @@ export class AcpServer {
         for (const problem of resumed.problems) this.ctx.logger.warn('acp: %s', problem)
         agent = resumed.agent
       } catch (error) {
-        if (error instanceof Error && error.name === 'SessionNotFoundError') throw new acp.RequestError(-32002, `unknown session: ${id}`, { sessionId: id })
+        if (error instanceof Error && error.name === 'SessionNotFoundError')
+          throw new acp.RequestError(-32002, `unknown session: ${id}`, { sessionId: id })
         throw acp.RequestError.internalError({ sessionId: id }, `cannot load session ${id}: ${message(error)}`)
       }
     }
     const cwd = agent.session.meta.cwd
-    if (path.resolve(params.cwd) !== cwd) this.ctx.logger.info('acp: session %s keeps its own folder %s (the client asked for %s)', id, cwd, params.cwd)
+    if (path.resolve(params.cwd) !== cwd)
+      this.ctx.logger.info('acp: session %s keeps its own folder %s (the client asked for %s)', id, cwd, params.cwd)
     const servers = this.mcpServers(params.mcpServers, cwd)
     const updates = new SessionUpdates(new ToolViews(cwd, this.ctx.tools, this.config.toolKinds))
     const state = open ?? this.adopt(agent, updates)
     state.updates = updates
-    for (const event of this.ctx.sessions.publishedEvents(agent.session)) this.send(state, updates.replay(event as SessionEvent))
+    for (const event of this.ctx.sessions.publishedEvents(agent.session))
+      this.send(state, updates.replay(event as SessionEvent))
     await this.connectMcp(state, servers)
     return { modes: this.modes(id) }
   }
@@ -307,10 +337,17 @@ export class AcpServer {
   private async prompt(params: acp.PromptRequest, signal: AbortSignal): Promise<acp.PromptResponse> {
     const state = this.require(params.sessionId)
     if (state.prompting) {
-      throw invalid(`session ${params.sessionId} is already running a prompt; wait for its answer or send session/cancel`, { sessionId: params.sessionId })
+      throw invalid(
+        `session ${params.sessionId} is already running a prompt; wait for its answer or send session/cancel`,
+        { sessionId: params.sessionId },
+      )
     }
     const { agent } = state
-    const prompt = promptMessage(params.prompt, { images: this.modelTakesImages(agent), model: agent.options.model, maxBytes: this.config.maxPromptBytes })
+    const prompt = promptMessage(params.prompt, {
+      images: this.modelTakesImages(agent),
+      model: agent.options.model,
+      maxBytes: this.config.maxPromptBytes,
+    })
     state.prompting = true
     state.cancelled = false
     const from = agent.session.nextSeq
@@ -323,7 +360,9 @@ export class AcpServer {
       signal.removeEventListener('abort', abort)
       state.prompting = false
     }
-    const end = agent.session.events.filter((e) => e.seq >= from && e.type === 'turn/end').at(-1) as SessionEvent<'turn/end'> | undefined
+    const end = agent.session.events.filter((e) => e.seq >= from && e.type === 'turn/end').at(-1) as
+      | SessionEvent<'turn/end'>
+      | undefined
     return { stopReason: stopReason(end, state.cancelled) }
   }
 
@@ -340,7 +379,8 @@ export class AcpServer {
   private setMode(params: acp.SetSessionModeRequest): acp.SetSessionModeResponse {
     this.require(params.sessionId)
     const preset = params.modeId as PermissionPreset
-    if (!PRESETS.includes(preset)) throw invalid(`unknown mode "${params.modeId}"; the modes are ${PRESETS.join(', ')}`, { modeId: params.modeId })
+    if (!PRESETS.includes(preset))
+      throw invalid(`unknown mode "${params.modeId}"; the modes are ${PRESETS.join(', ')}`, { modeId: params.modeId })
     this.ctx.permission.setPreset(params.sessionId, preset)
     return {}
   }
@@ -352,7 +392,12 @@ export class AcpServer {
     return {}
   }
 
-  private async approve(call: { callId: string; name: string; arguments: string }, reason: string, sessionId: string, signal: AbortSignal): Promise<ApprovalAnswer> {
+  private async approve(
+    call: { callId: string; name: string; arguments: string },
+    reason: string,
+    sessionId: string,
+    signal: AbortSignal,
+  ): Promise<ApprovalAnswer> {
     const state = this.sessions.get(sessionId)
     if (!state) throw new Error(`session ${sessionId} is not driven by the ACP client, so no one can approve its calls`)
     const view = state.updates.view(call.name, call.arguments)
@@ -428,7 +473,11 @@ function stopReason(end: SessionEvent<'turn/end'> | undefined, cancelled: boolea
       return 'max_tokens'
     case 'error':
       if (error?.code === 'CONTENT_FILTER') return 'refusal'
-      throw new acp.RequestError(-32603, `the turn failed: ${error?.code ?? 'UNKNOWN'}: ${error?.message ?? 'no details'}`, error ? { ...error } : undefined)
+      throw new acp.RequestError(
+        -32603,
+        `the turn failed: ${error?.code ?? 'UNKNOWN'}: ${error?.message ?? 'no details'}`,
+        error ? { ...error } : undefined,
+      )
     default:
       return assertNever(reason, 'turn end reason')
   }
@@ -440,7 +489,9 @@ function networkOf(meta: unknown): NetworkMode | undefined {
   const value = (meta as Record<string, unknown>).network
   if (value === undefined) return undefined
   if (!NETWORK_MODES.includes(value as NetworkMode)) {
-    throw invalid(`_meta.network must be one of ${NETWORK_MODES.join(', ')}, got ${JSON.stringify(value)}`, { network: value })
+    throw invalid(`_meta.network must be one of ${NETWORK_MODES.join(', ')}, got ${JSON.stringify(value)}`, {
+      network: value,
+    })
   }
   return value as NetworkMode
 }

@@ -54,10 +54,14 @@ export class ToolViews {
     const joined = texts.join('\n')
     if (joined.length > 0) {
       const fenced = !failed && (view === 'terminal' || view === 'read')
-      out.push({ type: 'content', content: { type: 'text', text: fenced ? fence(joined, view === 'read' ? '' : 'console') : joined } })
+      out.push({
+        type: 'content',
+        content: { type: 'text', text: fenced ? fence(joined, view === 'read' ? '' : 'console') : joined },
+      })
     }
     for (const block of blocks) {
-      if (block.type === 'image') out.push({ type: 'content', content: { type: 'image', mimeType: block.mediaType, data: block.data } })
+      if (block.type === 'image')
+        out.push({ type: 'content', content: { type: 'image', mimeType: block.mediaType, data: block.data } })
     }
     return out
   }

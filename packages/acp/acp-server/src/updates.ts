@@ -21,8 +21,10 @@ export class SessionUpdates {
 
   delta(delta: AgentDelta): SessionUpdate[] {
     if (delta.delta.length === 0) return []
-    if (delta.kind === 'text') return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: delta.delta } }]
-    if (delta.kind === 'reasoning') return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: delta.delta } }]
+    if (delta.kind === 'text')
+      return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: delta.delta } }]
+    if (delta.kind === 'reasoning')
+      return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: delta.delta } }]
     return []
   }
 
@@ -43,13 +45,17 @@ export class SessionUpdates {
     const typed = event as AnySessionEvent
     switch (typed.type) {
       case 'user/message':
-        return replay && typed.data.message.source.kind === 'user' ? chunks('user_message_chunk', typed.data.message) : []
+        return replay && typed.data.message.source.kind === 'user'
+          ? chunks('user_message_chunk', typed.data.message)
+          : []
       case 'assistant/message': {
         const out: SessionUpdate[] = []
         for (const block of typed.data.message.content) {
           if (block.type === 'tool-call') out.push(...this.announce(block.id, block.name, block.arguments))
-          else if (replay && block.type === 'reasoning' && block.text) out.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.text } })
-          else if (replay && block.type === 'text' && block.text) out.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: block.text } })
+          else if (replay && block.type === 'reasoning' && block.text)
+            out.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.text } })
+          else if (replay && block.type === 'text' && block.text)
+            out.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: block.text } })
         }
         return out
       }
@@ -64,7 +70,12 @@ export class SessionUpdates {
         const failed = typed.data.error !== undefined || (result?.type === 'tool-result' && result.isError === true)
         const blocks = result?.type === 'tool-result' ? result.content : []
         const content = this.views.resultContent(name, blocks, failed)
-        out.push({ sessionUpdate: 'tool_call_update', toolCallId: callId, status: failed ? 'failed' : 'completed', ...(content ? { content } : {}) })
+        out.push({
+          sessionUpdate: 'tool_call_update',
+          toolCallId: callId,
+          status: failed ? 'failed' : 'completed',
+          ...(content ? { content } : {}),
+        })
         return out
       }
       default:
@@ -79,7 +90,10 @@ export class SessionUpdates {
       const todos = (event.data as { todos?: unknown }).todos
       if (!Array.isArray(todos)) return []
       const entries: PlanEntry[] = todos
-        .filter((t): t is { content: string; status: PlanEntry['status'] } => typeof t?.content === 'string' && ['pending', 'in_progress', 'completed'].includes(t?.status))
+        .filter(
+          (t): t is { content: string; status: PlanEntry['status'] } =>
+            typeof t?.content === 'string' && ['pending', 'in_progress', 'completed'].includes(t?.status),
+        )
         .map((t) => ({ content: t.content, status: t.status, priority: 'medium' }))
       return [{ sessionUpdate: 'plan', entries }]
     }

@@ -20,7 +20,10 @@ describe('prompts', () => {
     )
     expect(message).toMatchObject({ role: 'user', source: { kind: 'user' } })
     expect(message.content).toEqual([
-      { type: 'text', text: 'Look at [main.ts](/work/src/main.ts) and this:\n<context source="/work/notes.md">\nremember the milk\n</context>\n' },
+      {
+        type: 'text',
+        text: 'Look at [main.ts](/work/src/main.ts) and this:\n<context source="/work/notes.md">\nremember the milk\n</context>\n',
+      },
     ])
   })
 
@@ -30,13 +33,24 @@ describe('prompts', () => {
       { type: 'text', text: 'see' },
       { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
     ])
-    expect(() => promptMessage([png], limits)).toThrow('prompt[0] (image) cannot be used: the model text-model does not take images')
-    expect(() => promptMessage([{ ...png, mimeType: 'image/bmp' }], { ...limits, images: true })).toThrow('has type image/bmp')
-    expect(() => promptMessage([{ ...png, data: 'not base64!' }], { ...limits, images: true })).toThrow('is not valid base64')
-    expect(() => promptMessage([{ type: 'audio', mimeType: 'audio/wav', data: 'AAAA' }], limits)).toThrow('prompt[0] (audio): audio prompts are not supported')
-    expect(() => promptMessage([{ type: 'resource', resource: { uri: 'file:///a.zip', blob: 'AAAA', mimeType: 'application/zip' } }], limits)).toThrow(
-      'the binary resource file:///a.zip (application/zip) cannot be used',
+    expect(() => promptMessage([png], limits)).toThrow(
+      'prompt[0] (image) cannot be used: the model text-model does not take images',
     )
+    expect(() => promptMessage([{ ...png, mimeType: 'image/bmp' }], { ...limits, images: true })).toThrow(
+      'has type image/bmp',
+    )
+    expect(() => promptMessage([{ ...png, data: 'not base64!' }], { ...limits, images: true })).toThrow(
+      'is not valid base64',
+    )
+    expect(() => promptMessage([{ type: 'audio', mimeType: 'audio/wav', data: 'AAAA' }], limits)).toThrow(
+      'prompt[0] (audio): audio prompts are not supported',
+    )
+    expect(() =>
+      promptMessage(
+        [{ type: 'resource', resource: { uri: 'file:///a.zip', blob: 'AAAA', mimeType: 'application/zip' } }],
+        limits,
+      ),
+    ).toThrow('the binary resource file:///a.zip (application/zip) cannot be used')
     expect(() => promptMessage([{ type: 'text', text: '  \n' }], limits)).toThrow('the prompt is empty')
     expect(() => promptMessage([{ type: 'text', text: 'x'.repeat(1001) }], limits)).toThrow('larger than 1000 bytes')
     let thrown: unknown
@@ -45,7 +59,10 @@ describe('prompts', () => {
     } catch (error) {
       thrown = error
     }
-    expect(thrown).toMatchObject({ code: -32602, message: 'Invalid params: the prompt is empty: send some text, a resource or an image' })
+    expect(thrown).toMatchObject({
+      code: -32602,
+      message: 'Invalid params: the prompt is empty: send some text, a resource or an image',
+    })
   })
 })
 
@@ -59,20 +76,36 @@ const definitions: Record<string, Pick<ToolDefinition, 'presentation'>> = {
       kind: 'edit',
       view: 'diff',
       title: (args, shown) => `Patch ${shown(callTarget(args) ?? '.')}`,
-      change: (args) => ({ path: callTarget(args) ?? '.', oldText: textArgument(args, 'old') ?? null, newText: textArgument(args, 'new') ?? '' }),
+      change: (args) => ({
+        path: callTarget(args) ?? '.',
+        oldText: textArgument(args, 'old') ?? null,
+        newText: textArgument(args, 'new') ?? '',
+      }),
     },
   },
   shell: {
-    presentation: { kind: 'execute', view: 'terminal', title: (args) => `\`${textArgument(args, 'command')}\``, locations: () => [] },
+    presentation: {
+      kind: 'execute',
+      view: 'terminal',
+      title: (args) => `\`${textArgument(args, 'command')}\``,
+      locations: () => [],
+    },
   },
 }
-const tools = { present: (call: { name: string; arguments: string }, cwd: string) => presentCall(call.name, definitions[call.name], call.arguments, cwd) }
+const tools = {
+  present: (call: { name: string; arguments: string }, cwd: string) =>
+    presentCall(call.name, definitions[call.name], call.arguments, cwd),
+}
 
 describe('tool calls', () => {
   const views = new ToolViews('/work', tools, { deploy: 'execute' })
 
   it("names, sorts and locates calls by the tool's own presentation", () => {
-    expect(views.view('read', JSON.stringify({ path: 'src/a.ts' }))).toMatchObject({ title: 'Read src/a.ts', kind: 'read', locations: [{ path: '/work/src/a.ts' }] })
+    expect(views.view('read', JSON.stringify({ path: 'src/a.ts' }))).toMatchObject({
+      title: 'Read src/a.ts',
+      kind: 'read',
+      locations: [{ path: '/work/src/a.ts' }],
+    })
     expect(views.view('patch', JSON.stringify({ path: '/etc/hosts', old: 'a', new: 'b' }))).toEqual({
       title: 'Patch /etc/hosts',
       kind: 'edit',
@@ -80,30 +113,66 @@ describe('tool calls', () => {
       content: [{ type: 'diff', path: '/etc/hosts', oldText: 'a', newText: 'b' }],
       rawInput: { path: '/etc/hosts', old: 'a', new: 'b' },
     })
-    expect(views.view('patch', JSON.stringify({ path: 'n.md', new: 'hi' })).content).toEqual([{ type: 'diff', path: '/work/n.md', oldText: null, newText: 'hi' }])
-    expect(views.view('shell', JSON.stringify({ command: 'npm test' }))).toMatchObject({ title: '`npm test`', kind: 'execute', locations: [] })
-    expect(views.view('lint', JSON.stringify({ path: 'src' }))).toMatchObject({ title: 'lint: src', kind: 'other', locations: [{ path: '/work/src' }] })
-    expect(views.view('deploy', JSON.stringify({ description: 'ship it' }))).toMatchObject({ title: 'deploy: ship it', kind: 'execute' })
-    expect(views.view('read', 'not json')).toMatchObject({ title: 'read', kind: 'read', rawInput: 'not json', locations: [] })
+    expect(views.view('patch', JSON.stringify({ path: 'n.md', new: 'hi' })).content).toEqual([
+      { type: 'diff', path: '/work/n.md', oldText: null, newText: 'hi' },
+    ])
+    expect(views.view('shell', JSON.stringify({ command: 'npm test' }))).toMatchObject({
+      title: '`npm test`',
+      kind: 'execute',
+      locations: [],
+    })
+    expect(views.view('lint', JSON.stringify({ path: 'src' }))).toMatchObject({
+      title: 'lint: src',
+      kind: 'other',
+      locations: [{ path: '/work/src' }],
+    })
+    expect(views.view('deploy', JSON.stringify({ description: 'ship it' }))).toMatchObject({
+      title: 'deploy: ship it',
+      kind: 'execute',
+    })
+    expect(views.view('read', 'not json')).toMatchObject({
+      title: 'read',
+      kind: 'read',
+      rawInput: 'not json',
+      locations: [],
+    })
   })
 
   it('fences terminal and read output, keeps the diff of a successful diff call, and reports failures as text', () => {
-    expect(views.resultContent('shell', [{ type: 'text', text: 'ok\n' }], false)).toEqual([{ type: 'content', content: { type: 'text', text: '```console\nok\n```' } }])
-    expect(views.resultContent('read', [{ type: 'text', text: 'x' }], false)).toEqual([{ type: 'content', content: { type: 'text', text: '```\nx\n```' } }])
-    expect(views.resultContent('lint', [{ type: 'text', text: 'clean' }], false)).toEqual([{ type: 'content', content: { type: 'text', text: 'clean' } }])
+    expect(views.resultContent('shell', [{ type: 'text', text: 'ok\n' }], false)).toEqual([
+      { type: 'content', content: { type: 'text', text: '```console\nok\n```' } },
+    ])
+    expect(views.resultContent('read', [{ type: 'text', text: 'x' }], false)).toEqual([
+      { type: 'content', content: { type: 'text', text: '```\nx\n```' } },
+    ])
+    expect(views.resultContent('lint', [{ type: 'text', text: 'clean' }], false)).toEqual([
+      { type: 'content', content: { type: 'text', text: 'clean' } },
+    ])
     expect(views.resultContent('patch', [{ type: 'text', text: 'Edited' }], false)).toBeUndefined()
-    expect(views.resultContent('patch', [{ type: 'text', text: 'Error: not found' }], true)).toEqual([{ type: 'content', content: { type: 'text', text: 'Error: not found' } }])
+    expect(views.resultContent('patch', [{ type: 'text', text: 'Error: not found' }], true)).toEqual([
+      { type: 'content', content: { type: 'text', text: 'Error: not found' } },
+    ])
     expect(fence('a ``` b', '')).toBe('````\na ``` b\n````')
   })
 })
 
 describe('session updates', () => {
   let seq = 0
-  const event = (type: string, data: unknown): SessionEvent => ({ seq: seq++, time: 0, type, data }) as unknown as SessionEvent
+  const event = (type: string, data: unknown): SessionEvent =>
+    ({ seq: seq++, time: 0, type, data }) as unknown as SessionEvent
   const callId = 'call_1' as ToolCallId
   const history = [
-    event('user/message', { message: { id: 'm1', role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: 'fix it' }] } }),
-    event('user/message', { message: { id: 'm0', role: 'user', source: { kind: 'plugin', plugin: 'x' }, content: [{ type: 'text', text: 'injected' }] } }),
+    event('user/message', {
+      message: { id: 'm1', role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: 'fix it' }] },
+    }),
+    event('user/message', {
+      message: {
+        id: 'm0',
+        role: 'user',
+        source: { kind: 'plugin', plugin: 'x' },
+        content: [{ type: 'text', text: 'injected' }],
+      },
+    }),
     event('assistant/message', {
       turn: 1,
       step: 1,
@@ -126,7 +195,19 @@ describe('session updates', () => {
       callId,
       name: 'read',
       error: { code: 'FS_NOT_FOUND', message: 'nope' },
-      message: { id: 'm3', role: 'user', source: { kind: 'tool', name: 'read' }, content: [{ type: 'tool-result', toolCallId: callId, isError: true, content: [{ type: 'text', text: 'a.txt does not exist.' }] }] },
+      message: {
+        id: 'm3',
+        role: 'user',
+        source: { kind: 'tool', name: 'read' },
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: callId,
+            isError: true,
+            content: [{ type: 'text', text: 'a.txt does not exist.' }],
+          },
+        ],
+      },
     }),
     event('todo/write', { todos: [{ content: 'Find a.txt', status: 'in_progress' }, { content: 'bogus' }] }),
     event('session/title', { title: 'Fixing it', source: 'model' }),
@@ -138,8 +219,21 @@ describe('session updates', () => {
       { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'fix it' } },
       { sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: 'hmm' } },
       { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Looking.' } },
-      { sessionUpdate: 'tool_call', toolCallId: callId, title: 'Read a.txt', kind: 'read', status: 'pending', locations: [{ path: '/work/a.txt' }], rawInput: { path: 'a.txt' } },
-      { sessionUpdate: 'tool_call_update', toolCallId: callId, status: 'failed', content: [{ type: 'content', content: { type: 'text', text: 'a.txt does not exist.' } }] },
+      {
+        sessionUpdate: 'tool_call',
+        toolCallId: callId,
+        title: 'Read a.txt',
+        kind: 'read',
+        status: 'pending',
+        locations: [{ path: '/work/a.txt' }],
+        rawInput: { path: 'a.txt' },
+      },
+      {
+        sessionUpdate: 'tool_call_update',
+        toolCallId: callId,
+        status: 'failed',
+        content: [{ type: 'content', content: { type: 'text', text: 'a.txt does not exist.' } }],
+      },
       { sessionUpdate: 'plan', entries: [{ content: 'Find a.txt', status: 'in_progress', priority: 'medium' }] },
       { sessionUpdate: 'session_info_update', title: 'Fixing it' },
     ])
@@ -149,9 +243,13 @@ describe('session updates', () => {
     const updates = new SessionUpdates(new ToolViews('/work', tools))
     const live = history.slice(0, 4).flatMap((e) => updates.live(e))
     expect(live.map((u) => u.sessionUpdate)).toEqual(['tool_call'])
-    expect(updates.delta({ turn: 1, step: 1, kind: 'text', index: 1, delta: 'Lo' })).toEqual([{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Lo' } }])
+    expect(updates.delta({ turn: 1, step: 1, kind: 'text', index: 1, delta: 'Lo' })).toEqual([
+      { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Lo' } },
+    ])
     expect(updates.delta({ turn: 1, step: 1, kind: 'tool-arguments', index: 2, delta: '{' })).toEqual([])
-    expect(updates.started(callId)).toEqual([{ sessionUpdate: 'tool_call_update', toolCallId: callId, status: 'in_progress' }])
+    expect(updates.started(callId)).toEqual([
+      { sessionUpdate: 'tool_call_update', toolCallId: callId, status: 'in_progress' },
+    ])
   })
 })
 
@@ -166,7 +264,8 @@ describe('the input guard', () => {
     })
     let out = ''
     const decoder = new TextDecoder()
-    for await (const piece of source.pipeThrough(oversizedLineGuard(limit)) as unknown as AsyncIterable<Uint8Array>) out += decoder.decode(piece)
+    for await (const piece of source.pipeThrough(oversizedLineGuard(limit)) as unknown as AsyncIterable<Uint8Array>)
+      out += decoder.decode(piece)
     return out
   }
 

@@ -29,7 +29,12 @@ beforeEach(async () => {
   root = new Context()
   await root.plugin(SessionStore)
   await root.plugin(ToolRuntime, {} as never)
-  await root.plugin(permissionPlugin, { preset: 'workspace-write', approval: 'ask', network: { 'read-only': 'off', 'workspace-write': 'off' }, extraWritableRoots: [] })
+  await root.plugin(permissionPlugin, {
+    preset: 'workspace-write',
+    approval: 'ask',
+    network: { 'read-only': 'off', 'workspace-write': 'off' },
+    extraWritableRoots: [],
+  })
   await root.plugin(fsPlugin, {})
   await root.plugin(agentPlugin, { provider: 'none', model: 'none' })
 })
@@ -68,12 +73,16 @@ describe('AcpServer', () => {
       },
       authMethods: [],
     })
-    await expect(client.agent.request(acp.methods.agent.session.setMode, { sessionId: 'session-x', modeId: 'read-only' })).rejects.toMatchObject({
+    await expect(
+      client.agent.request(acp.methods.agent.session.setMode, { sessionId: 'session-x', modeId: 'read-only' }),
+    ).rejects.toMatchObject({
       code: -32002,
       message: expect.stringContaining('unknown session: session-x'),
     })
     // No agent driver is loaded: the failure reaches the client as an error, naming the cause.
-    await expect(client.agent.request(acp.methods.agent.session.new, { cwd: dir, mcpServers: [] })).rejects.toMatchObject({
+    await expect(
+      client.agent.request(acp.methods.agent.session.new, { cwd: dir, mcpServers: [] }),
+    ).rejects.toMatchObject({
       code: -32603,
       message: expect.stringContaining('no agent driver is loaded'),
     })
@@ -81,7 +90,9 @@ describe('AcpServer', () => {
 
   it('gives the approver back when disposed', async () => {
     const { dispose } = await mountServer()
-    expect(() => root.permission.setApprover(root, async () => 'allow-once')).toThrow('a permission approver is already set')
+    expect(() => root.permission.setApprover(root, async () => 'allow-once')).toThrow(
+      'a permission approver is already set',
+    )
     await dispose()
     const off = root.permission.setApprover(root, async () => 'allow-once')
     off()

@@ -78,7 +78,8 @@ export function parseLauncherArgs(argv: readonly string[]): LaunchRequest {
   if (dumps.length > 1) throw new UsageError('--dump-config and --dump-default-config are mutually exclusive')
   const dump = dumps[0] === '--dump-config' ? 'config' : dumps[0] === '--dump-default-config' ? 'default' : null
   if (dump && appArgs.length) throw new UsageError(`config dumps take no app arguments, got ${appArgs.join(' ')}`)
-  if (dump === 'default' && patches.length) throw new UsageError('--dump-default-config shows the bundle layers only and takes no --patch')
+  if (dump === 'default' && patches.length)
+    throw new UsageError('--dump-default-config shows the bundle layers only and takes no --patch')
   if (profile === undefined) throw new UsageError('--profile <name> is required (try dsh --help)')
   return { kind: 'boot', profile, patches, dump, appArgs }
 }

@@ -1,7 +1,14 @@
 import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
-import { applyPatches, type Composed, ConfigError, isPlainObject, type Layer, parsePatchList } from '@dsh/loader/compose'
+import {
+  applyPatches,
+  type Composed,
+  ConfigError,
+  isPlainObject,
+  type Layer,
+  parsePatchList,
+} from '@dsh/loader/compose'
 import { type Profile, TEMPLATES } from './profile.ts'
 
 /** Finds `<name>/package.json` on the node_modules search path above `fromDir`. */
@@ -51,7 +58,8 @@ export async function resolveBundle(name: string, profile: Profile, installDir: 
     )
   }
   const info = await readBundleDeclaration(name, dir)
-  if (!info) throw new ConfigError(`profile bundle "${name}" (${dir}) declares no "dsh.bundle.patch" in its package.json`)
+  if (!info)
+    throw new ConfigError(`profile bundle "${name}" (${dir}) declares no "dsh.bundle.patch" in its package.json`)
   return info
 }
 
@@ -67,7 +75,9 @@ async function readLayer(file: string, label: string, kind: string): Promise<Lay
   try {
     text = await readFile(file, 'utf8')
   } catch (error) {
-    throw new ConfigError(`failed to read ${kind} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+    throw new ConfigError(
+      `failed to read ${kind} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    )
   }
   const parsed = parsedLayers.get(file)
   if (parsed?.text === text && parsed.label === label) return parsed.layer
@@ -93,7 +103,12 @@ export interface LayerSources {
 }
 
 /** Reads every layer except the user patch files, which `composeLayers` reads fresh each time. */
-export async function readFixedLayers(profile: Profile, installDir: string, overlays: string[], cwd: string): Promise<LayerSources> {
+export async function readFixedLayers(
+  profile: Profile,
+  installDir: string,
+  overlays: string[],
+  cwd: string,
+): Promise<LayerSources> {
   const bundleLayers: Layer[] = []
   for (const name of profile.bundles) {
     const bundle = await resolveBundle(name, profile, installDir)

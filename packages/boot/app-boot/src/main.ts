@@ -48,8 +48,18 @@ export async function launch(options: LaunchOptions): Promise<number> {
     return 0
   }
   const home = resolveHome(env)
-  if (request.kind === 'plugin') return runPluginCommand({ home, profile: request.profile, pnpmArgs: request.pnpmArgs, cwd, writeErr })
-  if (request.kind === 'sessions') return runSessionsCommand({ args: request.args, home, cwd, installDir: options.installDir, preloaded: options.preloaded, writeOut, writeErr })
+  if (request.kind === 'plugin')
+    return runPluginCommand({ home, profile: request.profile, pnpmArgs: request.pnpmArgs, cwd, writeErr })
+  if (request.kind === 'sessions')
+    return runSessionsCommand({
+      args: request.args,
+      home,
+      cwd,
+      installDir: options.installDir,
+      preloaded: options.preloaded,
+      writeOut,
+      writeErr,
+    })
 
   const exit = new ExitRequest()
   const removeSignals = request.dump ? () => {} : installSignalHandlers(exit, writeErr)
@@ -57,7 +67,11 @@ export async function launch(options: LaunchOptions): Promise<number> {
     const profile = await openProfile(home, request.profile)
     const fixed = await readFixedLayers(profile, options.installDir, request.patches, cwd)
     const watchFiles = userPatchFiles(profile, home)
-    const layersNow = async (): Promise<Layer[]> => [...fixed.bundleLayers, ...(await readUserLayers(watchFiles)), ...fixed.overlayLayers]
+    const layersNow = async (): Promise<Layer[]> => [
+      ...fixed.bundleLayers,
+      ...(await readUserLayers(watchFiles)),
+      ...fixed.overlayLayers,
+    ]
     if (request.dump === 'default') {
       writeOut(renderComposed(compose(fixed.bundleLayers)))
       return 0
@@ -68,7 +82,8 @@ export async function launch(options: LaunchOptions): Promise<number> {
       return 0
     }
     const level = env.DSH_LOG_LEVEL?.trim() || 'warn'
-    if (!LOG_LEVELS.has(level)) throw new ConfigError(`DSH_LOG_LEVEL must be one of error, warn, info, debug, got "${level}"`)
+    if (!LOG_LEVELS.has(level))
+      throw new ConfigError(`DSH_LOG_LEVEL must be one of error, warn, info, debug, got "${level}"`)
     const settleText = env.DSH_STARTUP_TIMEOUT_MS?.trim() || '30000'
     const settle = Number(settleText)
     if (!/^\d+$/.test(settleText) || settle <= 0) {

@@ -10,7 +10,10 @@ import { resolve as resolveEsm } from 'import-meta-resolve'
  */
 export function createModuleResolver(profileDir: string, installDir: string | undefined): (name: string) => string {
   // A profile without node_modules cannot provide a bare name, so it is not asked.
-  const dirs = [...(existsSync(path.join(profileDir, 'node_modules')) ? [profileDir] : []), ...(installDir ? [installDir] : [])]
+  const dirs = [
+    ...(existsSync(path.join(profileDir, 'node_modules')) ? [profileDir] : []),
+    ...(installDir ? [installDir] : []),
+  ]
   const anchors = dirs.map((dir) => {
     const file = path.join(dir, 'package.json')
     return { url: pathToFileURL(file).href, require: createRequire(file) }
@@ -35,9 +38,15 @@ export function createModuleResolver(profileDir: string, installDir: string | un
         lastError = error
       }
     }
-    if (anchors.length === 0) throw new Error(`not found: ${profileDir} has no node_modules folder to look in (install the plugin there)`)
-    const reason = (lastError as { code?: string })?.code === 'ERR_MODULE_NOT_FOUND' ? 'not found' : String((lastError as Error)?.message)
-    throw new Error(installDir ? `${reason} in ${profileDir} or the dsh installation (${installDir})` : `${reason} in ${profileDir}`)
+    if (anchors.length === 0)
+      throw new Error(`not found: ${profileDir} has no node_modules folder to look in (install the plugin there)`)
+    const reason =
+      (lastError as { code?: string })?.code === 'ERR_MODULE_NOT_FOUND'
+        ? 'not found'
+        : String((lastError as Error)?.message)
+    throw new Error(
+      installDir ? `${reason} in ${profileDir} or the dsh installation (${installDir})` : `${reason} in ${profileDir}`,
+    )
   }
 }
 
@@ -171,7 +180,9 @@ async function installImportHooks(options: ModuleImporterOptions): Promise<void>
   const profilesDir = path.join(options.home, 'profiles')
   let profileModules = false
   try {
-    profileModules = readdirSync(profilesDir).some((name) => name !== 'node_modules' && existsSync(path.join(profilesDir, name, 'node_modules')))
+    profileModules = readdirSync(profilesDir).some(
+      (name) => name !== 'node_modules' && existsSync(path.join(profilesDir, name, 'node_modules')),
+    )
   } catch {
     profileModules = false
   }

@@ -120,7 +120,9 @@ async function pruneStaleLinks(profile: Profile): Promise<void> {
   const state = await readFile(path.join(nodeModules, '.modules.yaml'), 'utf8').catch(() => '')
   if (!/["']?nodeLinker["']?\s*:\s*["']?hoisted\b/.test(state)) return
   const manifest = await readManifest(profile.manifestPath)
-  const wanted = new Set(DEPENDENCY_FIELDS.flatMap((field) => (isPlainObject(manifest[field]) ? Object.keys(manifest[field]) : [])))
+  const wanted = new Set(
+    DEPENDENCY_FIELDS.flatMap((field) => (isPlainObject(manifest[field]) ? Object.keys(manifest[field]) : [])),
+  )
   const list = async (dir: string) => readdir(dir).catch(() => [] as string[])
   const candidates: string[] = []
   for (const entry of await list(nodeModules)) {
@@ -167,5 +169,6 @@ async function reconcileBundles(before: Profile, name: string, writeErr: (text: 
     writeErr(`dsh: removed bundle ${bundle} from profile ${name}\n`)
     return false
   })
-  if (next.length !== before.bundles.length || next.some((b, i) => b !== before.bundles[i])) await writeManifest(profile, next)
+  if (next.length !== before.bundles.length || next.some((b, i) => b !== before.bundles[i]))
+    await writeManifest(profile, next)
 }

@@ -59,10 +59,20 @@ export async function openProfile(home: string, name: string, options: { create?
     const template = TEMPLATES[name]
     if (template) await initProfile(dir, name, template)
     else if (options.create) await initProfile(dir, name, [BASE_BUNDLE])
-    else throw new ConfigError(`profile "${name}" does not exist; create it with 'dsh plugin --profile ${name} add <package>'`)
+    else
+      throw new ConfigError(
+        `profile "${name}" does not exist; create it with 'dsh plugin --profile ${name} add <package>'`,
+      )
   }
   const manifest = await readManifest(manifestPath)
-  return { name, dir, manifestPath, manifest, bundles: profileBundles(manifest, manifestPath), patchFile: path.join(dir, 'cordis.patch.yml') }
+  return {
+    name,
+    dir,
+    manifestPath,
+    manifest,
+    bundles: profileBundles(manifest, manifestPath),
+    patchFile: path.join(dir, 'cordis.patch.yml'),
+  }
 }
 
 export async function readManifest(file: string): Promise<Record<string, unknown>> {

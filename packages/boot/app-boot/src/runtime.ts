@@ -35,7 +35,12 @@ export async function runTree(options: TreeOptions): Promise<number> {
   root.provide('profileContext', { ...options.profile, home: options.home })
   const dshHomePath = (...segments: string[]) => path.join(options.home, ...segments)
   await root.plugin(Loader, {
-    importModule: createModuleImporter({ home: options.home, profileDir: options.profile.dir, installDir: options.installDir, preloaded: options.preloaded }),
+    importModule: createModuleImporter({
+      home: options.home,
+      profileDir: options.profile.dir,
+      installDir: options.installDir,
+      preloaded: options.preloaded,
+    }),
     scope: { dshHomePath, dshEnv: readDshEnv() },
   })
 
@@ -75,7 +80,8 @@ async function drain(root: Context, writeErr: (text: string) => void): Promise<v
   }
   const result = await Promise.race([stop(), limit])
   clearTimeout(timer)
-  if (result === 'timeout') writeErr(`dsh: the plugin tree did not stop within ${DRAIN_LIMIT_MS / 1000} s; exiting anyway\n`)
+  if (result === 'timeout')
+    writeErr(`dsh: the plugin tree did not stop within ${DRAIN_LIMIT_MS / 1000} s; exiting anyway\n`)
 }
 
 async function reportStartupFailure(health: Health, home: string, writeErr: (text: string) => void): Promise<void> {

@@ -32,7 +32,9 @@ export async function runSessionsCommand(options: SessionsCommandOptions): Promi
     try {
       url = resolveEsm(COMMAND_MODULE, pathToFileURL(path.join(options.installDir, 'package.json')).href)
     } catch (error) {
-      writeErr(`dsh: sessions: cannot load ${COMMAND_MODULE} from the dsh installation (${options.installDir}): ${(error as Error).message}\n`)
+      writeErr(
+        `dsh: sessions: cannot load ${COMMAND_MODULE} from the dsh installation (${options.installDir}): ${(error as Error).message}\n`,
+      )
       return 1
     }
     command = (await import(url)) as SessionsModule
@@ -40,4 +42,6 @@ export async function runSessionsCommand(options: SessionsCommandOptions): Promi
   return command.sessionsCommand({ args, home, cwd, writeOut, writeErr })
 }
 
-type SessionsModule = { sessionsCommand(options: Omit<SessionsCommandOptions, 'installDir' | 'preloaded'>): Promise<number> }
+type SessionsModule = {
+  sessionsCommand(options: Omit<SessionsCommandOptions, 'installDir' | 'preloaded'>): Promise<number>
+}

@@ -4,13 +4,28 @@ import { parseLauncherArgs } from '../src/args.ts'
 describe('parseLauncherArgs', () => {
   it.each([
     [['web'], { kind: 'boot', profile: 'web', patches: [], dump: null, appArgs: [] }],
-    [['--profile', 'headless', 'fix it'], { kind: 'boot', profile: 'headless', patches: [], dump: null, appArgs: ['fix it'] }],
-    [['web', '--port', '0', '--no-open'], { kind: 'boot', profile: 'web', patches: [], dump: null, appArgs: ['--port', '0', '--no-open'] }],
+    [
+      ['--profile', 'headless', 'fix it'],
+      { kind: 'boot', profile: 'headless', patches: [], dump: null, appArgs: ['fix it'] },
+    ],
+    [
+      ['web', '--port', '0', '--no-open'],
+      { kind: 'boot', profile: 'web', patches: [], dump: null, appArgs: ['--port', '0', '--no-open'] },
+    ],
     [['web', '--help'], { kind: 'boot', profile: 'web', patches: [], dump: null, appArgs: ['--help'] }],
-    [['mine', '--patch', 'a.yml', '--patch=b.yml', 'x'], { kind: 'boot', profile: 'mine', patches: ['a.yml', 'b.yml'], dump: null, appArgs: ['x'] }],
+    [
+      ['mine', '--patch', 'a.yml', '--patch=b.yml', 'x'],
+      { kind: 'boot', profile: 'mine', patches: ['a.yml', 'b.yml'], dump: null, appArgs: ['x'] },
+    ],
     [['--profile=sdk', '--dump-config'], { kind: 'boot', profile: 'sdk', patches: [], dump: 'config', appArgs: [] }],
-    [['headless', '--', '--literal'], { kind: 'boot', profile: 'headless', patches: [], dump: null, appArgs: ['--literal'] }],
-    [['headless', 'task', '--patch', 'x'], { kind: 'boot', profile: 'headless', patches: [], dump: null, appArgs: ['task', '--patch', 'x'] }],
+    [
+      ['headless', '--', '--literal'],
+      { kind: 'boot', profile: 'headless', patches: [], dump: null, appArgs: ['--literal'] },
+    ],
+    [
+      ['headless', 'task', '--patch', 'x'],
+      { kind: 'boot', profile: 'headless', patches: [], dump: null, appArgs: ['task', '--patch', 'x'] },
+    ],
     [['-h'], { kind: 'help' }],
     [['--version'], { kind: 'version' }],
     [['plugin', '--profile', 'mine', 'add', './x'], { kind: 'plugin', profile: 'mine', pnpmArgs: ['add', './x'] }],

@@ -64,7 +64,8 @@ export function parseCmdline<T>(
     return value
   } catch (error) {
     if (!(error instanceof CommanderError)) throw error
-    const done = error.code === 'commander.helpDisplayed' || error.code === 'commander.help' || error.code === 'commander.version'
+    const done =
+      error.code === 'commander.helpDisplayed' || error.code === 'commander.help' || error.code === 'commander.version'
     ctx.appExit(done ? 0 : 1)
     return undefined
   }

@@ -12,6 +12,9 @@ export function emitIsolated<K extends keyof Events & string>(ctx: Context, name
   const run = (ctx.parallel as (name: K, ...args: Args<K>) => Promise<void>)(name, ...args)
   return run.catch((error: unknown) => {
     const errors = error instanceof AggregateError ? error.errors : [error]
-    for (const e of errors) ctx.logger('dsh').warn(`a listener of ${name} failed: %s`, e instanceof Error ? (e.stack ?? e.message) : String(e))
+    for (const e of errors)
+      ctx
+        .logger('dsh')
+        .warn(`a listener of ${name} failed: %s`, e instanceof Error ? (e.stack ?? e.message) : String(e))
   })
 }

@@ -12,7 +12,9 @@ export interface HmrConfig {
 }
 
 export const Config: Schema<HmrConfig> = Schema.object({
-  debounceMs: Schema.natural().default(100).description('Quiet time after the last change before the tree is reconciled.'),
+  debounceMs: Schema.natural()
+    .default(100)
+    .description('Quiet time after the last change before the tree is reconciled.'),
 })
 
 /**

@@ -1,6 +1,15 @@
 import { type Context, type Fiber, Service } from '@dsh/cordis'
 import { ConfigError } from './errors.ts'
-import { checkChildren, checkUniqueIds, containsJs, isPlainObject, JsExpr, type Row, valuesEqual, walkRows } from './rows.ts'
+import {
+  checkChildren,
+  checkUniqueIds,
+  containsJs,
+  isPlainObject,
+  JsExpr,
+  type Row,
+  valuesEqual,
+  walkRows,
+} from './rows.ts'
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -117,7 +126,10 @@ export class Loader extends Service {
         else if (state === State.LOADING) pending.push({ id, message: 'still starting' })
         else if (state === State.PENDING) {
           const missing = Object.keys(fiber.inject ?? {}).filter((name) => this.home.get(name) === undefined)
-          pending.push({ id, message: `waiting for service${missing.length > 1 ? 's' : ''} ${missing.join(', ') || '(unknown)'}` })
+          pending.push({
+            id,
+            message: `waiting for service${missing.length > 1 ? 's' : ''} ${missing.join(', ') || '(unknown)'}`,
+          })
         } else continue
         break
       }
@@ -184,7 +196,9 @@ export class Loader extends Service {
       const existing = this.entries.get(id)
       if (existing) {
         if (plugins.has(id)) existing.plugin = plugins.get(id)
-        const same = valuesEqual(existing.row.disabled, row.disabled) && (row.group || valuesEqual(existing.row.config, row.config))
+        const same =
+          valuesEqual(existing.row.disabled, row.disabled) &&
+          (row.group || valuesEqual(existing.row.config, row.config))
         existing.row = row
         existing.children = []
         if (!same) changed.push(existing)
@@ -248,9 +262,14 @@ export class Loader extends Service {
     }
     const plugin = mod.default ?? mod
     const usable =
-      typeof plugin === 'function' || (isPlainObject(plugin) || Object.getPrototypeOf(plugin) === null ? typeof (plugin as { apply?: unknown }).apply === 'function' : false)
+      typeof plugin === 'function' ||
+      (isPlainObject(plugin) || Object.getPrototypeOf(plugin) === null
+        ? typeof (plugin as { apply?: unknown }).apply === 'function'
+        : false)
     if (!usable) {
-      throw new ConfigError(`row "${row.id}": module "${name}" is not a plugin (export a function, a class or an object with apply)`)
+      throw new ConfigError(
+        `row "${row.id}": module "${name}" is not a plugin (export a function, a class or an object with apply)`,
+      )
     }
     return plugin
   }
@@ -299,10 +318,13 @@ export class Loader extends Service {
         if (entry.row.group) {
           if (this.resolveDisabled(entry, ctx)) return
           entry.groupCtx = ctx
-          ctx.effect(() => () => {
-            entry.groupCtx = undefined
-            for (const child of entry.children) child.fiber = child.inner = undefined
-          }, 'group children')
+          ctx.effect(
+            () => () => {
+              entry.groupCtx = undefined
+              for (const child of entry.children) child.fiber = child.inner = undefined
+            },
+            'group children',
+          )
           for (const child of entry.children) this.mount(child, ctx)
           return
         }
@@ -387,7 +409,9 @@ function checkConfig(id: string, plugin: unknown, config: unknown): void {
   if (result instanceof Promise) throw new ConfigError(`row "${id}": the plugin's config schema is asynchronous`)
   if (!result.issues?.length) return
   const lines = result.issues.map((issue) => {
-    const at = issue.path?.map((p) => (typeof p === 'object' && p !== null && 'key' in p ? (p as { key: unknown }).key : p)).join('.')
+    const at = issue.path
+      ?.map((p) => (typeof p === 'object' && p !== null && 'key' in p ? (p as { key: unknown }).key : p))
+      .join('.')
     return at ? `${at}: ${issue.message}` : issue.message
   })
   throw new ConfigError(`row "${id}": invalid config: ${lines.join('; ')}`)

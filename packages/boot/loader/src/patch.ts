@@ -57,7 +57,8 @@ function checkEntry(raw: unknown, where: string, rewriteName: (name: string) => 
   if (!isPlainObject(raw)) throw new ConfigError(`${where}: a patch entry must be a mapping, got ${describe(raw)}`)
   const entry: PatchEntry = { set: {} }
   if (raw.id !== undefined) {
-    if (typeof raw.id !== 'string' || raw.id.length === 0) throw new ConfigError(`${where}: "id" must be a non-empty string`)
+    if (typeof raw.id !== 'string' || raw.id.length === 0)
+      throw new ConfigError(`${where}: "id" must be a non-empty string`)
     entry.id = raw.id
   }
   const at = entry.id ? `${where} (id "${entry.id}")` : where
@@ -68,9 +69,11 @@ function checkEntry(raw: unknown, where: string, rewriteName: (name: string) => 
   }
   if (raw.insert !== undefined) {
     for (const key of ['name', 'config', 'disabled', 'inject']) {
-      if (key in raw) throw new ConfigError(`${at}: an insert entry takes only "id" (the target group) and "insert", not "${key}"`)
+      if (key in raw)
+        throw new ConfigError(`${at}: an insert entry takes only "id" (the target group) and "insert", not "${key}"`)
     }
-    if (!Array.isArray(raw.insert)) throw new ConfigError(`${at}: "insert" must be a list of rows, got ${describe(raw.insert)}`)
+    if (!Array.isArray(raw.insert))
+      throw new ConfigError(`${at}: "insert" must be a list of rows, got ${describe(raw.insert)}`)
     entry.insert = raw.insert.map((row, i) => checkRow(row, `${at}, insert ${i + 1}`, rewriteName))
     return entry
   }
@@ -135,7 +138,8 @@ export function applyPatches(layers: Layer[]): Composed {
         if (entry.id !== undefined) {
           const group = index.get(entry.id)
           if (!group) throw new ConfigError(`${where}: no group with id "${entry.id}" to insert into`)
-          if (!group.group) throw new ConfigError(`${where}: row "${entry.id}" is not a group, so rows cannot be inserted into it`)
+          if (!group.group)
+            throw new ConfigError(`${where}: row "${entry.id}" is not a group, so rows cannot be inserted into it`)
           target = group.config as Row[]
         }
         addSubtree(added, layer.label, where)

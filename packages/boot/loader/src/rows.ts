@@ -52,7 +52,8 @@ export function checkInject(value: unknown, where: string): string[] {
 export function checkRow(raw: unknown, where: string, rewriteName: (name: string) => string = (n) => n): Row {
   if (!isPlainObject(raw)) throw new ConfigError(`${where}: a row must be a mapping, got ${describe(raw)}`)
   for (const key of Object.keys(raw)) {
-    if (!ROW_KEYS.has(key)) throw new ConfigError(`${where}: unknown row key "${key}" (allowed: ${[...ROW_KEYS].join(', ')})`)
+    if (!ROW_KEYS.has(key))
+      throw new ConfigError(`${where}: unknown row key "${key}" (allowed: ${[...ROW_KEYS].join(', ')})`)
   }
   const { id } = raw
   if (typeof id !== 'string' || !/^[^\s]+$/.test(id)) {
@@ -65,7 +66,8 @@ export function checkRow(raw: unknown, where: string, rewriteName: (name: string
     if (raw.group) row.group = true
   }
   if (raw.name !== undefined) {
-    if (typeof raw.name !== 'string' || raw.name.length === 0) throw new ConfigError(`${at}: "name" must be a module name`)
+    if (typeof raw.name !== 'string' || raw.name.length === 0)
+      throw new ConfigError(`${at}: "name" must be a module name`)
     row.name = rewriteName(raw.name)
   } else if (!row.group) {
     throw new ConfigError(`${at}: "name" (the plugin module) is required`)
@@ -81,7 +83,8 @@ export function checkRow(raw: unknown, where: string, rewriteName: (name: string
 }
 
 export function checkChildren(raw: unknown, where: string, rewriteName?: (name: string) => string): Row[] {
-  if (!Array.isArray(raw)) throw new ConfigError(`${where}: a group's "config" must be a list of rows, got ${describe(raw)}`)
+  if (!Array.isArray(raw))
+    throw new ConfigError(`${where}: a group's "config" must be a list of rows, got ${describe(raw)}`)
   return raw.map((child, i) => checkRow(child, `${where}, child ${i + 1}`, rewriteName))
 }
 

@@ -31,12 +31,20 @@ afterEach(async () => {
 
 describe('Loader.apply', () => {
   it('mounts rows, restarts only a changed row, and disposes removed ones', async () => {
-    await loader.apply(rows('- insert: [{ id: a, name: recorder, config: { label: a } }, { id: b, name: recorder, config: { label: b } }]'))
+    await loader.apply(
+      rows(
+        '- insert: [{ id: a, name: recorder, config: { label: a } }, { id: b, name: recorder, config: { label: b } }]',
+      ),
+    )
     expect((await loader.settle()).failed).toEqual([])
     expect(log()).toEqual(['start a=0', 'start b=0'])
 
     log().length = 0
-    await loader.apply(rows('- insert: [{ id: a, name: recorder, config: { label: a, value: 5 } }, { id: b, name: recorder, config: { label: b } }]'))
+    await loader.apply(
+      rows(
+        '- insert: [{ id: a, name: recorder, config: { label: a, value: 5 } }, { id: b, name: recorder, config: { label: b } }]',
+      ),
+    )
     await loader.settle()
     expect(log()).toEqual(['stop a=0', 'start a=5'])
 
@@ -95,7 +103,9 @@ describe('Loader.apply', () => {
   })
 
   it('reports a plugin that throws on start as failed', async () => {
-    await loader.apply(rows('- insert: [{ id: bad, name: thrower }, { id: ok, name: recorder, config: { label: ok } }]'))
+    await loader.apply(
+      rows('- insert: [{ id: bad, name: thrower }, { id: ok, name: recorder, config: { label: ok } }]'),
+    )
     const health = await loader.settle()
     expect(health.failed).toEqual([{ id: 'bad', message: 'thrower refuses to start' }])
     expect(log()).toEqual(['start ok=0'])
@@ -103,12 +113,21 @@ describe('Loader.apply', () => {
 })
 
 describe('Loader.apply is transactional', () => {
-  const good = '- insert: [{ id: a, name: recorder, config: { label: a } }, { id: b, name: recorder, config: { label: b } }]'
+  const good =
+    '- insert: [{ id: a, name: recorder, config: { label: a } }, { id: b, name: recorder, config: { label: b } }]'
 
   it.each([
     ['an unresolvable module', '{ id: c, name: no-such-module }', /row "c": cannot load module "no-such-module"/],
-    ['a module that is not a plugin', '{ id: c, name: not-a-plugin }', /row "c": module "not-a-plugin" is not a plugin/],
-    ['a config that fails its schema', '{ id: c, name: recorder, config: { label: c, value: lots } }', /row "c": invalid config: value: /],
+    [
+      'a module that is not a plugin',
+      '{ id: c, name: not-a-plugin }',
+      /row "c": module "not-a-plugin" is not a plugin/,
+    ],
+    [
+      'a config that fails its schema',
+      '{ id: c, name: recorder, config: { label: c, value: lots } }',
+      /row "c": invalid config: value: /,
+    ],
     ['a duplicate id', '{ id: a, name: recorder, config: { label: dup } }', /row id "a" appears more than once/],
   ])('changes nothing when a row has %s', async (_what, bad, message) => {
     await loader.apply(rows(good))
@@ -127,7 +146,9 @@ describe('Loader.apply is transactional', () => {
 
 describe('Loader reload queue', () => {
   it('applies concurrent requests one at a time, in call order', async () => {
-    const versions = [1, 2, 3].map((v) => rows(`- insert: [{ id: a, name: recorder, config: { label: a, value: ${v} } }]`))
+    const versions = [1, 2, 3].map((v) =>
+      rows(`- insert: [{ id: a, name: recorder, config: { label: a, value: ${v} } }]`),
+    )
     await Promise.all(versions.map((v) => loader.apply(v)))
     await loader.settle()
     expect(log()).toEqual(['start a=1', 'stop a=1', 'start a=2', 'stop a=2', 'start a=3'])
@@ -170,11 +191,25 @@ describe('registry contract', () => {
 
 describe('disabled rows', () => {
   it('are not loaded or checked until switched on', async () => {
-    await loader.apply(rows('- insert: [{ id: off, name: no-such-module, disabled: true, config: { anything: 1 } }, { id: a, name: recorder, config: { label: a } }]'))
+    await loader.apply(
+      rows(
+        '- insert: [{ id: off, name: no-such-module, disabled: true, config: { anything: 1 } }, { id: a, name: recorder, config: { label: a } }]',
+      ),
+    )
     expect(await loader.settle()).toEqual({ failed: [], pending: [] })
-    await expect(loader.apply(rows('- insert: [{ id: off, name: no-such-module, config: { anything: 1 } }]'))).rejects.toThrow(/cannot load module "no-such-module"/)
-    await loader.apply(rows('- insert: [{ id: off, name: recorder, disabled: true, config: { label: off } }, { id: a, name: recorder, config: { label: a } }]'))
-    await loader.apply(rows('- insert: [{ id: off, name: recorder, config: { label: off } }, { id: a, name: recorder, config: { label: a } }]'))
+    await expect(
+      loader.apply(rows('- insert: [{ id: off, name: no-such-module, config: { anything: 1 } }]')),
+    ).rejects.toThrow(/cannot load module "no-such-module"/)
+    await loader.apply(
+      rows(
+        '- insert: [{ id: off, name: recorder, disabled: true, config: { label: off } }, { id: a, name: recorder, config: { label: a } }]',
+      ),
+    )
+    await loader.apply(
+      rows(
+        '- insert: [{ id: off, name: recorder, config: { label: off } }, { id: a, name: recorder, config: { label: a } }]',
+      ),
+    )
     await loader.settle()
     expect(log()).toEqual(['start a=0', 'start off=0'])
     expect(loader.rows().map((r) => r.id)).toEqual(['off', 'a'])
@@ -182,7 +217,10 @@ describe('disabled rows', () => {
 })
 
 describe('rows without inject (one fiber each)', () => {
-  const picky = (label: string, fail: boolean) => rows(`- insert: [{ id: p, name: picky, config: { label: ${label}, fail: ${fail} } }, { id: ok, name: recorder, config: { label: ok } }]`)
+  const picky = (label: string, fail: boolean) =>
+    rows(
+      `- insert: [{ id: p, name: picky, config: { label: ${label}, fail: ${fail} } }, { id: ok, name: recorder, config: { label: ok } }]`,
+    )
 
   it('evaluate !!js at mount and again when the expression changes', async () => {
     await loader.apply(rows(`- insert: [{ id: a, name: recorder, config: { label: !!js "'x' + (1 + 1)" } }]`))
@@ -214,9 +252,15 @@ describe('rows without inject (one fiber each)', () => {
   })
 
   it('report a failing !!js at mount without stopping the other rows', async () => {
-    await loader.apply(rows(`- insert: [{ id: bad, name: recorder, config: { label: !!js "nope.label" } }, { id: ok, name: recorder, config: { label: ok } }]`))
+    await loader.apply(
+      rows(
+        `- insert: [{ id: bad, name: recorder, config: { label: !!js "nope.label" } }, { id: ok, name: recorder, config: { label: ok } }]`,
+      ),
+    )
     const health = await loader.settle()
-    expect(health.failed).toEqual([{ id: 'bad', message: expect.stringMatching(/^row "bad": !!js nope\.label failed: nope is not defined/) }])
+    expect(health.failed).toEqual([
+      { id: 'bad', message: expect.stringMatching(/^row "bad": !!js nope\.label failed: nope is not defined/) },
+    ])
     expect(log()).toEqual(['start ok=0'])
   })
 
@@ -238,7 +282,10 @@ describe('rows without inject (one fiber each)', () => {
   })
 
   it('stop with their group, and start again when it is switched back on', async () => {
-    const tree = (disabled: boolean) => rows(`- insert: [{ id: g, group: true, disabled: ${disabled}, config: [{ id: c, name: recorder, config: { label: c } }] }]`)
+    const tree = (disabled: boolean) =>
+      rows(
+        `- insert: [{ id: g, group: true, disabled: ${disabled}, config: [{ id: c, name: recorder, config: { label: c } }] }]`,
+      )
     await loader.apply(tree(false))
     await loader.apply(tree(true))
     await loader.apply(tree(false))

@@ -15,7 +15,9 @@ export const inject = ['cmdlineArgs', 'appExit']
 
 /** The ACP server takes no arguments: stdin and stdout carry the Agent Client Protocol. Provides `acpAppStartup`. */
 export function apply(ctx: Context) {
-  const program = new Command('dsh --profile acp').description('Serve the Agent Client Protocol over stdio, for editors and automation.')
+  const program = new Command('dsh --profile acp').description(
+    'Serve the Agent Client Protocol over stdio, for editors and automation.',
+  )
   const startup = parseCmdline(ctx, program, (): AcpAppStartup => ({}))
   if (startup) ctx.provide('acpAppStartup', startup)
 }

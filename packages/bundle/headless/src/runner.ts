@@ -41,7 +41,10 @@ export function apply(ctx: Context) {
     // A driver whose row starts after this one (it waits for a service) is waited for.
     if (!ctx.agents.driven) await ctx.get('loader')?.settle()
     let agent: Agent
-    const overrides = { ...(startup.model ? { model: startup.model } : {}), ...(startup.maxSteps ? { maxSteps: startup.maxSteps } : {}) }
+    const overrides = {
+      ...(startup.model ? { model: startup.model } : {}),
+      ...(startup.maxSteps ? { maxSteps: startup.maxSteps } : {}),
+    }
     const resume = startup.continue ? await latestSessionHere() : startup.resume
     if (resume) {
       const resumed = await ctx.agents.resume(resume as SessionId, overrides)
@@ -88,13 +91,23 @@ export function apply(ctx: Context) {
     const failure = end?.data.error
     announce()
     if (startup.json) {
-      out(JSON.stringify({ type: 'result', sessionId: agent.id, reason, text: answer, usage, ...(failure ? { error: failure } : {}) }))
+      out(
+        JSON.stringify({
+          type: 'result',
+          sessionId: agent.id,
+          reason,
+          text: answer,
+          usage,
+          ...(failure ? { error: failure } : {}),
+        }),
+      )
     } else {
       if (startup.reasoning) err('')
       if (answer) out(answer)
     }
     if (reason === 'error' && failure) err(`dsh: ${failure.code}: ${failure.message}`)
-    else if (reason === 'max-tokens') err('dsh: the reply was cut at the output token limit (max-tokens); the answer may be incomplete')
+    else if (reason === 'max-tokens')
+      err('dsh: the reply was cut at the output token limit (max-tokens); the answer may be incomplete')
     else if (reason === 'aborted') err('dsh: the task was stopped before it completed')
     ctx.appExit(reason === 'completed' ? 0 : 1)
   }

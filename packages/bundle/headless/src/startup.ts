@@ -51,9 +51,18 @@ export function apply(ctx: Context) {
     .option('--resume <sessionId>', 'continue a stored session with this task')
     .option('-c, --continue', 'continue the most recent stored session started in this directory')
     .option('--model <id>', 'the model to use (default from the agent config, e.g. deepseek-v4-flash)')
-    .option('--permission <preset>', `what tools may do without asking: ${PRESETS.join(', ')} (default workspace-write)`)
-    .option('--approval <policy>', `calls outside the preset: ask (denied in headless, which cannot ask) or never (default ask)`)
-    .option('--network <mode>', `network of sandboxed commands: ${NETWORK_MODES.join(', ')} (default proxy under workspace-write: allowed registries only)`)
+    .option(
+      '--permission <preset>',
+      `what tools may do without asking: ${PRESETS.join(', ')} (default workspace-write)`,
+    )
+    .option(
+      '--approval <policy>',
+      `calls outside the preset: ask (denied in headless, which cannot ask) or never (default ask)`,
+    )
+    .option(
+      '--network <mode>',
+      `network of sandboxed commands: ${NETWORK_MODES.join(', ')} (default proxy under workspace-write: allowed registries only)`,
+    )
     .option('--max-steps <n>', 'model calls the task may make before it stops with an error (default 200)')
   const startup = parseCmdline(ctx, program, ({ args, options }): HeadlessStartup => {
     const stdin = args.includes('-')
@@ -61,17 +70,30 @@ export function apply(ctx: Context) {
       .filter((word) => word !== '-')
       .join(' ')
       .trim()
-    if (!task && !stdin) program.error('error: a task is required, for example: dsh --profile headless "run the tests" (or - to read it from standard input)')
-    const value: HeadlessStartup = { task, stdin, json: options.json === true, reasoning: options.reasoning === true, verbose: options.verbose === true, continue: options.continue === true }
-    if (value.continue && options.resume !== undefined) program.error('error: --continue and --resume cannot be used together')
+    if (!task && !stdin)
+      program.error(
+        'error: a task is required, for example: dsh --profile headless "run the tests" (or - to read it from standard input)',
+      )
+    const value: HeadlessStartup = {
+      task,
+      stdin,
+      json: options.json === true,
+      reasoning: options.reasoning === true,
+      verbose: options.verbose === true,
+      continue: options.continue === true,
+    }
+    if (value.continue && options.resume !== undefined)
+      program.error('error: --continue and --resume cannot be used together')
     if (typeof options.resume === 'string') {
-      if (!/^[A-Za-z0-9._-]+$/.test(options.resume)) program.error(`error: --resume needs a session id, got "${options.resume}"`)
+      if (!/^[A-Za-z0-9._-]+$/.test(options.resume))
+        program.error(`error: --resume needs a session id, got "${options.resume}"`)
       value.resume = options.resume
     }
     if (typeof options.model === 'string') value.model = options.model
     if (options.permission !== undefined) {
       const preset = PRESETS.find((p) => p === options.permission)
-      if (!preset) program.error(`error: --permission must be one of ${PRESETS.join(', ')}, got "${String(options.permission)}"`)
+      if (!preset)
+        program.error(`error: --permission must be one of ${PRESETS.join(', ')}, got "${String(options.permission)}"`)
       value.permission = preset
     }
     if (options.approval !== undefined) {
@@ -81,12 +103,14 @@ export function apply(ctx: Context) {
     }
     if (options.network !== undefined) {
       const network = NETWORK_MODES.find((mode) => mode === options.network)
-      if (!network) program.error(`error: --network must be one of ${NETWORK_MODES.join(', ')}, got "${String(options.network)}"`)
+      if (!network)
+        program.error(`error: --network must be one of ${NETWORK_MODES.join(', ')}, got "${String(options.network)}"`)
       value.network = network
     }
     if (options.maxSteps !== undefined) {
       const text = String(options.maxSteps)
-      if (!/^[1-9]\d{0,5}$/.test(text)) program.error(`error: --max-steps needs a whole number from 1 to 999999, got "${text}"`)
+      if (!/^[1-9]\d{0,5}$/.test(text))
+        program.error(`error: --max-steps needs a whole number from 1 to 999999, got "${text}"`)
       value.maxSteps = Number(text)
     }
     return value

@@ -16,7 +16,9 @@ export async function readTaskInput(input: NodeJS.ReadableStream, limit = STDIN_
     bytes += buffer.length
     if (bytes > limit) {
       const size = limit % MIB === 0 ? `${limit / MIB} MiB` : `${limit} bytes`
-      throw new Error(`standard input holds more than ${size}; save it to a file in the workspace and name the file in the task`)
+      throw new Error(
+        `standard input holds more than ${size}; save it to a file in the workspace and name the file in the task`,
+      )
     }
     chunks.push(buffer)
   }

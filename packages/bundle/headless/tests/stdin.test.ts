@@ -11,7 +11,9 @@ describe('readTaskInput', () => {
   })
 
   it('refuses bytes that are not UTF-8, naming standard input', async () => {
-    await expect(readTaskInput(stream(Buffer.from([0x66, 0xff, 0x66])))).rejects.toThrow('standard input is not UTF-8 text')
+    await expect(readTaskInput(stream(Buffer.from([0x66, 0xff, 0x66])))).rejects.toThrow(
+      'standard input is not UTF-8 text',
+    )
   })
 
   it('stops at the limit and says what to do instead', async () => {

@@ -164,7 +164,8 @@ function errorOf(status: number, method: string, path: string, parsed: unknown, 
   const error = (parsed as { error?: { code?: unknown; message?: unknown; details?: unknown } } | undefined)?.error
   if (error && typeof error.code === 'string') {
     const message = typeof error.message === 'string' ? error.message : `${method} ${path} failed`
-    const details = error.details && typeof error.details === 'object' ? (error.details as Record<string, unknown>) : undefined
+    const details =
+      error.details && typeof error.details === 'object' ? (error.details as Record<string, unknown>) : undefined
     return new ApiError(status, error.code, message, details)
   }
   const snippet = text.trim().slice(0, 200)
@@ -182,7 +183,8 @@ function parseJson(text: string): unknown {
 
 function search(params: object): string {
   const query = new URLSearchParams()
-  for (const [key, value] of Object.entries(params)) if (value !== undefined && value !== '') query.set(key, String(value))
+  for (const [key, value] of Object.entries(params))
+    if (value !== undefined && value !== '') query.set(key, String(value))
   const text = query.toString()
   return text ? `?${text}` : ''
 }

@@ -137,7 +137,8 @@ export class LiveConnection {
       this.lastHeard = Date.now()
       this.setState('open')
       for (const subscription of this.subscriptions.values()) this.sendSubscribe(subscription)
-      if (resumed) for (const subscription of this.subscriptions.values()) for (const h of subscription.handlers) h.resumed?.()
+      if (resumed)
+        for (const subscription of this.subscriptions.values()) for (const h of subscription.handlers) h.resumed?.()
       this.startPing()
     }
     socket.onmessage = (message: MessageEvent) => {
@@ -212,7 +213,8 @@ function deliver(subscription: Subscription, frame: Extract<ServerFrame, { sessi
   } else if (frame.type === 'status') {
     for (const handlers of subscription.handlers) handlers.status?.(frame.status)
   } else if (frame.type === 'subscribed') {
-    for (const handlers of subscription.handlers) handlers.subscribed?.({ lastSeq: frame.lastSeq, running: frame.running })
+    for (const handlers of subscription.handlers)
+      handlers.subscribed?.({ lastSeq: frame.lastSeq, running: frame.running })
   }
 }
 

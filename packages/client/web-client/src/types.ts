@@ -5,7 +5,17 @@
  * build takes them); the request and response bodies of the API are here.
  */
 
-import type { Branded, Delta, EarlierHistory, Question, SessionEvent, SessionEventMap, SessionId, ToolCallId, ToolCallPresentation } from '@dsh/wire-types'
+import type {
+  Branded,
+  Delta,
+  EarlierHistory,
+  Question,
+  SessionEvent,
+  SessionEventMap,
+  SessionId,
+  ToolCallId,
+  ToolCallPresentation,
+} from '@dsh/wire-types'
 
 export type {
   ApprovalDecision,
@@ -164,7 +174,9 @@ export interface SettingsUpdate {
   theme?: Theme
 }
 
-export type ConnectionTest = { ok: true; model: string } | { ok: false; error: { code: string; message: string; status?: number } }
+export type ConnectionTest =
+  | { ok: true; model: string }
+  | { ok: false; error: { code: string; message: string; status?: number } }
 
 // ---- WebSocket frames ----
 

@@ -36,8 +36,14 @@ describe('@dsh/web-client against dsh web', { timeout: 90_000 }, () => {
     dispose = tmp.dispose
     const work = path.join(tmp.dir, 'work')
     await mkdir(work)
-    dsh = startDsh(['web', '--port', '0', '--no-open'], { home: path.join(tmp.dir, 'home'), cwd: work, env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-test' } })
-    origin = new URL((await dsh.waitFor(/dsh web: (http:\/\/\S+)/, { stream: 'stdout', timeoutMs: 60_000 }))[1] as string).origin
+    dsh = startDsh(['web', '--port', '0', '--no-open'], {
+      home: path.join(tmp.dir, 'home'),
+      cwd: work,
+      env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-test' },
+    })
+    origin = new URL(
+      (await dsh.waitFor(/dsh web: (http:\/\/\S+)/, { stream: 'stdout', timeoutMs: 60_000 }))[1] as string,
+    ).origin
   }, 60_000)
   afterEach(async () => {
     await dsh.kill()
@@ -58,14 +64,24 @@ describe('@dsh/web-client against dsh web', { timeout: 90_000 }, () => {
   })
 
   it('resumes from the last seq after the socket drops mid-stream: every event once, in order', async () => {
-    mock.setFallback((request) => (request.body?.tools?.length ? reply.text(WORDS, { delayMs: 60 }) : reply.text('title')))
+    mock.setFallback((request) =>
+      request.body?.tools?.length ? reply.text(WORDS, { delayMs: 60 }) : reply.text('title'),
+    )
     const api = new DshApi({ baseUrl: origin })
     const { sessionId } = await api.createSession()
-    const live = new LiveConnection({ url: `${origin.replace('http', 'ws')}/api/ws`, WebSocket: NodeWebSocket as unknown as typeof WebSocket, initialDelayMs: 50 })
+    const live = new LiveConnection({
+      url: `${origin.replace('http', 'ws')}/api/ws`,
+      WebSocket: NodeWebSocket as unknown as typeof WebSocket,
+      initialDelayMs: 50,
+    })
     const events: SessionEvent[] = []
     const deltas: Delta[] = []
     let resumed = 0
-    live.subscribe(sessionId, undefined, { event: (e) => events.push(e), delta: (d) => deltas.push(d), resumed: () => resumed++ })
+    live.subscribe(sessionId, undefined, {
+      event: (e) => events.push(e),
+      delta: (d) => deltas.push(d),
+      resumed: () => resumed++,
+    })
     await until(() => live.state === 'open', 'the socket to open')
     await api.sendMessage(sessionId, { text: 'stream please' })
     await until(() => deltas.length >= 3, 'the first deltas')

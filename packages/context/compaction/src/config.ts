@@ -29,7 +29,11 @@ export const DEFAULT_PROMPT = [
 ].join('\n')
 
 export const Config: Schema<CompactionConfig> = Schema.object({
-  auto: Schema.boolean().default(true).description('Compact on context pressure (before a step) and on a context-overflow failure. Off: only `compact()` (the /compact command).'),
+  auto: Schema.boolean()
+    .default(true)
+    .description(
+      'Compact on context pressure (before a step) and on a context-overflow failure. Off: only `compact()` (the /compact command).',
+    ),
   thresholdRatio: Schema.number()
     .min(0.05)
     .max(1)
@@ -38,16 +42,28 @@ export const Config: Schema<CompactionConfig> = Schema.object({
   contextWindow: Schema.natural()
     .min(1)
     .description('Context window in tokens, used when neither the model route nor the log says how large it is.'),
-  keepTurns: Schema.natural().min(1).default(1).description('The newest turns kept out of the summary (their older steps may still be summarised, see keepSteps).'),
+  keepTurns: Schema.natural()
+    .min(1)
+    .default(1)
+    .description(
+      'The newest turns kept out of the summary (their older steps may still be summarised, see keepSteps).',
+    ),
   keepSteps: Schema.natural()
     .min(1)
     .default(2)
-    .description('The newest steps (a reply with its tool results) always kept verbatim; older steps of the kept turns are summarised too.'),
+    .description(
+      'The newest steps (a reply with its tool results) always kept verbatim; older steps of the kept turns are summarised too.',
+    ),
   pruneMinChars: Schema.natural()
     .min(1)
     .default(4000)
-    .description('Before summarising, older tool results longer than this are replaced by a short stub naming the tool and the size.'),
-  charsPerToken: Schema.number().min(1).default(4).description('Characters per token when the size of messages has to be estimated.'),
+    .description(
+      'Before summarising, older tool results longer than this are replaced by a short stub naming the tool and the size.',
+    ),
+  charsPerToken: Schema.number()
+    .min(1)
+    .default(4)
+    .description('Characters per token when the size of messages has to be estimated.'),
   imageTokens: Schema.natural().default(1000).description('Tokens counted for one image when estimating.'),
   provider: Schema.string().description("Route of the summary call; default: the agent's."),
   model: Schema.string().description("Model of the summary call; default: the agent's."),
@@ -56,6 +72,8 @@ export const Config: Schema<CompactionConfig> = Schema.object({
     .min(100)
     .default(4000)
     .description('Each message part shown to the summariser is cut to this many characters (head and tail kept).'),
-  maxOverflowRetries: Schema.natural().default(1).description('Compact-and-retry attempts per step after the provider reports a context overflow; 0 turns it off.'),
+  maxOverflowRetries: Schema.natural()
+    .default(1)
+    .description('Compact-and-retry attempts per step after the provider reports a context overflow; 0 turns it off.'),
   prompt: Schema.string().default(DEFAULT_PROMPT).description('System prompt of the summary call.'),
 })

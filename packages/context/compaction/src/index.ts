@@ -3,7 +3,13 @@ import type { CompactionConfig } from './config.ts'
 import { Compaction } from './service.ts'
 
 export { Config, type CompactionConfig, DEFAULT_PROMPT } from './config.ts'
-export { Compaction, COMPACTION_EVENT, type CompactionEventData, type CompactionReason, type CompactResult } from './service.ts'
+export {
+  Compaction,
+  COMPACTION_EVENT,
+  type CompactionEventData,
+  type CompactionReason,
+  type CompactResult,
+} from './service.ts'
 export { contextTokens, estimateTokens } from './measure.ts'
 
 export const name = 'compaction'

@@ -58,7 +58,8 @@ export function unitsOf(session: Session): Unit[] {
     else if (event.type === 'assistant/message') {
       const unit: Unit = { kind: 'step', turn, events: [event] }
       units.push(unit)
-      for (const block of (event as SessionEvent<'assistant/message'>).data.message.content) if (block.type === 'tool-call') stepOfCall.set(block.id, unit)
+      for (const block of (event as SessionEvent<'assistant/message'>).data.message.content)
+        if (block.type === 'tool-call') stepOfCall.set(block.id, unit)
     } else if (event.type === 'tool/result') {
       const owner = stepOfCall.get((event as SessionEvent<'tool/result'>).data.callId)
       if (owner) owner.events.push(event)
@@ -106,7 +107,8 @@ export function prunable(units: readonly Unit[], keepSteps: number, minChars: nu
   const old = steps.slice(0, Math.max(0, steps.length - keepSteps))
   return old.flatMap((unit) =>
     unit.events.filter(
-      (event): event is SessionEvent<'tool/result'> => event.type === 'tool/result' && resultChars(event as SessionEvent<'tool/result'>) > minChars,
+      (event): event is SessionEvent<'tool/result'> =>
+        event.type === 'tool/result' && resultChars(event as SessionEvent<'tool/result'>) > minChars,
     ),
   )
 }
@@ -126,7 +128,8 @@ export function pairsIntact(events: readonly SessionEvent[]): boolean {
   const results = new Set<string>()
   for (const event of events) {
     if (event.type === 'assistant/message') {
-      for (const block of (event as SessionEvent<'assistant/message'>).data.message.content) if (block.type === 'tool-call') calls.add(block.id)
+      for (const block of (event as SessionEvent<'assistant/message'>).data.message.content)
+        if (block.type === 'tool-call') calls.add(block.id)
     } else if (event.type === 'tool/result') results.add((event as SessionEvent<'tool/result'>).data.callId)
   }
   return calls.size === results.size && [...calls].every((id) => results.has(id))

@@ -87,7 +87,8 @@ export class Compaction extends Service {
 
   /** Compacts an idle agent's history now (the `/compact` command). */
   async compact(agent: Agent, _options: { reason?: 'manual' } = {}): Promise<CompactResult> {
-    if (agent.status === 'running') return { compacted: false, replaced: 0, error: `agent ${agent.id} is running a turn; compact it when it is idle` }
+    if (agent.status === 'running')
+      return { compacted: false, replaced: 0, error: `agent ${agent.id} is running a turn; compact it when it is idle` }
     const result = await this.run(agent, 'manual', this.stopped.signal)
     await this.home.sessions.flush(agent.session)
     return result
@@ -96,7 +97,11 @@ export class Compaction extends Service {
   /** The model's context window: from its route, else the log, else config. */
   contextWindow(agent: Agent): number | undefined {
     const { provider, model } = agent.options
-    return this.home.llm.modelInfo(provider, model)?.contextWindow ?? agent.session.last('request/context')?.data.contextWindow ?? this.config.contextWindow
+    return (
+      this.home.llm.modelInfo(provider, model)?.contextWindow ??
+      agent.session.last('request/context')?.data.contextWindow ??
+      this.config.contextWindow
+    )
   }
 
   /** The estimated size of the agent's next request, in tokens. */
@@ -114,7 +119,14 @@ export class Compaction extends Service {
       const limit = this.limit(agent)
       if (limit === undefined || this.contextTokens(agent) < limit) return
       // One failed attempt per turn: a broken summary call should not cost a model call at every step.
-      if (compactionsSince(agent.session, 'turn/start', (data) => data.reason === 'threshold' && data.error !== undefined) > 0) return
+      if (
+        compactionsSince(
+          agent.session,
+          'turn/start',
+          (data) => data.reason === 'threshold' && data.error !== undefined,
+        ) > 0
+      )
+        return
       await this.run(agent, 'threshold', signal)
     } catch (error) {
       this.home.logger('compaction').warn('session %s: compaction failed: %s', agent.id, errorText(error))
@@ -156,9 +168,13 @@ export class Compaction extends Service {
     try {
       summary = await this.summarise(agent, events, signal)
     } catch (error) {
-      const message = signal.aborted || this.stopped.signal.aborted ? 'cancelled' : `the summary call failed: ${errorText(error)}`
+      const message =
+        signal.aborted || this.stopped.signal.aborted ? 'cancelled' : `the summary call failed: ${errorText(error)}`
       record(pruned, message)
-      if (message !== 'cancelled') this.home.logger('compaction').warn('session %s: %s compaction: %s; the history stays as it was', session.id, reason, message)
+      if (message !== 'cancelled')
+        this.home
+          .logger('compaction')
+          .warn('session %s: %s compaction: %s; the history stays as it was', session.id, reason, message)
       return { compacted: pruned.length > 0, replaced: pruned.length, error: message }
     }
     const seqs = events.map((event) => event.seq)
@@ -184,7 +200,14 @@ export class Compaction extends Service {
         id: newMessageId(),
         role: 'user',
         source: data.message.source,
-        content: [{ type: 'tool-result', toolCallId: data.callId, content: [{ type: 'text', text }], ...(block?.type === 'tool-result' && block.isError ? { isError: true } : {}) }],
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: data.callId,
+            content: [{ type: 'text', text }],
+            ...(block?.type === 'tool-result' && block.isError ? { isError: true } : {}),
+          },
+        ],
       }
       const { meta: _meta, ...rest } = data
       session.append('tool/result', { ...rest, message }, { replaces: [event.seq] })
@@ -204,20 +227,36 @@ export class Compaction extends Service {
       sessionId: agent.id,
       signal: AbortSignal.any([signal, this.stopped.signal]),
       messages: [
-        { id: newMessageId(), role: 'system', source: { kind: 'system' }, content: [{ type: 'text', text: this.config.prompt }] },
+        {
+          id: newMessageId(),
+          role: 'system',
+          source: { kind: 'system' },
+          content: [{ type: 'text', text: this.config.prompt }],
+        },
         {
           id: newMessageId(),
           role: 'user',
           source: { kind: 'plugin', plugin: SUMMARY_PLUGIN },
-          content: [{ type: 'text', text: `The conversation to summarise:\n\n<conversation>\n${conversation}\n</conversation>` }],
+          content: [
+            {
+              type: 'text',
+              text: `The conversation to summarise:\n\n<conversation>\n${conversation}\n</conversation>`,
+            },
+          ],
         },
       ],
     })
     const summary = reply.text.trim()
     if (!summary) throw new Error('the model returned an empty summary')
     const before = estimateTokens(messages, this.config)
-    const after = estimateTokens([{ ...(messages[0] as Message), content: [{ type: 'text', text: summaryText(summary) }] }], this.config)
-    if (after >= before) throw new Error(`the summary (about ${after} tokens) is not shorter than what it would replace (about ${before} tokens)`)
+    const after = estimateTokens(
+      [{ ...(messages[0] as Message), content: [{ type: 'text', text: summaryText(summary) }] }],
+      this.config,
+    )
+    if (after >= before)
+      throw new Error(
+        `the summary (about ${after} tokens) is not shorter than what it would replace (about ${before} tokens)`,
+      )
     return summary
   }
 }

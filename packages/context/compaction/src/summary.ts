@@ -29,7 +29,9 @@ function speaker(message: Message): string {
     case 'tool':
       return `result of ${message.source.name}`
     case 'plugin':
-      return message.source.form === 'summary' ? 'summary of earlier conversation' : `context from ${message.source.plugin}`
+      return message.source.form === 'summary'
+        ? 'summary of earlier conversation'
+        : `context from ${message.source.plugin}`
     case 'model':
       return 'assistant'
     default:

@@ -5,7 +5,13 @@ import type { Fiber } from '@dsh/cordis'
 import type { SessionEvent } from '@dsh/session'
 import { describe, expect, it } from 'vitest'
 // The spine, the mock model server and the file tools, as the agent loop's own tests mount them.
-import { type Harness, harnessPerTest, lastTurnEnd, ofType, wireMessages } from '../../../core/agent-loop/tests/harness.ts'
+import {
+  type Harness,
+  harnessPerTest,
+  lastTurnEnd,
+  ofType,
+  wireMessages,
+} from '../../../core/agent-loop/tests/harness.ts'
 import { type RecordedRequest, reply } from '../../../test-support/llm-mock/src/index.ts'
 import * as compaction from '../src/index.ts'
 import type { CompactionConfig } from '../src/index.ts'
@@ -26,7 +32,10 @@ async function setup(config: Partial<CompactionConfig> = {}, options: { persiste
   const fiber = h.root.plugin(compaction, { contextWindow: WINDOW, ...config } as CompactionConfig)
   await fiber
   for (const name of ['a', 'b', 'c', 'd']) {
-    const lines = Array.from({ length: 30 }, (_, i) => `${name}-line ${i}: ${name === 'a' ? 'alpha' : 'other'} content of file ${name}`)
+    const lines = Array.from(
+      { length: 30 },
+      (_, i) => `${name}-line ${i}: ${name === 'a' ? 'alpha' : 'other'} content of file ${name}`,
+    )
     await writeFile(join(h.workspace, `${name}.txt`), `${lines.join('\n')}\n`)
   }
   // A model the route does not list, so the window comes from the compaction config.
@@ -36,7 +45,8 @@ async function setup(config: Partial<CompactionConfig> = {}, options: { persiste
 
 const high = { usage: { promptCacheMissTokens: 9000, completionTokens: 20 } }
 const read = (path: string, options = {}) => reply.toolCalls([{ name: 'read', arguments: { path } }], options)
-const isSummaryCall = (request: RecordedRequest) => !request.body.tools && JSON.stringify(request.body.messages).includes('<conversation>')
+const isSummaryCall = (request: RecordedRequest) =>
+  !request.body.tools && JSON.stringify(request.body.messages).includes('<conversation>')
 const content = (request: RecordedRequest | undefined) => JSON.stringify(wireMessages(request))
 
 /** Every tool message answers a call of the assistant message right before the run of tool messages it is in. */
@@ -62,7 +72,13 @@ function compactions(agent: Agent): SessionEvent<'context/compaction'>[] {
 describe('automatic compaction on context pressure', () => {
   it('summarises the older steps of a long turn and the next request carries the summary instead', async () => {
     const { h, agent } = await setup()
-    h.mock.enqueue(read('a.txt'), read('b.txt'), read('c.txt', high), reply.text('- read a.txt: alpha content'), reply.text('All three read.'))
+    h.mock.enqueue(
+      read('a.txt'),
+      read('b.txt'),
+      read('c.txt', high),
+      reply.text('- read a.txt: alpha content'),
+      reply.text('All three read.'),
+    )
     agent.followup('read the three files')
     await agent.whenIdle()
 
@@ -100,7 +116,10 @@ describe('automatic compaction on context pressure', () => {
 
   it('prunes a large old tool result and skips the summary when that is enough', async () => {
     const { h, agent } = await setup()
-    await writeFile(join(h.workspace, 'big.txt'), `${Array.from({ length: 200 }, (_, i) => `big line ${i} ${'x'.repeat(40)}`).join('\n')}\n`)
+    await writeFile(
+      join(h.workspace, 'big.txt'),
+      `${Array.from({ length: 200 }, (_, i) => `big line ${i} ${'x'.repeat(40)}`).join('\n')}\n`,
+    )
     const justOver = { usage: { promptCacheMissTokens: 8200, completionTokens: 10 } }
     h.mock.enqueue(read('big.txt'), read('b.txt'), read('c.txt', justOver), reply.text('Done.'))
     agent.followup('look at the big file')
@@ -110,17 +129,28 @@ describe('automatic compaction on context pressure', () => {
     expect(h.mock.requests.some(isSummaryCall)).toBe(false)
     const [original, , , stub] = ofType(agent, 'tool/result')
     expect(stub?.replaces).toEqual([original?.seq])
-    expect(compactions(agent).map((e) => e.data)).toEqual([{ reason: 'threshold', replaced: [original?.seq], tokensBefore: expect.any(Number) }])
+    expect(compactions(agent).map((e) => e.data)).toEqual([
+      { reason: 'threshold', replaced: [original?.seq], tokensBefore: expect.any(Number) },
+    ])
     const last = wireMessages(h.mock.requests[3])
     expect(last[3]).toMatchObject({ role: 'tool', tool_call_id: stub?.data.callId })
-    expect(last[3].content).toMatch(/^\[The output of read \(\d+ characters\) was removed from the context to save space; run the tool again if you need it\.\]$/)
+    expect(last[3].content).toMatch(
+      /^\[The output of read \(\d+ characters\) was removed from the context to save space; run the tool again if you need it\.\]$/,
+    )
     expect(content(h.mock.requests[3])).not.toContain('big line 10 ')
     expectWellFormed(h.mock.requests[3])
   })
 
   it('a failing summary call is logged, reported, and the turn goes on with the history unchanged', async () => {
     const { h, agent } = await setup()
-    h.mock.enqueue(read('a.txt'), read('b.txt'), read('c.txt', high), reply.error(400, { message: 'summaries are broken today' }), read('d.txt', high), reply.text('Done anyway.'))
+    h.mock.enqueue(
+      read('a.txt'),
+      read('b.txt'),
+      read('c.txt', high),
+      reply.error(400, { message: 'summaries are broken today' }),
+      read('d.txt', high),
+      reply.text('Done anyway.'),
+    )
     agent.followup('read the files')
     await agent.whenIdle()
 
@@ -165,7 +195,10 @@ describe('automatic compaction on context pressure', () => {
 })
 
 describe('context overflow', () => {
-  const overflow = () => reply.error(400, { message: "This model's maximum context length is 10000 tokens. However, you requested 12000 tokens." })
+  const overflow = () =>
+    reply.error(400, {
+      message: "This model's maximum context length is 10000 tokens. However, you requested 12000 tokens.",
+    })
 
   it('compacts and retries the step once', async () => {
     const { h, agent } = await setup()
@@ -175,7 +208,10 @@ describe('context overflow', () => {
 
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
     expect(compactions(agent)[0]?.data.reason).toBe('overflow')
-    expect(ofType(agent, 'llm/retry')[0]?.data).toMatchObject({ delayMs: 0, error: { code: 'CONTEXT_WINDOW_EXCEEDED' } })
+    expect(ofType(agent, 'llm/retry')[0]?.data).toMatchObject({
+      delayMs: 0,
+      error: { code: 'CONTEXT_WINDOW_EXCEEDED' },
+    })
     const retried = h.mock.requests[4]
     expect(content(retried)).toContain('<compacted-summary>')
     expect(content(retried)).not.toContain('alpha content of file a')
@@ -188,14 +224,22 @@ describe('context overflow', () => {
     h.mock.enqueue(read('a.txt'), read('b.txt'), overflow(), reply.error(500))
     agent.followup('read files')
     await agent.whenIdle()
-    expect(lastTurnEnd(agent).data).toMatchObject({ turn: 1, reason: 'error', error: { code: 'CONTEXT_WINDOW_EXCEEDED' } })
+    expect(lastTurnEnd(agent).data).toMatchObject({
+      turn: 1,
+      reason: 'error',
+      error: { code: 'CONTEXT_WINDOW_EXCEEDED' },
+    })
     expect(compactions(agent)[0]?.data.error).toMatch(/^the summary call failed: SERVER/)
     h.warnings.length = 0
 
     h.mock.enqueue(read('c.txt'), overflow(), reply.text('- summary'), overflow())
     agent.followup('again')
     await agent.whenIdle()
-    expect(lastTurnEnd(agent).data).toMatchObject({ turn: 2, reason: 'error', error: { code: 'CONTEXT_WINDOW_EXCEEDED' } })
+    expect(lastTurnEnd(agent).data).toMatchObject({
+      turn: 2,
+      reason: 'error',
+      error: { code: 'CONTEXT_WINDOW_EXCEEDED' },
+    })
     expect(h.mock.requests).toHaveLength(8)
   })
 })
@@ -203,7 +247,11 @@ describe('context overflow', () => {
 describe('ctx.compaction.compact (the /compact command)', () => {
   it('summarises the turns before the newest one on an idle agent and saves the log', async () => {
     const { h, agent } = await setup({}, { persistence: true })
-    h.mock.enqueue(reply.text(`One. ${'A long first answer. '.repeat(30)}`), reply.text('Two.'), reply.text('- the user asked one'))
+    h.mock.enqueue(
+      reply.text(`One. ${'A long first answer. '.repeat(30)}`),
+      reply.text('Two.'),
+      reply.text('- the user asked one'),
+    )
     agent.followup('one')
     await agent.whenIdle()
     agent.followup('two')
@@ -212,7 +260,9 @@ describe('ctx.compaction.compact (the /compact command)', () => {
     const result = await h.root.compaction.compact(agent, { reason: 'manual' })
     expect(result).toEqual({ compacted: true, replaced: 2 })
     expect(compactions(agent)[0]?.data).toMatchObject({ reason: 'manual', replaced: expect.any(Array) })
-    const history = agent.session.deriveMessages().map((m) => [m.role, m.content.map((b) => (b.type === 'text' ? b.text : '')).join('')])
+    const history = agent.session
+      .deriveMessages()
+      .map((m) => [m.role, m.content.map((b) => (b.type === 'text' ? b.text : '')).join('')])
     expect(history.slice(1)).toEqual([
       ['user', expect.stringContaining('- the user asked one')],
       ['user', 'two'],
@@ -232,7 +282,11 @@ describe('ctx.compaction.compact (the /compact command)', () => {
     h.mock.enqueue(reply.stall(1))
     agent.followup('hello')
     await h.mock.waitForRequests(1)
-    expect(await h.root.compaction.compact(agent)).toEqual({ compacted: false, replaced: 0, error: expect.stringMatching(/is running a turn/) })
+    expect(await h.root.compaction.compact(agent)).toEqual({
+      compacted: false,
+      replaced: 0,
+      error: expect.stringMatching(/is running a turn/),
+    })
     agent.cancel()
     await agent.whenIdle()
     expect(compactions(agent)).toEqual([])

@@ -3,15 +3,25 @@ import { newMessageId, Session, type SessionId } from '@dsh/session'
 import { describe, expect, it } from 'vitest'
 import { pairsIntact, prunable, summarisable, unitsOf } from '../src/plan.ts'
 
-function message(role: Message['role'], text: string, source: Message['source'] = { kind: role === 'assistant' ? 'model' : 'user', provider: 'p', model: 'm' } as never): Message {
+function message(
+  role: Message['role'],
+  text: string,
+  source: Message['source'] = { kind: role === 'assistant' ? 'model' : 'user', provider: 'p', model: 'm' } as never,
+): Message {
   return { id: newMessageId(), role, source, content: [{ type: 'text', text }] }
 }
 
 /** A log built step by step: `turn(user, ...steps)`, each step a reply calling `calls` tools (with result sizes). */
-function build(turns: Array<{ user: string; steps: number[][]; steer?: string }>, options: { instructions?: boolean } = {}): Session {
+function build(
+  turns: Array<{ user: string; steps: number[][]; steer?: string }>,
+  options: { instructions?: boolean } = {},
+): Session {
   const session = new Session({ id: 's' as SessionId, createdAt: 0, cwd: '/' }, [], () => {})
   session.append('system/message', { message: message('system', 'You are a test.', { kind: 'system' }) })
-  if (options.instructions) session.append('user/message', { message: message('user', 'AGENTS.md', { kind: 'plugin', plugin: 'instructions', form: 'instructions' }) })
+  if (options.instructions)
+    session.append('user/message', {
+      message: message('user', 'AGENTS.md', { kind: 'plugin', plugin: 'instructions', form: 'instructions' }),
+    })
   let call = 0
   turns.forEach((t, index) => {
     const turn = index + 1
@@ -22,8 +32,21 @@ function build(turns: Array<{ user: string; steps: number[][]; steer?: string }>
       if (step === 1) session.append('user/message', { message: message('user', t.user) })
       if (step === 2 && t.steer) session.append('user/message', { message: message('user', t.steer) })
       const ids = sizes.map(() => `call-${++call}` as ToolCallId)
-      const content = [{ type: 'text' as const, text: `reply ${turn}.${step}` }, ...ids.map((id) => ({ type: 'tool-call' as const, id, name: 'read', arguments: '{}' }))]
-      session.append('assistant/message', { turn, step, finish: 'stop', message: { id: newMessageId(), role: 'assistant', source: { kind: 'model', provider: 'p', model: 'm' }, content } })
+      const content = [
+        { type: 'text' as const, text: `reply ${turn}.${step}` },
+        ...ids.map((id) => ({ type: 'tool-call' as const, id, name: 'read', arguments: '{}' })),
+      ]
+      session.append('assistant/message', {
+        turn,
+        step,
+        finish: 'stop',
+        message: {
+          id: newMessageId(),
+          role: 'assistant',
+          source: { kind: 'model', provider: 'p', model: 'm' },
+          content,
+        },
+      })
       ids.forEach((id, k) => {
         const text = 'r'.repeat(sizes[k] ?? 1)
         session.append('tool/result', {
@@ -31,7 +54,12 @@ function build(turns: Array<{ user: string; steps: number[][]; steer?: string }>
           step,
           callId: id,
           name: 'read',
-          message: { id: newMessageId(), role: 'user', source: { kind: 'tool', name: 'read' }, content: [{ type: 'tool-result', toolCallId: id, content: [{ type: 'text', text }] }] },
+          message: {
+            id: newMessageId(),
+            role: 'user',
+            source: { kind: 'tool', name: 'read' },
+            content: [{ type: 'tool-result', toolCallId: id, content: [{ type: 'text', text }] }],
+          },
         })
       })
       session.append('step/end', { turn, step })
@@ -46,7 +74,11 @@ const labels = (session: Session, seqs: number[]) =>
     const event = session.events[seq]
     const data = event?.data as { message: Message }
     const block = data.message.content[0]
-    return block?.type === 'text' ? block.text : block?.type === 'tool-result' ? `result ${block.toolCallId}` : event?.type
+    return block?.type === 'text'
+      ? block.text
+      : block?.type === 'tool-result'
+        ? `result ${block.toolCallId}`
+        : event?.type
   })
 
 describe('what compaction may summarise', () => {
@@ -57,7 +89,17 @@ describe('what compaction may summarise', () => {
     ])
     const units = summarisable(unitsOf(session), { keepTurns: 1, keepSteps: 2 })
     const seqs = units.flatMap((u) => u.events.map((e) => e.seq))
-    expect(labels(session, seqs)).toEqual(['task one', 'reply 1.1', 'result call-1', 'reply 1.2', 'reply 2.1', 'result call-2', 'result call-3', 'reply 2.2', 'result call-4'])
+    expect(labels(session, seqs)).toEqual([
+      'task one',
+      'reply 1.1',
+      'result call-1',
+      'reply 1.2',
+      'reply 2.1',
+      'result call-2',
+      'result call-3',
+      'reply 2.2',
+      'result call-4',
+    ])
     expect(pairsIntact(units.flatMap((u) => u.events))).toBe(true)
   })
 
@@ -69,7 +111,9 @@ describe('what compaction may summarise', () => {
       ],
       { instructions: true },
     )
-    const seqs = summarisable(unitsOf(session), { keepTurns: 1, keepSteps: 2 }).flatMap((u) => u.events.map((e) => e.seq))
+    const seqs = summarisable(unitsOf(session), { keepTurns: 1, keepSteps: 2 }).flatMap((u) =>
+      u.events.map((e) => e.seq),
+    )
     expect(labels(session, seqs)).toEqual(['old', 'reply 1.1', 'result call-1'])
     expect(summarisable(unitsOf(session), { keepTurns: 2, keepSteps: 3 })).toEqual([])
   })
@@ -82,7 +126,9 @@ describe('what compaction may summarise', () => {
 
   it('pairsIntact sees a call without its result', async () => {
     const session = build([{ user: 'task', steps: [[1, 1]] }])
-    const events = session.events.filter((e) => e.type === 'assistant/message' || (e.type === 'tool/result' && e.seq !== session.events.length - 3))
+    const events = session.events.filter(
+      (e) => e.type === 'assistant/message' || (e.type === 'tool/result' && e.seq !== session.events.length - 3),
+    )
     expect(pairsIntact(session.events)).toBe(true)
     expect(pairsIntact(events)).toBe(false)
   })

@@ -21,7 +21,9 @@ export const Config: Schema<InstructionsConfig> = Schema.object({
     .description('The user-wide instruction file, e.g. $DSH_HOME/AGENTS.md (the base bundle sets it); empty for none.'),
   fileNames: Schema.array(Schema.string())
     .default(['AGENTS.md'])
-    .description('The instruction file names looked for in each folder from the project root down to the workspace; each one found loads, in this order.'),
+    .description(
+      'The instruction file names looked for in each folder from the project root down to the workspace; each one found loads, in this order.',
+    ),
   maxFileBytes: Schema.natural()
     .min(1)
     .default(32_768)
@@ -29,7 +31,9 @@ export const Config: Schema<InstructionsConfig> = Schema.object({
   maxTotalBytes: Schema.natural()
     .min(1)
     .default(65_536)
-    .description('At most this many bytes of all files together; files after the budget is spent are cut or left out, and the prompt says so.'),
+    .description(
+      'At most this many bytes of all files together; files after the budget is spent are cut or left out, and the prompt says so.',
+    ),
   order: Schema.number().default(200).description('Where the section goes in the system prompt (lower comes first).'),
 })
 
@@ -62,7 +66,14 @@ export function apply(ctx: Context, config: InstructionsConfig) {
         const key = `${file.path}:cut:${outcome.size}`
         if (!reported.has(key)) {
           reported.add(key)
-          logger.warn('%s has %d bytes; only the first %d reach the prompt (maxFileBytes %d, maxTotalBytes %d)', file.path, outcome.size, outcome.shown, config.maxFileBytes, config.maxTotalBytes)
+          logger.warn(
+            '%s has %d bytes; only the first %d reach the prompt (maxFileBytes %d, maxTotalBytes %d)',
+            file.path,
+            outcome.size,
+            outcome.shown,
+            config.maxFileBytes,
+            config.maxTotalBytes,
+          )
         }
       }
     }
@@ -79,7 +90,11 @@ export function apply(ctx: Context, config: InstructionsConfig) {
       try {
         text = build(target.cwd)
       } catch (error) {
-        logger.warn('AGENTS.md files for %s could not be loaded: %s', target.cwd, error instanceof Error ? error.message : String(error))
+        logger.warn(
+          'AGENTS.md files for %s could not be loaded: %s',
+          target.cwd,
+          error instanceof Error ? error.message : String(error),
+        )
         return undefined
       }
       if (ctx.get('sessions')?.get(target.sessionId)) cache.set(target.sessionId, text)

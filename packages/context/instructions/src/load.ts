@@ -17,7 +17,10 @@ export interface Caps {
  * Reads the candidates in order (missing ones and repeats dropped), each cut
  * to `maxFileBytes` and all of them together to `maxTotalBytes`.
  */
-export function loadInstructions(candidates: ReadonlyArray<Omit<InstructionFile, 'outcome'>>, caps: Caps): InstructionFile[] {
+export function loadInstructions(
+  candidates: ReadonlyArray<Omit<InstructionFile, 'outcome'>>,
+  caps: Caps,
+): InstructionFile[] {
   const seen = new Set<string>()
   const out: InstructionFile[] = []
   let budget = caps.maxTotalBytes
@@ -50,7 +53,8 @@ export function renderInstructions(files: readonly InstructionFile[]): string | 
     switch (outcome.kind) {
       case 'text':
         body = outcome.text.trimEnd()
-        if (outcome.cut) body += `\n[cut: this file has ${outcome.size} bytes; only the first ${outcome.shown} are shown]`
+        if (outcome.cut)
+          body += `\n[cut: this file has ${outcome.size} bytes; only the first ${outcome.shown} are shown]`
         break
       case 'unreadable':
         body = `[not loaded: ${outcome.why}]`

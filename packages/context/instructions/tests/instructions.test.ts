@@ -104,7 +104,9 @@ describe('AGENTS.md instructions', () => {
     expect(prompt).not.toContain('\uFFFD')
     expect(prompt).toContain('[cut: this file has 200008 bytes; only the first 1001 are shown]')
     expect(Buffer.byteLength(prompt)).toBeLessThan(2000)
-    expect(warnings).toEqual([expect.stringContaining(`${file} has 200008 bytes; only the first 1001 reach the prompt`)])
+    expect(warnings).toEqual([
+      expect.stringContaining(`${file} has 200008 bytes; only the first 1001 reach the prompt`),
+    ])
   })
 
   it('shares maxTotalBytes across the files, in order', async () => {
@@ -116,7 +118,9 @@ describe('AGENTS.md instructions', () => {
     expect(prompt).toContain('H'.repeat(600))
     expect(prompt).toContain(`${'P'.repeat(400)}\n[cut: this file has 600 bytes; only the first 400 are shown]`)
     expect(prompt).not.toContain('WWW')
-    expect(prompt).toContain('[not loaded: the size limit for all instruction files together was reached before this file (600 bytes)]')
+    expect(prompt).toContain(
+      '[not loaded: the size limit for all instruction files together was reached before this file (600 bytes)]',
+    )
   })
 
   it('reports a file that is not UTF-8 once, notes it in the section, and keeps the others', async () => {
@@ -128,7 +132,9 @@ describe('AGENTS.md instructions', () => {
     startTurn(session, 1)
     const prompt = render(session)
     expect(prompt).toContain('PROJECT-RULES')
-    expect(prompt).toContain(`<agents-md path="${bad}" scope="project">\n[not loaded: it is not valid UTF-8 text]\n</agents-md>`)
+    expect(prompt).toContain(
+      `<agents-md path="${bad}" scope="project">\n[not loaded: it is not valid UTF-8 text]\n</agents-md>`,
+    )
     startTurn(session, 2)
     render(session)
     expect(warnings).toEqual([`${bad} was not loaded into the prompt: it is not valid UTF-8 text`])
@@ -148,7 +154,9 @@ describe('AGENTS.md instructions', () => {
   it('passes {{braces}} in a file through untouched', async () => {
     await writeFile(path.join(project, 'AGENTS.md'), 'Deploy with ${{ secrets.TOKEN }} and {{unknown}}.')
     await mount()
-    expect(render(root.sessions.create({ cwd: workspace }))).toContain('Deploy with ${{ secrets.TOKEN }} and {{unknown}}.')
+    expect(render(root.sessions.create({ cwd: workspace }))).toContain(
+      'Deploy with ${{ secrets.TOKEN }} and {{unknown}}.',
+    )
   })
 
   it('loads every configured file name in each folder', async () => {

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto'
 import type { Agent, AgentOptions, AgentStatus, Delivery, StepInfo, TurnOutcome } from '@dsh/agent'
 import { type Context, emitIsolated } from '@dsh/cordis'
-import { BlockAssembler, type ContentBlock, type FinishReason, type LlmFailure, type Message, type ToolCallId, type ToolSchema } from '@dsh/llm'
+import {
+  BlockAssembler,
+  type ContentBlock,
+  type FinishReason,
+  type LlmFailure,
+  type Message,
+  type ToolCallId,
+  type ToolSchema,
+} from '@dsh/llm'
 import { type CancelCause, newMessageId, type Session, type SessionEvent, textMessage } from '@dsh/session'
 import type {} from '@dsh/system-prompt'
 import type { ToolResult } from '@dsh/tools'
@@ -11,7 +19,10 @@ export interface LoopConfig {
   maxStepsPerTurn: number
 }
 
-type Reply = { kind: 'message'; blocks: ContentBlock[]; finish: FinishReason } | { kind: 'failed'; failure: LlmFailure } | { kind: 'aborted' }
+type Reply =
+  | { kind: 'message'; blocks: ContentBlock[]; finish: FinishReason }
+  | { kind: 'failed'; failure: LlmFailure }
+  | { kind: 'aborted' }
 
 type ToolCall = Extract<ContentBlock, { type: 'tool-call' }>
 
@@ -143,10 +154,15 @@ export class LoopAgent implements Agent {
       outcome = await this.turnBody(turn, claimed, signal, release)
     } catch (error) {
       this.closeOpenWork('INTERNAL_ERROR', `the step failed before this tool call finished: ${errorText(error)}`)
-      outcome = signal.aborted ? { turn, reason: 'aborted' } : { turn, reason: 'error', error: internal(errorText(error)) }
+      outcome = signal.aborted
+        ? { turn, reason: 'aborted' }
+        : { turn, reason: 'error', error: internal(errorText(error)) }
       if (!signal.aborted) void emitIsolated(this.ctx, 'agent/error', this, error)
     }
-    const end: { turn: number; reason: TurnOutcome['reason']; error?: LlmFailure; cause?: CancelCause } = { turn, reason: outcome.reason }
+    const end: { turn: number; reason: TurnOutcome['reason']; error?: LlmFailure; cause?: CancelCause } = {
+      turn,
+      reason: outcome.reason,
+    }
     if (outcome.error) end.error = outcome.error
     if (outcome.reason === 'aborted') end.cause = this.cause ?? 'user'
     this.session.append('turn/end', end)
@@ -157,7 +173,12 @@ export class LoopAgent implements Agent {
     await this.ctx.sessions.flush(this.session)
   }
 
-  private async turnBody(turn: number, claimed: Message[], signal: AbortSignal, release: () => Promise<void>): Promise<TurnOutcome> {
+  private async turnBody(
+    turn: number,
+    claimed: Message[],
+    signal: AbortSignal,
+    release: () => Promise<void>,
+  ): Promise<TurnOutcome> {
     let pending = claimed
     let hitMaxTokens = false
     for (let step = 1; ; step++) {
@@ -214,11 +235,22 @@ export class LoopAgent implements Agent {
   /** Keeps the system message in step with the rendered prompt: model-visible means logged. */
   private reconcileSystem(config: AgentOptions): void {
     const prompt = this.ctx.get('systemPrompt')
-    const text = prompt?.render({ sessionId: this.id, cwd: this.session.meta.cwd, model: config.model, provider: config.provider }) ?? ''
+    const text =
+      prompt?.render({
+        sessionId: this.id,
+        cwd: this.session.meta.cwd,
+        model: config.model,
+        provider: config.provider,
+      }) ?? ''
     const last = this.session.last('system/message')
     const lastText = last?.data.message.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? ''
     if (text === lastText) return
-    const message: Message = { id: newMessageId(), role: 'system', source: { kind: 'system' }, content: text ? [{ type: 'text', text }] : [] }
+    const message: Message = {
+      id: newMessageId(),
+      role: 'system',
+      source: { kind: 'system' },
+      content: text ? [{ type: 'text', text }] : [],
+    }
     if (last) this.session.append('system/message', { message }, { replaces: [last.seq] })
     else this.session.append('system/message', { message })
   }
@@ -233,16 +265,21 @@ export class LoopAgent implements Agent {
     }
     const key = JSON.stringify(header)
     let last = this.session.last('request/header')
-    const resumed = !this.headerThisRun && last !== undefined && this.session.seedLength > 0 && last.seq < this.session.seedLength
+    const resumed =
+      !this.headerThisRun && last !== undefined && this.session.seedLength > 0 && last.seq < this.session.seedLength
     if (resumed || !last || key !== this.keyOf(last)) {
-      last = this.session.append('request/header', { reason: resumed ? 'resume' : last ? 'change' : 'initial', ...header })
+      last = this.session.append('request/header', {
+        reason: resumed ? 'resume' : last ? 'change' : 'initial',
+        ...header,
+      })
     }
     this.headerKey = { seq: last.seq, key }
     this.headerThisRun = true
     const contextWindow = this.ctx.get('llm')?.modelInfo(config.provider, config.model)?.contextWindow
     const context = { provider: config.provider, model: config.model, ...(contextWindow ? { contextWindow } : {}) }
     const lastContext = this.session.last('request/context')
-    if (!lastContext || JSON.stringify(lastContext.data) !== JSON.stringify(context)) this.session.append('request/context', context)
+    if (!lastContext || JSON.stringify(lastContext.data) !== JSON.stringify(context))
+      this.session.append('request/context', context)
   }
 
   private keyOf(header: SessionEvent<'request/header'>): string {
@@ -251,7 +288,12 @@ export class LoopAgent implements Agent {
   }
 
   /** One model call, retried as the hooks decide. `stored`: no delta is shown before it settles. */
-  private async request(info: StepInfo, config: AgentOptions, tools: ToolSchema[], stored?: Promise<void>): Promise<Reply> {
+  private async request(
+    info: StepInfo,
+    config: AgentOptions,
+    tools: ToolSchema[],
+    stored?: Promise<void>,
+  ): Promise<Reply> {
     const llm = this.ctx.get('llm')
     const { turn, step, signal } = info
     for (let attempt = 1; ; attempt++) {
@@ -275,12 +317,16 @@ export class LoopAgent implements Agent {
           stored = undefined
         }
         if (chunk.type === 'text-delta' || chunk.type === 'reasoning-delta' || chunk.type === 'tool-call-delta') {
-          const kind = chunk.type === 'text-delta' ? 'text' : chunk.type === 'reasoning-delta' ? 'reasoning' : 'tool-arguments'
+          const kind =
+            chunk.type === 'text-delta' ? 'text' : chunk.type === 'reasoning-delta' ? 'reasoning' : 'tool-arguments'
           const delta = chunk.type === 'tool-call-delta' ? chunk.argumentsDelta : chunk.text
           void emitIsolated(this.ctx, 'agent/delta', this, { turn, step, kind, index: chunk.index, delta })
         }
       }
-      const finish = assembler.finish ?? { reason: 'error' as const, failure: { code: 'PROTOCOL' as const, message: 'the model stream ended without a finish' } }
+      const finish = assembler.finish ?? {
+        reason: 'error' as const,
+        failure: { code: 'PROTOCOL' as const, message: 'the model stream ended without a finish' },
+      }
       const usage = assembler.usage
       if (finish.reason === 'aborted' || signal.aborted) {
         const visible = assembler.visibleBlocks()
@@ -294,7 +340,12 @@ export class LoopAgent implements Agent {
             ...(usage ? { usage } : {}),
           })
         } else {
-          this.session.append('assistant/attempt', { turn, step, attempt, error: finish.failure ?? { code: 'ABORTED', message: 'cancelled' } })
+          this.session.append('assistant/attempt', {
+            turn,
+            step,
+            attempt,
+            error: finish.failure ?? { code: 'ABORTED', message: 'cancelled' },
+          })
         }
         return { kind: 'aborted' }
       }
@@ -316,7 +367,9 @@ export class LoopAgent implements Agent {
         }
         return { kind: 'failed', failure }
       }
-      let blocks = assembler.blocks().map((b) => (b.type === 'tool-call' && !b.id ? { ...b, id: `call_${randomUUID()}` as ToolCallId } : b))
+      let blocks = assembler
+        .blocks()
+        .map((b) => (b.type === 'tool-call' && !b.id ? { ...b, id: `call_${randomUUID()}` as ToolCallId } : b))
       // A reply cut by the token limit may hold half-written tool calls: never run them.
       if (finish.reason === 'max-tokens') blocks = blocks.filter((b) => b.type !== 'tool-call')
       this.session.append('assistant/message', {
@@ -331,7 +384,12 @@ export class LoopAgent implements Agent {
   }
 
   private assistantMessage(content: ContentBlock[], config: AgentOptions): Message {
-    return { id: newMessageId(), role: 'assistant', content, source: { kind: 'model', provider: config.provider, model: config.model } }
+    return {
+      id: newMessageId(),
+      role: 'assistant',
+      content,
+      source: { kind: 'model', provider: config.provider, model: config.model },
+    }
   }
 
   /**
@@ -394,7 +452,14 @@ export class LoopAgent implements Agent {
       id: newMessageId(),
       role: 'user',
       source: { kind: 'tool', name: call.name },
-      content: [{ type: 'tool-result', toolCallId: call.id, content: result.content, ...(result.isError ? { isError: true } : {}) }],
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: call.id,
+          content: result.content,
+          ...(result.isError ? { isError: true } : {}),
+        },
+      ],
     }
     this.session.append('tool/result', {
       turn,
@@ -413,9 +478,14 @@ export class LoopAgent implements Agent {
     if (!step) return
     const last = this.session.last('assistant/message') as SessionEvent<'assistant/message'> | undefined
     if (last && last.data.turn === step.turn && last.data.step === step.step) {
-      const answered = new Set(this.session.events.filter((e) => e.type === 'tool/result').map((e) => (e as SessionEvent<'tool/result'>).data.callId as string))
+      const answered = new Set(
+        this.session.events
+          .filter((e) => e.type === 'tool/result')
+          .map((e) => (e as SessionEvent<'tool/result'>).data.callId as string),
+      )
       for (const block of last.data.message.content) {
-        if (block.type === 'tool-call' && !answered.has(block.id)) this.logResult(step.turn, step.step, block, failed(code, `Error: ${text}`))
+        if (block.type === 'tool-call' && !answered.has(block.id))
+          this.logResult(step.turn, step.step, block, failed(code, `Error: ${text}`))
       }
     }
     this.endStep(step.turn, step.step)

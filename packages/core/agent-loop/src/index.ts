@@ -8,8 +8,14 @@ export const name = 'agent-loop'
 export const inject = ['agents', 'sessions']
 
 export const Config: Schema<LoopConfig> = Schema.object({
-  maxParallelToolCalls: Schema.natural().min(1).default(10).description('Concurrency-safe tool calls of one step that may run at once; 1 runs every call alone.'),
-  maxStepsPerTurn: Schema.natural().min(1).default(200).description('A turn that reaches this many steps ends with an error instead of looping forever.'),
+  maxParallelToolCalls: Schema.natural()
+    .min(1)
+    .default(10)
+    .description('Concurrency-safe tool calls of one step that may run at once; 1 runs every call alone.'),
+  maxStepsPerTurn: Schema.natural()
+    .min(1)
+    .default(200)
+    .description('A turn that reaches this many steps ends with an error instead of looping forever.'),
 })
 
 /** Registers the turn/step driver as the agent factory of `ctx.agents`. */

@@ -146,7 +146,9 @@ export class Probe {
           this.running--
         }
         // An id starting with `nan` returns meta JSON cannot carry: the log refuses it.
-        return id.startsWith('nan') ? { content: `probe ${id} finished`, meta: { value: Number.NaN } } : { content: `probe ${id} finished` }
+        return id.startsWith('nan')
+          ? { content: `probe ${id} finished`, meta: { value: Number.NaN } }
+          : { content: `probe ${id} finished` }
       },
     })
   }
@@ -185,11 +187,23 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const root = new Context()
   const warnings = collectWarnings(root)
 
-  const retry: RetryConfig = { maxRetries: 2, initialDelayMs: 1, maxDelayMs: 50, jitterRatio: 0, retryableCodes: [...deepseekPlugin.DEFAULT_RETRYABLE], ...options.retry }
+  const retry: RetryConfig = {
+    maxRetries: 2,
+    initialDelayMs: 1,
+    maxDelayMs: 50,
+    jitterRatio: 0,
+    retryableCodes: [...deepseekPlugin.DEFAULT_RETRYABLE],
+    ...options.retry,
+  }
   await root.plugin(sessionPlugin)
   await root.plugin(llmPlugin)
   await root.plugin(deepseekPlugin, { baseURL: mock.url, retry } as DeepSeekConfig)
-  await root.plugin(retryPlugin, { maxRetries: 2, initialDelayMs: 1, maxDelayMs: 50, jitterRatio: 0 } as retryPlugin.RetryConfig)
+  await root.plugin(retryPlugin, {
+    maxRetries: 2,
+    initialDelayMs: 1,
+    maxDelayMs: 50,
+    jitterRatio: 0,
+  } as retryPlugin.RetryConfig)
   await root.plugin(systemPromptPlugin, {} as systemPromptPlugin.SystemPromptConfig)
   await root.plugin(toolsPlugin, {} as toolsPlugin.ToolsConfig)
   await root.plugin(fsSeam)
@@ -267,7 +281,9 @@ export function events(session: Session | Agent): AnySessionEvent[] {
 
 /** The tool calls of the agent's replies, in the model's order. */
 export function modelCalls(agent: Agent) {
-  return ofType(agent, 'assistant/message').flatMap((m) => m.data.message.content.flatMap((b) => (b.type === 'tool-call' ? [b] : [])))
+  return ofType(agent, 'assistant/message').flatMap((m) =>
+    m.data.message.content.flatMap((b) => (b.type === 'tool-call' ? [b] : [])),
+  )
 }
 
 export function ofType<K extends SessionEventType>(agent: Agent, type: K): SessionEvent<K>[] {
@@ -294,9 +310,17 @@ export function lastTurnEnd(agent: Agent): SessionEvent<'turn/end'> {
 }
 
 /** The text of a message's text blocks (or of a tool result's content). */
-export function textOf(message: { content: readonly { type: string; text?: string; content?: readonly { type: string; text?: string }[] }[] }): string {
+export function textOf(message: {
+  content: readonly { type: string; text?: string; content?: readonly { type: string; text?: string }[] }[]
+}): string {
   return message.content
-    .map((b) => (b.type === 'text' ? (b.text ?? '') : b.type === 'tool-result' ? (b.content ?? []).map((c) => c.text ?? '').join('') : ''))
+    .map((b) =>
+      b.type === 'text'
+        ? (b.text ?? '')
+        : b.type === 'tool-result'
+          ? (b.content ?? []).map((c) => c.text ?? '').join('')
+          : '',
+    )
     .join('')
 }
 
@@ -312,7 +336,8 @@ export function checkToolPairing(agent: Agent): void {
   for (const id of [...made, ...called]) {
     if (results.get(id) !== 1) throw new Error(`tool call ${id} has ${results.get(id) ?? 0} results`)
   }
-  for (const id of results.keys()) if (!made.includes(id)) throw new Error(`tool result ${id} answers no call the model made`)
+  for (const id of results.keys())
+    if (!made.includes(id)) throw new Error(`tool result ${id} answers no call the model made`)
 }
 
 // ---- the wire ----

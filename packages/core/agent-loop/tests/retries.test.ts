@@ -1,7 +1,16 @@
 import type { LlmFailure } from '@dsh/llm'
 import { reply } from '@dsh/llm-mock'
 import { describe, expect, it } from 'vitest'
-import { events, type Harness, harnessPerTest, lastTurnEnd, ofType, typesOf, whenLogged, wireMessages } from './harness.ts'
+import {
+  events,
+  type Harness,
+  harnessPerTest,
+  lastTurnEnd,
+  ofType,
+  typesOf,
+  whenLogged,
+  wireMessages,
+} from './harness.ts'
 
 const setup = harnessPerTest()
 
@@ -30,9 +39,27 @@ describe('retries within the step', () => {
     agent.followup('hi')
     await agent.whenIdle()
 
-    expect(typesOf(events(agent))).toEqual([...OPENING, 'assistant/attempt', 'llm/retry', 'assistant/message', 'step/end', 'turn/end'])
-    expect(ofType(agent, 'assistant/attempt')[0]?.data).toMatchObject({ turn: 1, step: 1, attempt: 1, error: { code: 'RATE_LIMIT', status: 429, retryAfterMs: 0 } })
-    expect(ofType(agent, 'llm/retry')[0]?.data).toMatchObject({ turn: 1, step: 1, attempt: 1, delayMs: 0, error: { code: 'RATE_LIMIT' } })
+    expect(typesOf(events(agent))).toEqual([
+      ...OPENING,
+      'assistant/attempt',
+      'llm/retry',
+      'assistant/message',
+      'step/end',
+      'turn/end',
+    ])
+    expect(ofType(agent, 'assistant/attempt')[0]?.data).toMatchObject({
+      turn: 1,
+      step: 1,
+      attempt: 1,
+      error: { code: 'RATE_LIMIT', status: 429, retryAfterMs: 0 },
+    })
+    expect(ofType(agent, 'llm/retry')[0]?.data).toMatchObject({
+      turn: 1,
+      step: 1,
+      attempt: 1,
+      delayMs: 0,
+      error: { code: 'RATE_LIMIT' },
+    })
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
     expect(mock.requests).toHaveLength(2)
     // A retry sends the same request again.
@@ -47,11 +74,20 @@ describe('retries within the step', () => {
     agent.followup('hi')
     await agent.whenIdle()
 
-    expect(typesOf(events(agent))).toEqual([...OPENING, 'assistant/attempt', 'llm/retry', 'assistant/message', 'step/end', 'turn/end'])
+    expect(typesOf(events(agent))).toEqual([
+      ...OPENING,
+      'assistant/attempt',
+      'llm/retry',
+      'assistant/message',
+      'step/end',
+      'turn/end',
+    ])
     expect(ofType(agent, 'assistant/attempt')[0]?.data.error.code).toBe('TRANSPORT')
     expect(ofType(agent, 'llm/retry')[0]?.data).toMatchObject({ attempt: 1, delayMs: 1, error: { code: 'TRANSPORT' } })
     expect(seen).toEqual([{ attempt: 1, code: 'TRANSPORT', outputSeen: true }])
-    expect(ofType(agent, 'assistant/message').map((m) => m.data.message.content)).toEqual([[{ type: 'text', text: 'Whole reply.' }]])
+    expect(ofType(agent, 'assistant/message').map((m) => m.data.message.content)).toEqual([
+      [{ type: 'text', text: 'Whole reply.' }],
+    ])
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
   })
 
@@ -62,8 +98,19 @@ describe('retries within the step', () => {
     agent.followup('hi')
     await agent.whenIdle()
 
-    expect(typesOf(events(agent))).toEqual([...OPENING, 'assistant/attempt', 'llm/retry', 'assistant/message', 'step/end', 'turn/end'])
-    expect(ofType(agent, 'assistant/attempt')[0]?.data).toMatchObject({ attempt: 1, error: { code: 'EMPTY_RESPONSE' }, usage: { outputTokens: 0 } })
+    expect(typesOf(events(agent))).toEqual([
+      ...OPENING,
+      'assistant/attempt',
+      'llm/retry',
+      'assistant/message',
+      'step/end',
+      'turn/end',
+    ])
+    expect(ofType(agent, 'assistant/attempt')[0]?.data).toMatchObject({
+      attempt: 1,
+      error: { code: 'EMPTY_RESPONSE' },
+      usage: { outputTokens: 0 },
+    })
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
     expect(mock.requests).toHaveLength(2)
   })
@@ -80,7 +127,11 @@ describe('retries within the step', () => {
 
     expect(typesOf(events(agent))).toEqual([...OPENING, 'assistant/attempt', 'step/end', 'turn/end'])
     expect(ofType(agent, 'assistant/attempt')[0]?.data.error).toMatchObject({ code: 'AUTH', status: 401 })
-    expect(lastTurnEnd(agent).data).toMatchObject({ turn: 1, reason: 'error', error: { code: 'AUTH', status: 401, message: expect.stringContaining('DEEPSEEK_API_KEY') } })
+    expect(lastTurnEnd(agent).data).toMatchObject({
+      turn: 1,
+      reason: 'error',
+      error: { code: 'AUTH', status: 401, message: expect.stringContaining('DEEPSEEK_API_KEY') },
+    })
     expect(outcomes).toMatchObject([{ reason: 'error', error: { code: 'AUTH' } }])
     expect(seen).toEqual([{ attempt: 1, code: 'AUTH', outputSeen: false }])
     expect(harness.mock.requests).toHaveLength(1)

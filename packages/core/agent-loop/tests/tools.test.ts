@@ -32,7 +32,14 @@ describe('cancel during a tool', () => {
     agent.cancel()
     await agent.whenIdle()
 
-    expect(typesOf(events(agent)).slice(6)).toEqual(['assistant/message', 'tool/call', 'tool/result', 'tool/result', 'step/end', 'turn/end'])
+    expect(typesOf(events(agent)).slice(6)).toEqual([
+      'assistant/message',
+      'tool/call',
+      'tool/result',
+      'tool/result',
+      'step/end',
+      'turn/end',
+    ])
     const [hung, read] = ofType(agent, 'tool/result')
     expect(hung?.data).toMatchObject({ name: 'hang', error: { code: 'CANCELLED' } })
     expect(hung?.data.message.content[0]).toMatchObject({ type: 'tool-result', isError: true })
@@ -79,14 +86,20 @@ describe('tool errors go back to the model', () => {
       ['nope', '{}'],
       ['read', '{"offset":0}'],
     ])
-    expect(ofType(agent, 'tool/result').map((r) => r.data.error?.code)).toEqual(['INVALID_JSON', 'UNKNOWN_TOOL', 'INVALID_ARGUMENTS'])
+    expect(ofType(agent, 'tool/result').map((r) => r.data.error?.code)).toEqual([
+      'INVALID_JSON',
+      'UNKNOWN_TOOL',
+      'INVALID_ARGUMENTS',
+    ])
     checkToolPairing(agent)
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
     expect(mock.requests).toHaveLength(2)
     const tools = wireMessages(mock.requests[1]).filter((m) => m.role === 'tool')
     expect(tools).toHaveLength(3)
     expect(tools[0].content).toMatch(/^Error: the arguments for tool "read" are not valid JSON/)
-    expect(tools[1].content).toMatch(/^Error: there is no tool named "nope"\. Available tools: bash, edit, glob, grep, hang, ls, probe, read, write\./)
+    expect(tools[1].content).toMatch(
+      /^Error: there is no tool named "nope"\. Available tools: bash, edit, glob, grep, hang, ls, probe, read, write\./,
+    )
     expect(tools[2].content).toMatch(/^Error: invalid arguments for tool "read":\n {2}- path: /)
     expect(tools[2].content).toMatch(/\n {2}- offset: /)
   })
@@ -114,10 +127,23 @@ describe('parallel tool calls', () => {
     agent.followup('read them')
     await agent.whenIdle()
 
-    expect(typesOf(events(agent)).slice(6, 14)).toEqual(['assistant/message', 'tool/call', 'tool/call', 'tool/call', 'tool/result', 'tool/result', 'tool/result', 'step/end'])
+    expect(typesOf(events(agent)).slice(6, 14)).toEqual([
+      'assistant/message',
+      'tool/call',
+      'tool/call',
+      'tool/call',
+      'tool/result',
+      'tool/result',
+      'tool/result',
+      'step/end',
+    ])
     const ids = modelCalls(agent).map((c) => c.id)
     expect(ofType(agent, 'tool/result').map((r) => r.data.callId)).toEqual(ids)
-    expect(ofType(agent, 'tool/result').map((r) => textOf(r.data.message).trim())).toEqual(['1\talpha', '1\tbeta', '1\tgamma'])
+    expect(ofType(agent, 'tool/result').map((r) => textOf(r.data.message).trim())).toEqual([
+      '1\talpha',
+      '1\tbeta',
+      '1\tgamma',
+    ])
   })
 
   it('runs at most maxParallelToolCalls at once and still logs results in the model order', async () => {
@@ -148,7 +174,11 @@ describe('parallel tool calls', () => {
     await agent.whenIdle()
 
     expect(probe.maxRunning).toBe(2)
-    expect(ofType(agent, 'tool/result').map((r) => textOf(r.data.message))).toEqual(['probe p1 finished', 'probe p2 finished', 'probe p3 finished'])
+    expect(ofType(agent, 'tool/result').map((r) => textOf(r.data.message))).toEqual([
+      'probe p1 finished',
+      'probe p2 finished',
+      'probe p3 finished',
+    ])
     expect(ofType(agent, 'tool/result').map((r) => r.data.callId)).toEqual(modelCalls(agent).map((c) => c.id))
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
   })
@@ -179,7 +209,12 @@ describe('parallel tool calls', () => {
     probe.release('c')
     await agent.whenIdle()
 
-    expect(ofType(agent, 'tool/result').map((r) => textOf(r.data.message))).toEqual(['probe a finished', 'probe b finished', 'probe x1 finished', 'probe c finished'])
+    expect(ofType(agent, 'tool/result').map((r) => textOf(r.data.message))).toEqual([
+      'probe a finished',
+      'probe b finished',
+      'probe x1 finished',
+      'probe c finished',
+    ])
     checkToolPairing(agent)
   })
 })
@@ -188,7 +223,12 @@ describe('max-tokens', () => {
   it('drops the tool calls of a reply cut by the token limit and ends the turn with max-tokens', async () => {
     const { mock, createAgent, probe } = await setup()
     const agent = await createAgent()
-    mock.enqueue(reply.toolCalls([{ name: 'probe', arguments: { id: 'a' } }], { content: 'Let me look at', finishReason: 'length' }))
+    mock.enqueue(
+      reply.toolCalls([{ name: 'probe', arguments: { id: 'a' } }], {
+        content: 'Let me look at',
+        finishReason: 'length',
+      }),
+    )
     agent.followup('go')
     await agent.whenIdle()
 
@@ -247,10 +287,22 @@ describe('a step that fails mid-tools', () => {
     await agent.whenIdle()
 
     expect(probe.running).toBe(0)
-    expect(typesOf(events(agent)).slice(6)).toEqual(['assistant/message', 'tool/call', 'tool/call', 'tool/result', 'tool/result', 'step/end', 'turn/end'])
+    expect(typesOf(events(agent)).slice(6)).toEqual([
+      'assistant/message',
+      'tool/call',
+      'tool/call',
+      'tool/result',
+      'tool/result',
+      'step/end',
+      'turn/end',
+    ])
     expect(ofType(agent, 'tool/result').map((r) => r.data.error?.code)).toEqual(['INTERNAL_ERROR', 'INTERNAL_ERROR'])
     checkToolPairing(agent)
-    expect(lastTurnEnd(agent).data).toMatchObject({ turn: 1, reason: 'error', error: { code: 'INTERNAL', message: expect.stringContaining('NaN') } })
+    expect(lastTurnEnd(agent).data).toMatchObject({
+      turn: 1,
+      reason: 'error',
+      error: { code: 'INTERNAL', message: expect.stringContaining('NaN') },
+    })
     expect(agent.status).toBe('idle')
   })
 

@@ -21,7 +21,17 @@ import {
 const setup = harnessPerTest()
 
 /** What a one-step turn without tools logs, in order. */
-const FIRST_STEP = ['turn/start', 'step/start', 'system/message', 'user/message', 'request/header', 'request/context', 'assistant/message', 'step/end', 'turn/end']
+const FIRST_STEP = [
+  'turn/start',
+  'step/start',
+  'system/message',
+  'user/message',
+  'request/header',
+  'request/context',
+  'assistant/message',
+  'step/end',
+  'turn/end',
+]
 
 function statusesOf(root: Context, agent: Agent): AgentStatus[] {
   const seen: AgentStatus[] = []
@@ -53,7 +63,12 @@ describe('a plain turn', () => {
 
     expect(typesOf(events(agent))).toEqual(FIRST_STEP)
     const [message] = ofType(agent, 'assistant/message')
-    expect(message?.data).toMatchObject({ turn: 1, step: 1, finish: 'stop', usage: { inputTokens: 12, outputTokens: 9, cacheReadTokens: 30, reasoningTokens: 5 } })
+    expect(message?.data).toMatchObject({
+      turn: 1,
+      step: 1,
+      finish: 'stop',
+      usage: { inputTokens: 12, outputTokens: 9, cacheReadTokens: 30, reasoningTokens: 5 },
+    })
     expect(message?.data.interrupted).toBeUndefined()
     expect(message?.data.message.content).toEqual([
       { type: 'reasoning', text: 'The user greets me.' },
@@ -62,9 +77,27 @@ describe('a plain turn', () => {
     expect(message?.data.message.source).toEqual({ kind: 'model', provider: 'deepseek', model: 'deepseek-v4-flash' })
     expect(textOf(ofType(agent, 'user/message')[0]?.data.message ?? { content: [] })).toBe('hi')
     expect(ofType(agent, 'system/message')[0]?.data.message.role).toBe('system')
-    expect(ofType(agent, 'request/header')[0]?.data).toMatchObject({ reason: 'initial', provider: 'deepseek', model: 'deepseek-v4-flash' })
-    expect(ofType(agent, 'request/header')[0]?.data.tools.map((t) => t.name)).toEqual(['bash', 'edit', 'glob', 'grep', 'hang', 'ls', 'probe', 'read', 'write'])
-    expect(ofType(agent, 'request/context')[0]?.data).toEqual({ provider: 'deepseek', model: 'deepseek-v4-flash', contextWindow: 1_000_000 })
+    expect(ofType(agent, 'request/header')[0]?.data).toMatchObject({
+      reason: 'initial',
+      provider: 'deepseek',
+      model: 'deepseek-v4-flash',
+    })
+    expect(ofType(agent, 'request/header')[0]?.data.tools.map((t) => t.name)).toEqual([
+      'bash',
+      'edit',
+      'glob',
+      'grep',
+      'hang',
+      'ls',
+      'probe',
+      'read',
+      'write',
+    ])
+    expect(ofType(agent, 'request/context')[0]?.data).toEqual({
+      provider: 'deepseek',
+      model: 'deepseek-v4-flash',
+      contextWindow: 1_000_000,
+    })
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
 
     expect(statuses).toEqual(['running', 'idle'])
@@ -92,7 +125,14 @@ describe('a plain turn', () => {
       { turn: 1, reason: 'completed' },
       { turn: 2, reason: 'completed' },
     ])
-    expect(typesOf(turnEvents(agent, 2))).toEqual(['turn/start', 'step/start', 'user/message', 'assistant/message', 'step/end', 'turn/end'])
+    expect(typesOf(turnEvents(agent, 2))).toEqual([
+      'turn/start',
+      'step/start',
+      'user/message',
+      'assistant/message',
+      'step/end',
+      'turn/end',
+    ])
     const wire = wireMessages(mock.requests[1])
     expect(wire.map((m) => [m.role, m.content])).toEqual([
       ['system', expect.any(String)],
@@ -146,7 +186,12 @@ describe('cancel during the stream', () => {
     await agent.whenIdle()
 
     expect(typesOf(events(agent))).toEqual([...FIRST_STEP.slice(0, 6), 'assistant/attempt', 'step/end', 'turn/end'])
-    expect(ofType(agent, 'assistant/attempt')[0]?.data).toMatchObject({ turn: 1, step: 1, attempt: 1, error: { code: 'ABORTED' } })
+    expect(ofType(agent, 'assistant/attempt')[0]?.data).toMatchObject({
+      turn: 1,
+      step: 1,
+      attempt: 1,
+      error: { code: 'ABORTED' },
+    })
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'aborted', cause: 'user' })
     expect(agent.status).toBe('idle')
 
@@ -165,7 +210,9 @@ describe('cancel during the stream', () => {
     const { root, mock, createAgent, probe } = await setup()
     const agent = await createAgent()
     // role, four words of text, the call's first fragment (id and name), one arguments fragment; then silence.
-    mock.enqueue(reply.stall(7, reply.toolCalls([{ name: 'probe', arguments: { id: 'a' } }], { content: 'I will probe it.' })))
+    mock.enqueue(
+      reply.stall(7, reply.toolCalls([{ name: 'probe', arguments: { id: 'a' } }], { content: 'I will probe it.' })),
+    )
     const started = whenDelta(root, agent, (d) => d.kind === 'tool-arguments' && d.delta.length > 0)
     agent.followup('probe a')
     await started
@@ -246,7 +293,13 @@ describe('extension points', () => {
     mock.enqueue(reply.toolCalls([{ name: 'probe', arguments: { id: 'a' } }]))
     agent.followup('hi')
     await agent.whenIdle()
-    expect(typesOf(events(agent)).slice(-5)).toEqual(['assistant/message', 'tool/call', 'tool/result', 'step/end', 'turn/end'])
+    expect(typesOf(events(agent)).slice(-5)).toEqual([
+      'assistant/message',
+      'tool/call',
+      'tool/result',
+      'step/end',
+      'turn/end',
+    ])
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
     expect(mock.requests).toHaveLength(1)
   })
@@ -264,7 +317,14 @@ describe('extension points', () => {
     await agent.whenIdle()
 
     expect(stops).toEqual([1, 1])
-    expect(typesOf(events(agent))).toEqual([...FIRST_STEP.slice(0, -1), 'step/start', 'user/message', 'assistant/message', 'step/end', 'turn/end'])
+    expect(typesOf(events(agent))).toEqual([
+      ...FIRST_STEP.slice(0, -1),
+      'step/start',
+      'user/message',
+      'assistant/message',
+      'step/end',
+      'turn/end',
+    ])
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
     expect(wireMessages(mock.requests[1]).map((m) => [m.role, m.content])).toEqual([
       ['system', expect.any(String)],
@@ -287,7 +347,15 @@ describe('extension points', () => {
     expect(mock.requests).toHaveLength(2)
     expect(wireMessages(mock.requests[1]).map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user'])
     expect(wireMessages(mock.requests[1]).at(-1).content).toBe('also check b')
-    expect(typesOf(turnEvents(agent, 1)).slice(-7)).toEqual(['tool/result', 'step/end', 'step/start', 'user/message', 'assistant/message', 'step/end', 'turn/end'])
+    expect(typesOf(turnEvents(agent, 1)).slice(-7)).toEqual([
+      'tool/result',
+      'step/end',
+      'step/start',
+      'user/message',
+      'assistant/message',
+      'step/end',
+      'turn/end',
+    ])
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
   })
 
@@ -304,7 +372,11 @@ describe('extension points', () => {
     await agent.whenIdle()
 
     expect(ofType(agent, 'turn/start')).toHaveLength(1)
-    expect(wireMessages(mock.requests[1]).map((m) => [m.role, m.content]).slice(1)).toEqual([
+    expect(
+      wireMessages(mock.requests[1])
+        .map((m) => [m.role, m.content])
+        .slice(1),
+    ).toEqual([
       ['user', 'explain'],
       ['assistant', 'A long answer.'],
       ['user', 'and be brief'],
@@ -363,7 +435,11 @@ describe('extension points', () => {
     await agent.whenIdle()
 
     expect(typesOf(events(agent))).toEqual(['turn/start', 'step/start', 'step/end', 'turn/end'])
-    expect(lastTurnEnd(agent).data).toMatchObject({ turn: 1, reason: 'error', error: { code: 'INTERNAL', message: expect.stringContaining('listener exploded') } })
+    expect(lastTurnEnd(agent).data).toMatchObject({
+      turn: 1,
+      reason: 'error',
+      error: { code: 'INTERNAL', message: expect.stringContaining('listener exploded') },
+    })
     expect(errors).toHaveLength(1)
     expect(mock.requests).toHaveLength(0)
     expect(agent.status).toBe('idle')
@@ -378,12 +454,25 @@ describe('extension points', () => {
   it('agent/request settles the model settings of the request', async () => {
     const { root, mock, createAgent } = await setup()
     const agent = await createAgent()
-    root.on('agent/request', async (_agent, _step, next) => ({ ...(await next()), model: 'deepseek-v4-pro', reasoningEffort: 'off', maxTokens: 1000 }))
+    root.on('agent/request', async (_agent, _step, next) => ({
+      ...(await next()),
+      model: 'deepseek-v4-pro',
+      reasoningEffort: 'off',
+      maxTokens: 1000,
+    }))
     mock.enqueue(reply.text('ok'))
     agent.followup('hi')
     await agent.whenIdle()
-    expect(mock.requests[0]?.body).toMatchObject({ model: 'deepseek-v4-pro', thinking: { type: 'disabled' }, max_tokens: 1000 })
-    expect(ofType(agent, 'request/header')[0]?.data).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'off', maxTokens: 1000 })
+    expect(mock.requests[0]?.body).toMatchObject({
+      model: 'deepseek-v4-pro',
+      thinking: { type: 'disabled' },
+      max_tokens: 1000,
+    })
+    expect(ofType(agent, 'request/header')[0]?.data).toMatchObject({
+      model: 'deepseek-v4-pro',
+      reasoningEffort: 'off',
+      maxTokens: 1000,
+    })
   })
 
   it('logs a new request/header only when the model settings change', async () => {
@@ -412,7 +501,11 @@ describe('extension points', () => {
     agent.followup('loop forever')
     await agent.whenIdle()
     expect(mock.requests).toHaveLength(2)
-    expect(lastTurnEnd(agent).data).toMatchObject({ turn: 1, reason: 'error', error: { code: 'INTERNAL', message: expect.stringContaining('maxStepsPerTurn') } })
+    expect(lastTurnEnd(agent).data).toMatchObject({
+      turn: 1,
+      reason: 'error',
+      error: { code: 'INTERNAL', message: expect.stringContaining('maxStepsPerTurn') },
+    })
   })
 })
 
@@ -421,7 +514,12 @@ describe('what the model sees', () => {
     const { root, mock, createAgent, probe } = await setup()
     const agent = await createAgent()
     probe.autoRelease = true
-    mock.enqueue(reply.toolCalls([{ name: 'probe', arguments: { id: 'a' } }]), reply.text('one'), reply.text('two'), reply.text('three'))
+    mock.enqueue(
+      reply.toolCalls([{ name: 'probe', arguments: { id: 'a' } }]),
+      reply.text('one'),
+      reply.text('two'),
+      reply.text('three'),
+    )
     agent.followup('first')
     await agent.whenIdle()
     const [original] = ofType(agent, 'system/message')
@@ -531,7 +629,16 @@ describe('lifecycle', () => {
     await agent.whenIdle()
 
     const fresh = agent.session.events.slice(resumedAt)
-    expect(typesOf(fresh)).toEqual(['session/end-seed', 'turn/start', 'step/start', 'user/message', 'request/header', 'assistant/message', 'step/end', 'turn/end'])
+    expect(typesOf(fresh)).toEqual([
+      'session/end-seed',
+      'turn/start',
+      'step/start',
+      'user/message',
+      'request/header',
+      'assistant/message',
+      'step/end',
+      'turn/end',
+    ])
     expect(ofType(agent, 'request/header').at(-1)?.data.reason).toBe('resume')
     expect(lastTurnEnd(agent).data).toEqual({ turn: 2, reason: 'completed' })
     const [before, after] = [wireMessages(mock.requests[0]), wireMessages(mock.requests[1])]

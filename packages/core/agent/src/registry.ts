@@ -167,7 +167,8 @@ export class AgentRegistry extends Service {
     const problems = opened.problems.map((p) => `${opened.file}:${p.line}: ${p.message}`)
     const closers = closersForOpenTurn(events)
     for (const closer of closers) session.append(closer.type, closer.data as never)
-    if (closers.length) problems.push(`${opened.file}: the last run stopped mid-turn; the turn was closed as interrupted`)
+    if (closers.length)
+      problems.push(`${opened.file}: the last run stopped mid-turn; the turn was closed as interrupted`)
     const last = [...events].reverse().find((e) => e.type === 'request/header')
     const fromLog = last ? (last.data as AgentOptions) : undefined
     const base = fromLog ? { provider: fromLog.provider, model: fromLog.model } : {}
@@ -217,14 +218,17 @@ export function readSettingsDocument(file: string): Record<string, unknown> {
 export function readAgentSettings(file: string): Partial<AgentOptions> {
   const section = readSettingsDocument(file).agent
   if (section === undefined || section === null) return {}
-  if (!isPlainObject(section)) throw new Error(`${file}: "agent" must be a mapping of provider, model and reasoningEffort`)
+  if (!isPlainObject(section))
+    throw new Error(`${file}: "agent" must be a mapping of provider, model and reasoningEffort`)
   const out: Partial<AgentOptions> = {}
   for (const [key, value] of Object.entries(section)) {
     if (key === 'provider' || key === 'model') {
-      if (typeof value !== 'string' || !value.trim()) throw new Error(`${file}: agent.${key} must be a non-empty string`)
+      if (typeof value !== 'string' || !value.trim())
+        throw new Error(`${file}: agent.${key} must be a non-empty string`)
       out[key] = value.trim()
     } else if (key === 'reasoningEffort') {
-      if (!REASONING_EFFORTS.includes(value as ReasoningEffort)) throw new Error(`${file}: agent.reasoningEffort must be one of ${REASONING_EFFORTS.join(', ')}`)
+      if (!REASONING_EFFORTS.includes(value as ReasoningEffort))
+        throw new Error(`${file}: agent.reasoningEffort must be one of ${REASONING_EFFORTS.join(', ')}`)
       out.reasoningEffort = value as ReasoningEffort
     } else {
       throw new Error(`${file}: unknown setting agent.${key} (known: provider, model, reasoningEffort)`)
@@ -242,5 +246,7 @@ export const Config: Schema<AgentRegistryConfig> = Schema.object({
   model: Schema.string().default('deepseek-v4-flash').description('The model new agents use.'),
   reasoningEffort: Schema.union(REASONING_EFFORTS).description('Reasoning effort; the route default when unset.'),
   maxTokens: Schema.natural().description('Output token cap per request; the route default when unset.'),
-  settingsFile: Schema.string().description('A YAML settings document; its `agent:` section (provider, model, reasoningEffort) overrides this config.'),
+  settingsFile: Schema.string().description(
+    'A YAML settings document; its `agent:` section (provider, model, reasoningEffort) overrides this config.',
+  ),
 })

@@ -26,7 +26,8 @@ export function summarizeTurns(events: readonly SessionEvent[]): TurnSummary {
     if (event.type !== 'assistant/message' && event.type !== 'assistant/attempt') continue
     const { usage } = (event as SessionEvent<'assistant/message' | 'assistant/attempt'>).data
     if (usage) addUsage(summary.usage, usage)
-    if (event.type === 'assistant/message') summary.text = messageText(event as SessionEvent<'assistant/message'>) || summary.text
+    if (event.type === 'assistant/message')
+      summary.text = messageText(event as SessionEvent<'assistant/message'>) || summary.text
   }
   return summary
 }

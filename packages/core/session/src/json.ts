@@ -26,7 +26,8 @@ function walk(value: unknown, path: string, seen: Set<object>, copy: boolean, te
   if (typeof value === 'string') return text ? text(value) : value
   if (value === null || typeof value === 'boolean') return value
   if (typeof value === 'number') {
-    if (!Number.isFinite(value) || Object.is(value, -0)) throw new TypeError(`${path} is ${value}, which JSON cannot carry`)
+    if (!Number.isFinite(value) || Object.is(value, -0))
+      throw new TypeError(`${path} is ${value}, which JSON cannot carry`)
     return value
   }
   if (typeof value !== 'object') throw new TypeError(`${path} is a ${typeof value}, which JSON cannot carry`)
@@ -44,7 +45,8 @@ function walk(value: unknown, path: string, seen: Set<object>, copy: boolean, te
       return Object.freeze(out)
     }
     const proto = Object.getPrototypeOf(value)
-    if (proto !== Object.prototype && proto !== null) throw new TypeError(`${path} is a ${proto?.constructor?.name ?? 'class'} instance, not plain data`)
+    if (proto !== Object.prototype && proto !== null)
+      throw new TypeError(`${path} is a ${proto?.constructor?.name ?? 'class'} instance, not plain data`)
     const source = value as Record<string, unknown>
     const out: Record<string, unknown> = copy ? {} : source
     for (const [key, item] of Object.entries(source)) {

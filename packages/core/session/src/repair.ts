@@ -7,7 +7,14 @@ export interface Closer<K extends SessionEventType = SessionEventType> {
   data: SessionEventMap[K]
 }
 
-function toolResult(turn: number, step: number, callId: ToolCallId, name: string, code: string, text: string): Closer<'tool/result'> {
+function toolResult(
+  turn: number,
+  step: number,
+  callId: ToolCallId,
+  name: string,
+  code: string,
+  text: string,
+): Closer<'tool/result'> {
   const message: Message = {
     id: randomUUID() as MessageId,
     role: 'user',
@@ -50,7 +57,8 @@ export function closersForOpenTurn(events: readonly SessionEvent[]): Closer[] {
       answered.clear()
     } else if (event.type === 'step/end') stepOpen = false
     else if (event.type === 'assistant/message') {
-      for (const block of event.data.message.content) if (block.type === 'tool-call') requested.set(block.id, block.name)
+      for (const block of event.data.message.content)
+        if (block.type === 'tool-call') requested.set(block.id, block.name)
     } else if (event.type === 'tool/call') started.set(event.data.callId, event.data.name)
     else if (event.type === 'tool/result') answered.add(event.data.callId)
   }
@@ -68,7 +76,14 @@ export function closersForOpenTurn(events: readonly SessionEvent[]): Closer[] {
               'TOOL_OUTCOME_UNKNOWN',
               'The session stopped while this tool was running, so its outcome is unknown. Repeat it only if it is read-only or idempotent; otherwise check for its effects first or ask the user.',
             )
-          : toolResult(turn, step, callId as ToolCallId, name, 'TOOL_NOT_STARTED', 'The session stopped before this tool call ran; it had no effect.'),
+          : toolResult(
+              turn,
+              step,
+              callId as ToolCallId,
+              name,
+              'TOOL_NOT_STARTED',
+              'The session stopped before this tool call ran; it had no effect.',
+            ),
       )
     }
     closers.push({ type: 'step/end', data: { turn, step } })

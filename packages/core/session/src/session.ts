@@ -1,5 +1,12 @@
 import type { Message } from '@dsh/llm'
-import type { AnySessionEvent, SessionEvent, SessionEventMap, SessionEventType, SessionMeta, SurfaceEventType } from './events.ts'
+import type {
+  AnySessionEvent,
+  SessionEvent,
+  SessionEventMap,
+  SessionEventType,
+  SessionMeta,
+  SurfaceEventType,
+} from './events.ts'
 import { SURFACE_TYPES } from './events.ts'
 import { adoptFrozenJson, frozenJsonCopy, type TextMap } from './json.ts'
 
@@ -59,7 +66,13 @@ export class Session {
    * `adoptSeed`: the seed's objects are handed over, so they are frozen in place rather than copied (see `adoptFrozenJson`).
    * `filter`: rewrites the strings of every event that enters, seed included (see `TextFilter`).
    */
-  constructor(meta: SessionMeta, seed: readonly SessionEvent[], publish: (event: SessionEvent) => void, adoptSeed = false, filter?: TextFilter) {
+  constructor(
+    meta: SessionMeta,
+    seed: readonly SessionEvent[],
+    publish: (event: SessionEvent) => void,
+    adoptSeed = false,
+    filter?: TextFilter,
+  ) {
     this.meta = Object.freeze({ ...meta })
     this.publish = publish
     this.filter = filter
@@ -85,10 +98,16 @@ export class Session {
 
   append<K extends SessionEventType>(type: K, data: SessionEventMap[K], options: AppendOptions = {}): SessionEvent<K> {
     if (this.publishing) throw new Error(`session ${this.id}: cannot append ${type} while an event is being published`)
-    const draft: SessionEvent = { seq: this.nextSeq, time: Date.now(), type, data: data as SessionEventMap[SessionEventType] }
+    const draft: SessionEvent = {
+      seq: this.nextSeq,
+      time: Date.now(),
+      type,
+      data: data as SessionEventMap[SessionEventType],
+    }
     if (options.ignorable) draft.ignorable = true
     if (options.replaces) {
-      if (!surfaceTypes.has(type)) throw new Error(`session ${this.id}: only surface events can replace others, not ${type}`)
+      if (!surfaceTypes.has(type))
+        throw new Error(`session ${this.id}: only surface events can replace others, not ${type}`)
       draft.replaces = options.replaces
     }
     const event = frozenJsonCopy(draft, type, this.filter?.())
@@ -109,7 +128,9 @@ export class Session {
     if (event.replaces) {
       const positions = event.replaces.map((seq) => this.surfaceSeqs.indexOf(seq))
       if (event.replaces.length === 0 || positions.some((p) => p < 0)) {
-        throw new Error(`session ${this.id}: event ${event.seq} replaces seqs that are not in the history: ${event.replaces.join(', ')}`)
+        throw new Error(
+          `session ${this.id}: event ${event.seq} replaces seqs that are not in the history: ${event.replaces.join(', ')}`,
+        )
       }
       const first = Math.min(...positions)
       const gone = new Set(event.replaces)

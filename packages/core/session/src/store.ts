@@ -120,7 +120,9 @@ export class SessionStore extends Service {
     for (const event of events) {
       if (known.has(event.type)) out.push(event)
       else if (!event.ignorable) {
-        throw new SessionFormatError(`${where}: event ${event.seq} has type "${event.type}", which no loaded plugin declares (upgrade dsh or enable the plugin that wrote it)`)
+        throw new SessionFormatError(
+          `${where}: event ${event.seq} has type "${event.type}", which no loaded plugin declares (upgrade dsh or enable the plugin that wrote it)`,
+        )
       }
     }
     return out
@@ -153,7 +155,8 @@ export class SessionStore extends Service {
     if (options.seedStored) this.stored.add(session)
     this.live.set(meta.id, session)
     void emitIsolated(this.home, 'session/created', session)
-    if (options.seed?.length && session.events.at(-1)?.type !== 'session/end-seed') session.append('session/end-seed', {})
+    if (options.seed?.length && session.events.at(-1)?.type !== 'session/end-seed')
+      session.append('session/end-seed', {})
     return session
   }
 
@@ -230,7 +233,9 @@ export class SessionStore extends Service {
     const events = source.events
     let end = events.length
     if (options.throughTurn !== undefined) {
-      const index = events.findIndex((e) => e.type === 'turn/end' && (e as SessionEvent<'turn/end'>).data.turn === options.throughTurn)
+      const index = events.findIndex(
+        (e) => e.type === 'turn/end' && (e as SessionEvent<'turn/end'>).data.turn === options.throughTurn,
+      )
       if (index < 0) throw new Error(`session ${source.id} has no finished turn ${options.throughTurn} to fork at`)
       end = index + 1
     } else if (source.turnState().open) {

@@ -46,8 +46,14 @@ describe('adoptFrozenJson', () => {
   })
 
   it('checks what it adopts as frozenJsonCopy does', () => {
-    expect(() => adoptFrozenJson(JSON.parse('{"a":{"b":-0}}'), 'event 3')).toThrow(new TypeError('event 3.a.b is 0, which JSON cannot carry'))
-    expect(() => adoptFrozenJson({ a: [new Map()] }, 'event 3')).toThrow(new TypeError('event 3.a[0] is a Map instance, not plain data'))
-    expect(() => adoptFrozenJson(Object.freeze({ a: undefined }), 'event 3')).toThrow(new TypeError('event 3.a is undefined, which JSON cannot carry'))
+    expect(() => adoptFrozenJson(JSON.parse('{"a":{"b":-0}}'), 'event 3')).toThrow(
+      new TypeError('event 3.a.b is 0, which JSON cannot carry'),
+    )
+    expect(() => adoptFrozenJson({ a: [new Map()] }, 'event 3')).toThrow(
+      new TypeError('event 3.a[0] is a Map instance, not plain data'),
+    )
+    expect(() => adoptFrozenJson(Object.freeze({ a: undefined }), 'event 3')).toThrow(
+      new TypeError('event 3.a is undefined, which JSON cannot carry'),
+    )
   })
 })

@@ -31,7 +31,9 @@ describe('Session', () => {
   it('refuses data that is not lossless JSON, naming the path', () => {
     const session = store.create({ cwd: '/w' })
     expect(() => session.append('turn/start', { turn: Number.NaN })).toThrow('turn/start.data.turn is NaN')
-    expect(() => session.append('step/start', { turn: 1, step: new Date() as unknown as number })).toThrow('is a Date instance')
+    expect(() => session.append('step/start', { turn: 1, step: new Date() as unknown as number })).toThrow(
+      'is a Date instance',
+    )
     expect(session.events).toHaveLength(0)
   })
 
@@ -64,12 +66,25 @@ describe('Session', () => {
     const session = store.create({ cwd: '/w' })
     const a = session.append('user/message', user('first'))
     session.append('turn/start', { turn: 1 })
-    const b = session.append('assistant/message', reply(1, 1, textMessage('assistant', 'answer', { kind: 'model', provider: 'p', model: 'm' })))
-    session.append('assistant/message', reply(1, 2, { ...textMessage('assistant', '', { kind: 'model', provider: 'p', model: 'm' }), content: [] }))
+    const b = session.append(
+      'assistant/message',
+      reply(1, 1, textMessage('assistant', 'answer', { kind: 'model', provider: 'p', model: 'm' })),
+    )
+    session.append(
+      'assistant/message',
+      reply(1, 2, { ...textMessage('assistant', '', { kind: 'model', provider: 'p', model: 'm' }), content: [] }),
+    )
     session.append('user/message', user('second'))
-    expect(session.deriveMessages().map((m) => m.content[0]?.type === 'text' && m.content[0].text)).toEqual(['first', 'answer', 'second'])
+    expect(session.deriveMessages().map((m) => m.content[0]?.type === 'text' && m.content[0].text)).toEqual([
+      'first',
+      'answer',
+      'second',
+    ])
     session.append('user/message', user('summary of first and answer'), { replaces: [a.seq, b.seq] })
-    expect(session.deriveMessages().map((m) => m.content[0]?.type === 'text' && m.content[0].text)).toEqual(['summary of first and answer', 'second'])
+    expect(session.deriveMessages().map((m) => m.content[0]?.type === 'text' && m.content[0].text)).toEqual([
+      'summary of first and answer',
+      'second',
+    ])
     expect(session.events).toHaveLength(6)
   })
 })
@@ -117,7 +132,17 @@ describe('SessionStore', () => {
     expect(release()).toBe(done)
     await done
     s.append('turn/end', { turn: 1, reason: 'completed' })
-    expect(order).toEqual(['event 0', 'published 0', 'event 1', 'event 2', 'flush', 'published 1', 'published 2', 'event 3', 'published 3'])
+    expect(order).toEqual([
+      'event 0',
+      'published 0',
+      'event 1',
+      'event 2',
+      'flush',
+      'published 1',
+      'published 2',
+      'event 3',
+      'published 3',
+    ])
     expect(store.publishedEvents(s)).toEqual(s.events)
   })
 
@@ -159,8 +184,19 @@ describe('closersForOpenTurn', () => {
     const s = store.create({ cwd: '/w' })
     s.append('turn/start', { turn: 1 })
     s.append('step/start', { turn: 1, step: 1 })
-    const call = (id: string, name: string) => ({ type: 'tool-call' as const, id: id as ToolCallId, name, arguments: '{}' })
-    s.append('assistant/message', reply(1, 1, { ...textMessage('assistant', '', { kind: 'model', provider: 'p', model: 'm' }), content: [call('c1', 'bash'), call('c2', 'read')] }))
+    const call = (id: string, name: string) => ({
+      type: 'tool-call' as const,
+      id: id as ToolCallId,
+      name,
+      arguments: '{}',
+    })
+    s.append(
+      'assistant/message',
+      reply(1, 1, {
+        ...textMessage('assistant', '', { kind: 'model', provider: 'p', model: 'm' }),
+        content: [call('c1', 'bash'), call('c2', 'read')],
+      }),
+    )
     s.append('tool/call', { turn: 1, step: 1, callId: 'c1' as ToolCallId, name: 'bash', arguments: '{}' })
     const closers = closersForOpenTurn(s.events)
     expect(closers.map((c) => [c.type, (c.data as { error?: { code: string } }).error?.code])).toEqual([

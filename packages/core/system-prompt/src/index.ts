@@ -80,7 +80,8 @@ export class SystemPrompt extends Service {
 
 function fill(text: string, values: Record<string, string | undefined>, where: string): string {
   return text.replace(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g, (_match, name: string) => {
-    if (!Object.hasOwn(values, name)) throw new Error(`prompt section "${where}" uses {{${name}}}, which no plugin provides`)
+    if (!Object.hasOwn(values, name))
+      throw new Error(`prompt section "${where}" uses {{${name}}}, which no plugin provides`)
     return values[name] ?? ''
   })
 }
@@ -91,7 +92,9 @@ export const Config: Schema<SystemPromptConfig> = Schema.object({
     .default(
       'You are dsh, a coding agent working in {{cwd}} with the {{model}} model. Use the tools to inspect and change files and to run commands. Keep answers short and concrete.',
     )
-    .description('The first section of every system prompt. {{cwd}}, {{model}}, {{provider}} and {{date}} are filled in.'),
+    .description(
+      'The first section of every system prompt. {{cwd}}, {{model}}, {{provider}} and {{date}} are filled in.',
+    ),
 })
 
 /** Provides `ctx.systemPrompt`. */

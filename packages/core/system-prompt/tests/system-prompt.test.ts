@@ -28,15 +28,25 @@ describe('literal sections', () => {
   it('are rendered as written; other sections fill {{variables}}', async () => {
     const root = new Context()
     await root.plugin(systemPrompt, { persona: 'Working in {{cwd}}.' })
-    root.systemPrompt.section(root, { name: 'user:text', order: 10, literal: true, text: 'Use ${{ secrets.TOKEN }} and {{unknown}}.' })
-    expect(root.systemPrompt.render({ sessionId: 's', cwd: '/w', model: 'm', provider: 'p' })).toBe('Working in /w.\n\nUse ${{ secrets.TOKEN }} and {{unknown}}.')
+    root.systemPrompt.section(root, {
+      name: 'user:text',
+      order: 10,
+      literal: true,
+      text: 'Use ${{ secrets.TOKEN }} and {{unknown}}.',
+    })
+    expect(root.systemPrompt.render({ sessionId: 's', cwd: '/w', model: 'm', provider: 'p' })).toBe(
+      'Working in /w.\n\nUse ${{ secrets.TOKEN }} and {{unknown}}.',
+    )
     await root.fiber.dispose()
   })
 })
 
 describe('projectFolders', () => {
   it('stops at the nearest folder with .git', () => {
-    expect(projectFolders(workspace, home)).toEqual({ root: project, folders: [project, path.join(project, 'packages'), workspace] })
+    expect(projectFolders(workspace, home)).toEqual({
+      root: project,
+      folders: [project, path.join(project, 'packages'), workspace],
+    })
   })
 
   it('without .git, stops below the home folder', async () => {

@@ -35,15 +35,21 @@ export function checkDefinition(definition: ToolDefinition<ParameterSchema>): vo
 }
 
 function checkPresentation(label: string, presentation: NonNullable<ToolDefinition['presentation']>): void {
-  if (presentation === null || typeof presentation !== 'object') throw new Error(`${label}: presentation must be an object`)
+  if (presentation === null || typeof presentation !== 'object')
+    throw new Error(`${label}: presentation must be an object`)
   if (!TOOL_KINDS.includes(presentation.kind)) {
-    throw new Error(`${label}: presentation.kind ${JSON.stringify(presentation.kind)} is not one of ${TOOL_KINDS.join(', ')}`)
+    throw new Error(
+      `${label}: presentation.kind ${JSON.stringify(presentation.kind)} is not one of ${TOOL_KINDS.join(', ')}`,
+    )
   }
   if (!TOOL_VIEWS.includes(presentation.view)) {
-    throw new Error(`${label}: presentation.view ${JSON.stringify(presentation.view)} is not one of ${TOOL_VIEWS.join(', ')}`)
+    throw new Error(
+      `${label}: presentation.view ${JSON.stringify(presentation.view)} is not one of ${TOOL_VIEWS.join(', ')}`,
+    )
   }
   for (const key of ['title', 'locations', 'change', 'command'] as const) {
-    if (presentation[key] !== undefined && typeof presentation[key] !== 'function') throw new Error(`${label}: presentation.${key} is not a function`)
+    if (presentation[key] !== undefined && typeof presentation[key] !== 'function')
+      throw new Error(`${label}: presentation.${key} is not a function`)
   }
 }
 
@@ -52,7 +58,9 @@ function checkInputSchema(label: string, schema: unknown): void {
     throw new Error(`${label}: inputSchema must be a JSON Schema object`)
   }
   if ((schema as { type?: unknown }).type !== 'object') {
-    throw new Error(`${label}: inputSchema must describe an object (type: "object"), got type ${JSON.stringify((schema as { type?: unknown }).type)}`)
+    throw new Error(
+      `${label}: inputSchema must describe an object (type: "object"), got type ${JSON.stringify((schema as { type?: unknown }).type)}`,
+    )
   }
   try {
     JSON.stringify(schema)
@@ -73,12 +81,15 @@ function isObjectSchema(value: unknown): value is ParameterSchema {
  * type JSON Schema cannot express.
  */
 export function parametersJsonSchema(definition: ToolDefinition<ParameterSchema>): Record<string, JsonValue> {
-  if (definition.inputSchema !== undefined) return JSON.parse(JSON.stringify(definition.inputSchema)) as Record<string, JsonValue>
+  if (definition.inputSchema !== undefined)
+    return JSON.parse(JSON.stringify(definition.inputSchema)) as Record<string, JsonValue>
   let schema: Record<string, unknown>
   try {
     schema = z.toJSONSchema(definition.parameters, { io: 'input' }) as Record<string, unknown>
   } catch (error) {
-    throw new Error(`tool "${definition.name}": its parameters cannot be expressed as JSON Schema: ${errorMessage(error)}`)
+    throw new Error(
+      `tool "${definition.name}": its parameters cannot be expressed as JSON Schema: ${errorMessage(error)}`,
+    )
   }
   const { $schema: _ignored, ...rest } = schema
   return JSON.parse(JSON.stringify(rest)) as Record<string, JsonValue>

@@ -78,7 +78,9 @@ export function presentCall(
   return {
     ...base,
     ...(typeof title === 'string' && title.length > 0 ? { title } : {}),
-    locations: (Array.isArray(given) ? given : []).filter((p): p is string => typeof p === 'string' && p !== '').map((p) => path.resolve(cwd, p)),
+    locations: (Array.isArray(given) ? given : [])
+      .filter((p): p is string => typeof p === 'string' && p !== '')
+      .map((p) => path.resolve(cwd, p)),
     ...(change ? { change: { ...change, path: path.resolve(cwd, change.path) } } : {}),
     ...(typeof command === 'string' ? { command } : {}),
   }

@@ -4,7 +4,15 @@ import { type ToolsConfig, ToolRuntime } from './runtime.ts'
 export * from './types.ts'
 export { untilAborted } from './abort.ts'
 export { defineTool, parametersJsonSchema } from './define.ts'
-export { callTarget, GENERIC_PRESENTATION, oneLine, parseCallArguments, presentCall, shownPath, textArgument } from './describe.ts'
+export {
+  callTarget,
+  GENERIC_PRESENTATION,
+  oneLine,
+  parseCallArguments,
+  presentCall,
+  shownPath,
+  textArgument,
+} from './describe.ts'
 export { capResult, failure, formatIssues, textOf } from './result.ts'
 export { Config, ToolRuntime, type ToolsConfig } from './runtime.ts'
 

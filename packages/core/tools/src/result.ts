@@ -13,7 +13,11 @@ export function fromOutput(toolName: string, output: ToolOutput): ToolResult {
     return failure('TOOL_ERROR', `tool "${toolName}" returned no result`)
   }
   const content: ContentBlock[] | undefined =
-    typeof output.content === 'string' ? [{ type: 'text', text: output.content }] : Array.isArray(output.content) ? output.content : undefined
+    typeof output.content === 'string'
+      ? [{ type: 'text', text: output.content }]
+      : Array.isArray(output.content)
+        ? output.content
+        : undefined
   if (!content) return failure('TOOL_ERROR', `tool "${toolName}" returned a result without content`)
   const result: ToolResult = { content, isError: output.isError === true }
   if (result.isError) {
@@ -73,7 +77,12 @@ export function capResult(result: ToolResult, maxChars: number): ToolResult {
 export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
   return issues
     .map((issue) => {
-      const where = issue.path.length ? issue.path.map((key) => (typeof key === 'number' ? `[${key}]` : String(key))).join('.').replace(/\.\[/g, '[') : '(arguments)'
+      const where = issue.path.length
+        ? issue.path
+            .map((key) => (typeof key === 'number' ? `[${key}]` : String(key)))
+            .join('.')
+            .replace(/\.\[/g, '[')
+        : '(arguments)'
       return `  - ${where}: ${issue.message}`
     })
     .join('\n')

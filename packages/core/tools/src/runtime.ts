@@ -41,7 +41,11 @@ declare module '@dsh/cordis' {
      * out ones included. `next()` returns `result`; a listener may return a
      * replacement. The output cap applies afterwards.
      */
-    'tools/post-execute'(execution: ToolExecution, result: ToolResult, next: () => Promise<ToolResult>): Promise<ToolResult>
+    'tools/post-execute'(
+      execution: ToolExecution,
+      result: ToolResult,
+      next: () => Promise<ToolResult>,
+    ): Promise<ToolResult>
     /** @mode emit: a tool was registered or removed. */
     'tools/changed'(): void
   }
@@ -64,7 +68,9 @@ export const Config: Schema<ToolsConfig> = Schema.object({
     .description('Text longer than this in one tool result is cut, with a note saying how much was dropped.'),
   abortGraceMs: Schema.natural()
     .default(5_000)
-    .description('After a timeout or cancel aborts a tool, how long to wait for its body to wind down before reporting.'),
+    .description(
+      'After a timeout or cancel aborts a tool, how long to wait for its body to wind down before reporting.',
+    ),
 })
 
 interface RegisteredTool {
@@ -98,7 +104,11 @@ export class ToolRuntime extends Service {
     checkDefinition(definition)
     const entry: RegisteredTool = {
       definition,
-      schema: { name: definition.name, description: definition.description, parameters: parametersJsonSchema(definition) },
+      schema: {
+        name: definition.name,
+        description: definition.description,
+        parameters: parametersJsonSchema(definition),
+      },
     }
     let live = false
     // Created before the entry so that, disposed in reverse order, the notice follows the removal.
@@ -211,7 +221,8 @@ export class ToolRuntime extends Service {
     if (!entry || !this.allows(run.sessionId, call.name)) {
       const known = this.schemas(run.sessionId).map((tool) => tool.name)
       const available = known.length ? `Available tools: ${known.join(', ')}.` : 'No tools are available.'
-      if (entry) return failure('TOOL_NOT_AVAILABLE', `tool "${call.name}" is not available in this session. ${available}`)
+      if (entry)
+        return failure('TOOL_NOT_AVAILABLE', `tool "${call.name}" is not available in this session. ${available}`)
       return failure('UNKNOWN_TOOL', `there is no tool named "${call.name}". ${available}`)
     }
     const { definition } = entry
@@ -220,7 +231,10 @@ export class ToolRuntime extends Service {
     try {
       raw = parseArguments(call.arguments)
     } catch (error) {
-      return failure('INVALID_JSON', `the arguments for tool "${definition.name}" are not valid JSON (${errorMessage(error)}). Send one JSON object.`)
+      return failure(
+        'INVALID_JSON',
+        `the arguments for tool "${definition.name}" are not valid JSON (${errorMessage(error)}). Send one JSON object.`,
+      )
     }
     const parsed = await definition.parameters.safeParseAsync(raw)
     if (!parsed.success) {
@@ -234,7 +248,12 @@ export class ToolRuntime extends Service {
     const forward = () => controller.abort(run.signal.reason)
     run.signal.addEventListener('abort', forward, { once: true })
     try {
-      const context: ToolRunContext = { ...run, callId: call.callId, toolName: definition.name, signal: controller.signal }
+      const context: ToolRunContext = {
+        ...run,
+        callId: call.callId,
+        toolName: definition.name,
+        signal: controller.signal,
+      }
       const execution: ToolExecution = Object.freeze({
         call: Object.freeze({ ...call }),
         tool: definition,
@@ -242,9 +261,13 @@ export class ToolRuntime extends Service {
         run: Object.freeze(context),
       })
       const blocked = await this.authorize(execution, run.signal)
-      const result = blocked ?? (run.signal.aborted ? cancelled() : await this.runBody(execution, controller, run.signal))
-      const final = await stage('tools/post-execute', () => this.home.waterfall('tools/post-execute', execution, result, async () => result))
-      if (!isToolResult(final)) throw new Error('a tools/post-execute listener returned something that is not a tool result')
+      const result =
+        blocked ?? (run.signal.aborted ? cancelled() : await this.runBody(execution, controller, run.signal))
+      const final = await stage('tools/post-execute', () =>
+        this.home.waterfall('tools/post-execute', execution, result, async () => result),
+      )
+      if (!isToolResult(final))
+        throw new Error('a tools/post-execute listener returned something that is not a tool result')
       return final
     } finally {
       run.signal.removeEventListener('abort', forward)
@@ -276,7 +299,10 @@ export class ToolRuntime extends Service {
     if (remembered.has(key)) return undefined
     const approver = this.approver.current
     if (!approver) {
-      return denied(name, `${reason}. This call needs approval, but no one is available to approve it, so it was not run. Do not retry it; continue without it or tell the user.`)
+      return denied(
+        name,
+        `${reason}. This call needs approval, but no one is available to approve it, so it was not run. Do not retry it; continue without it or tell the user.`,
+      )
     }
     let answer: ApprovalAnswer
     try {
@@ -291,13 +317,18 @@ export class ToolRuntime extends Service {
       return undefined
     }
     if (answer !== null && typeof answer === 'object' && answer.kind === 'reject') {
-      const said = typeof answer.message === 'string' && answer.message.trim() ? ` The user said: ${answer.message.trim()}` : ''
+      const said =
+        typeof answer.message === 'string' && answer.message.trim() ? ` The user said: ${answer.message.trim()}` : ''
       return denied(name, `${reason}. The user rejected this call.${said}`)
     }
     return denied(name, `${reason}. The approver gave no usable answer, so the call was not run.`)
   }
 
-  private async runBody(execution: ToolExecution, controller: AbortController, callerSignal: AbortSignal): Promise<ToolResult> {
+  private async runBody(
+    execution: ToolExecution,
+    controller: AbortController,
+    callerSignal: AbortSignal,
+  ): Promise<ToolResult> {
     const { tool, run } = execution
     const timeoutMs = tool.timeoutMs ?? this.settings.defaultTimeoutMs
     const body = async (): Promise<ToolResult> => {
@@ -308,8 +339,14 @@ export class ToolRuntime extends Service {
         return failure('TOOL_ERROR', `tool "${tool.name}" failed: ${errorMessage(error)}`)
       }
     }
-    type Outcome = { kind: 'done'; result: ToolResult } | { kind: 'failed'; error: unknown } | { kind: 'timeout' } | { kind: 'cancel' }
-    const work: Promise<Outcome> = stage('tools/execute', () => this.home.waterfall('tools/execute', execution, body)).then(
+    type Outcome =
+      | { kind: 'done'; result: ToolResult }
+      | { kind: 'failed'; error: unknown }
+      | { kind: 'timeout' }
+      | { kind: 'cancel' }
+    const work: Promise<Outcome> = stage('tools/execute', () =>
+      this.home.waterfall('tools/execute', execution, body),
+    ).then(
       (result): Outcome => ({ kind: 'done', result }),
       (error: unknown): Outcome => ({ kind: 'failed', error }),
     )
@@ -346,12 +383,17 @@ export class ToolRuntime extends Service {
   /** Gives an aborted body a bounded time to finish (kill its processes, close its files). */
   private async windDown(work: Promise<unknown>): Promise<void> {
     let timer: NodeJS.Timeout | undefined
-    await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.settings.abortGraceMs)))])
+    await Promise.race([
+      work,
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, this.settings.abortGraceMs))),
+    ])
     clearTimeout(timer)
   }
 
   private sorted(): RegisteredTool[] {
-    return this.registry.values().sort((a, b) => (a.definition.name < b.definition.name ? -1 : a.definition.name > b.definition.name ? 1 : 0))
+    return this.registry
+      .values()
+      .sort((a, b) => (a.definition.name < b.definition.name ? -1 : a.definition.name > b.definition.name ? 1 : 0))
   }
 
   private changed(): void {
@@ -395,5 +437,3 @@ async function stage<T>(name: string, run: () => Promise<T>): Promise<T> {
     throw new Error(`${name}: ${errorMessage(error)}`, { cause: error })
   }
 }
-
-

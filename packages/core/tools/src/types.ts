@@ -93,8 +93,18 @@ export interface ToolDefinition<S extends ParameterSchema = ParameterSchema> {
 
 /** The ACP kind of a tool call: editors pick an icon and grouping from it. */
 
-export const TOOL_KINDS: readonly ToolKind[] = ['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other']
-
+export const TOOL_KINDS: readonly ToolKind[] = [
+  'read',
+  'edit',
+  'delete',
+  'move',
+  'search',
+  'execute',
+  'think',
+  'fetch',
+  'switch_mode',
+  'other',
+]
 
 export const TOOL_VIEWS: readonly ToolView[] = ['diff', 'terminal', 'search', 'read', 'web', 'generic']
 
@@ -119,8 +129,6 @@ export interface ToolPresentation {
 }
 
 export type CallArguments = Record<string, unknown>
-
-
 
 /**
  * The effect of one call, as its tool declares it. `escalated` marks a

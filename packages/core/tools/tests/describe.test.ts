@@ -46,22 +46,48 @@ describe('presentCall', () => {
   })
 
   it('gives the name, and the declared kind and view, for arguments that are not a JSON object', () => {
-    expect(presentCall('deploy', deploy, '{"target": ', cwd)).toEqual({ title: 'deploy', kind: 'execute', view: 'terminal', locations: [], unfolded: true })
+    expect(presentCall('deploy', deploy, '{"target": ', cwd)).toEqual({
+      title: 'deploy',
+      kind: 'execute',
+      view: 'terminal',
+      locations: [],
+      unfolded: true,
+    })
     expect(parseCallArguments('[1]')).toBeUndefined()
     expect(parseCallArguments('')).toEqual({})
   })
 
   it('counts a presentation function that throws as absent', () => {
-    const broken = { presentation: { kind: 'read' as const, view: 'read' as const, title: () => { throw new Error('boom') } } }
+    const broken = {
+      presentation: {
+        kind: 'read' as const,
+        view: 'read' as const,
+        title: () => {
+          throw new Error('boom')
+        },
+      },
+    }
     expect(presentCall('peek', broken, '{}', cwd)).toMatchObject({ title: 'peek', kind: 'read', view: 'read' })
   })
 
   it('refuses a presentation with an unknown kind or view, naming the tool', () => {
     const bad = (presentation: unknown) => () =>
-      defineTool({ name: 'odd', description: 'x', parameters: z.object({}), presentation: presentation as never, execute: () => ({ content: '' }) })
-    expect(bad({ kind: 'teleport', view: 'generic' })).toThrow('tool "odd": presentation.kind "teleport" is not one of read, edit')
-    expect(bad({ kind: 'read', view: 'hologram' })).toThrow('tool "odd": presentation.view "hologram" is not one of diff, terminal')
-    expect(bad({ kind: 'read', view: 'read', title: 'Read' })).toThrow('tool "odd": presentation.title is not a function')
+      defineTool({
+        name: 'odd',
+        description: 'x',
+        parameters: z.object({}),
+        presentation: presentation as never,
+        execute: () => ({ content: '' }),
+      })
+    expect(bad({ kind: 'teleport', view: 'generic' })).toThrow(
+      'tool "odd": presentation.kind "teleport" is not one of read, edit',
+    )
+    expect(bad({ kind: 'read', view: 'hologram' })).toThrow(
+      'tool "odd": presentation.view "hologram" is not one of diff, terminal',
+    )
+    expect(bad({ kind: 'read', view: 'read', title: 'Read' })).toThrow(
+      'tool "odd": presentation.title is not a function',
+    )
   })
 
   it('shows paths relative inside the workspace and absolute outside it', () => {

@@ -47,11 +47,21 @@ async function mount(...definitions: ToolDefinition[]) {
 let calls = 0
 function call(name: string, args: unknown): ToolCall {
   calls += 1
-  return { callId: `call-${calls}` as ToolCallId, name, arguments: typeof args === 'string' ? args : JSON.stringify(args) }
+  return {
+    callId: `call-${calls}` as ToolCallId,
+    name,
+    arguments: typeof args === 'string' ? args : JSON.stringify(args),
+  }
 }
 
 function options(overrides: Partial<ToolRunOptions> = {}): ToolRunOptions {
-  return { signal: new AbortController().signal, cwd: process.cwd(), sessionId: 'session-1', sessionState: new Map(), ...overrides }
+  return {
+    signal: new AbortController().signal,
+    cwd: process.cwd(),
+    sessionId: 'session-1',
+    sessionState: new Map(),
+    ...overrides,
+  }
 }
 
 function text(result: ToolResult): string {
@@ -67,7 +77,10 @@ const echo = defineTool({
     loud: z.boolean().default(false),
   }),
   isConcurrencySafe: (args) => args.times === undefined,
-  execute: (args) => ({ content: (args.loud ? args.text.toUpperCase() : args.text).repeat(args.times ?? 1), meta: { times: args.times ?? 1 } }),
+  execute: (args) => ({
+    content: (args.loud ? args.text.toUpperCase() : args.text).repeat(args.times ?? 1),
+    meta: { times: args.times ?? 1 },
+  }),
 })
 
 /** A tool whose body waits until its signal aborts, recording what it saw. */
@@ -93,7 +106,12 @@ describe('registry', () => {
     root.on('tools/changed', () => {
       changes += 1
     })
-    const other = defineTool({ name: 'alpha', description: 'First by name.', parameters: z.object({}), execute: () => ({ content: 'a' }) })
+    const other = defineTool({
+      name: 'alpha',
+      description: 'First by name.',
+      parameters: z.object({}),
+      execute: () => ({ content: 'a' }),
+    })
     const fiber = await mount(echo, other)
     expect(tools.list().map((tool) => tool.name)).toEqual(['alpha', 'echo'])
     expect(tools.schemas().map((schema) => schema.name)).toEqual(['alpha', 'echo'])
@@ -110,7 +128,11 @@ describe('registry', () => {
 
   it('removes a tool early through the disposer register returns', async () => {
     const tools = await boot()
-    const fiber = root.plugin({ name: 'early', inject: ['tools'], apply: (ctx: Ctx) => void (offs.push(ctx.tools.register(ctx, echo))) })
+    const fiber = root.plugin({
+      name: 'early',
+      inject: ['tools'],
+      apply: (ctx: Ctx) => void offs.push(ctx.tools.register(ctx, echo)),
+    })
     const offs: Array<() => void> = []
     await fiber
     expect(tools.get('echo')).toBeDefined()
@@ -126,10 +148,19 @@ describe('registry', () => {
   })
 
   it('rejects malformed definitions where they are written', () => {
-    expect(() => defineTool({ name: 'bad name', description: 'x', parameters: z.object({}), execute: () => ({ content: '' }) })).toThrow(/name/)
-    expect(() => defineTool({ name: 'ok', description: '', parameters: z.object({}), execute: () => ({ content: '' }) })).toThrow(/description/)
     expect(() =>
-      defineTool({ name: 'ok', description: 'x', parameters: z.string() as unknown as z.ZodObject, execute: () => ({ content: '' }) }),
+      defineTool({ name: 'bad name', description: 'x', parameters: z.object({}), execute: () => ({ content: '' }) }),
+    ).toThrow(/name/)
+    expect(() =>
+      defineTool({ name: 'ok', description: '', parameters: z.object({}), execute: () => ({ content: '' }) }),
+    ).toThrow(/description/)
+    expect(() =>
+      defineTool({
+        name: 'ok',
+        description: 'x',
+        parameters: z.string() as unknown as z.ZodObject,
+        execute: () => ({ content: '' }),
+      }),
     ).toThrow(/zod object/)
   })
 
@@ -155,7 +186,12 @@ describe('registry', () => {
 
   it('sends a raw inputSchema as is, while parameters still validate', async () => {
     const tools = await boot()
-    const inputSchema = { type: 'object', properties: { n: { type: 'number', format: 'x-custom' } }, required: ['n'], $defs: { unused: { type: 'string' } } }
+    const inputSchema = {
+      type: 'object',
+      properties: { n: { type: 'number', format: 'x-custom' } },
+      required: ['n'],
+      $defs: { unused: { type: 'string' } },
+    }
     const raw = defineTool({
       name: 'raw',
       description: 'A tool with a JSON Schema from elsewhere.',
@@ -164,23 +200,38 @@ describe('registry', () => {
       execute: (args) => ({ content: JSON.stringify(args) }),
     })
     await mount(raw)
-    expect(tools.schemas()).toEqual([{ name: 'raw', description: 'A tool with a JSON Schema from elsewhere.', parameters: inputSchema }])
+    expect(tools.schemas()).toEqual([
+      { name: 'raw', description: 'A tool with a JSON Schema from elsewhere.', parameters: inputSchema },
+    ])
     expect(text(await tools.execute(call('raw', { n: 1, extra: true }), options()))).toBe('{"n":1,"extra":true}')
     expect((await tools.execute(call('raw', '[1]'), options())).error?.code).toBe('INVALID_ARGUMENTS')
   })
 
   it('rejects an inputSchema that does not describe an object, naming the tool', () => {
     const base = { description: 'x', parameters: z.looseObject({}), execute: () => ({ content: '' }) }
-    expect(() => defineTool({ ...base, name: 'str', inputSchema: { type: 'string' } })).toThrow(/tool "str": inputSchema must describe an object/)
-    expect(() => defineTool({ ...base, name: 'arr', inputSchema: [] as never })).toThrow(/tool "arr": inputSchema must be a JSON Schema object/)
+    expect(() => defineTool({ ...base, name: 'str', inputSchema: { type: 'string' } })).toThrow(
+      /tool "str": inputSchema must describe an object/,
+    )
+    expect(() => defineTool({ ...base, name: 'arr', inputSchema: [] as never })).toThrow(
+      /tool "arr": inputSchema must be a JSON Schema object/,
+    )
   })
 
   it('restricts what one session is shown and may call, until the restriction is disposed', async () => {
     const tools = await boot()
-    const other = defineTool({ name: 'alpha', description: 'First by name.', parameters: z.object({}), execute: () => ({ content: 'a' }) })
+    const other = defineTool({
+      name: 'alpha',
+      description: 'First by name.',
+      parameters: z.object({}),
+      execute: () => ({ content: 'a' }),
+    })
     await mount(echo, other)
     let off = () => {}
-    const fiber = root.plugin({ name: 'restrictor', inject: ['tools'], apply: (ctx: Ctx) => void (off = ctx.tools.restrict(ctx, 'child', (name) => name === 'alpha')) })
+    const fiber = root.plugin({
+      name: 'restrictor',
+      inject: ['tools'],
+      apply: (ctx: Ctx) => void (off = ctx.tools.restrict(ctx, 'child', (name) => name === 'alpha')),
+    })
     await fiber
     expect(tools.schemas('child').map((schema) => schema.name)).toEqual(['alpha'])
     expect(tools.schemas('session-1').map((schema) => schema.name)).toEqual(['alpha', 'echo'])
@@ -241,8 +292,18 @@ describe('argument errors', () => {
 
   it('treats empty arguments as an empty object', async () => {
     const tools = await boot()
-    await mount(defineTool({ name: 'now', description: 'No parameters.', parameters: z.object({}), execute: () => ({ content: 'ok' }) }))
-    expect(await tools.execute(call('now', ''), options())).toEqual({ content: [{ type: 'text', text: 'ok' }], isError: false })
+    await mount(
+      defineTool({
+        name: 'now',
+        description: 'No parameters.',
+        parameters: z.object({}),
+        execute: () => ({ content: 'ok' }),
+      }),
+    )
+    expect(await tools.execute(call('now', ''), options())).toEqual({
+      content: [{ type: 'text', text: 'ok' }],
+      isError: false,
+    })
   })
 })
 
@@ -272,9 +333,26 @@ describe('execution', () => {
   it('turns a throwing body into TOOL_ERROR, a ToolError into its own code, and isError output into TOOL_FAILED', async () => {
     const tools = await boot()
     await mount(
-      defineTool({ name: 'boom', description: 'Throws.', parameters: z.object({}), execute: () => Promise.reject(new Error('disk on fire')) }),
-      defineTool({ name: 'coded', description: 'Throws a ToolError.', parameters: z.object({}), execute: () => { throw new ToolError('FS_NOT_FOUND', 'no such file: a.txt') } }),
-      defineTool({ name: 'sad', description: 'Reports failure.', parameters: z.object({}), execute: () => ({ content: 'it did not work', isError: true }) }),
+      defineTool({
+        name: 'boom',
+        description: 'Throws.',
+        parameters: z.object({}),
+        execute: () => Promise.reject(new Error('disk on fire')),
+      }),
+      defineTool({
+        name: 'coded',
+        description: 'Throws a ToolError.',
+        parameters: z.object({}),
+        execute: () => {
+          throw new ToolError('FS_NOT_FOUND', 'no such file: a.txt')
+        },
+      }),
+      defineTool({
+        name: 'sad',
+        description: 'Reports failure.',
+        parameters: z.object({}),
+        execute: () => ({ content: 'it did not work', isError: true }),
+      }),
     )
     const boom = await tools.execute(call('boom', {}), options())
     expect(boom.error).toEqual({ code: 'TOOL_ERROR', message: 'tool "boom" failed: disk on fire' })
@@ -282,7 +360,11 @@ describe('execution', () => {
     const coded = await tools.execute(call('coded', {}), options())
     expect(coded.error).toEqual({ code: 'FS_NOT_FOUND', message: 'no such file: a.txt' })
     const sad = await tools.execute(call('sad', {}), options())
-    expect(sad).toEqual({ content: [{ type: 'text', text: 'it did not work' }], isError: true, error: { code: 'TOOL_FAILED', message: 'it did not work' } })
+    expect(sad).toEqual({
+      content: [{ type: 'text', text: 'it did not work' }],
+      isError: true,
+      error: { code: 'TOOL_FAILED', message: 'it did not work' },
+    })
   })
 
   it('times out a slow body, aborting its own signal', async () => {
@@ -309,7 +391,15 @@ describe('execution', () => {
 
   it('stops waiting for a body that ignores its signal after the grace', async () => {
     const tools = await boot({ abortGraceMs: 10 })
-    await mount(defineTool({ name: 'stubborn', description: 'Never ends.', parameters: z.object({}), timeoutMs: 10, execute: () => new Promise(() => {}) }))
+    await mount(
+      defineTool({
+        name: 'stubborn',
+        description: 'Never ends.',
+        parameters: z.object({}),
+        timeoutMs: 10,
+        execute: () => new Promise(() => {}),
+      }),
+    )
     const result = await tools.execute(call('stubborn', {}), options())
     expect(result.error?.code).toBe('TIMEOUT')
   })
@@ -350,7 +440,13 @@ describe('execution', () => {
     const tools = await boot()
     await mount(
       echo,
-      defineTool({ name: 'truthy', description: 'Says yes loosely.', parameters: z.object({}), isConcurrencySafe: () => 'yes' as unknown as boolean, execute: () => ({ content: '' }) }),
+      defineTool({
+        name: 'truthy',
+        description: 'Says yes loosely.',
+        parameters: z.object({}),
+        isConcurrencySafe: () => 'yes' as unknown as boolean,
+        execute: () => ({ content: '' }),
+      }),
     )
     expect(tools.isConcurrencySafe('echo', '{"text":"a"}')).toBe(true)
     expect(tools.isConcurrencySafe('echo', '{"text":"a","times":2}')).toBe(false)
@@ -406,7 +502,10 @@ describe('pre-execute and approval', () => {
     const tools = await boot()
     const { state, tool } = counted()
     await mount(tool)
-    root.on('tools/pre-execute', async (execution) => ({ kind: 'ask', reason: `touches ${String(execution.args.target)}` }))
+    root.on('tools/pre-execute', async (execution) => ({
+      kind: 'ask',
+      reason: `touches ${String(execution.args.target)}`,
+    }))
     const asked: string[] = []
     await root.plugin({
       name: 'approver',
@@ -453,7 +552,11 @@ describe('pre-execute and approval', () => {
 
   it('allows one approver at a time and forgets it with its plugin', async () => {
     const tools = await boot()
-    const first = root.plugin({ name: 'first', inject: ['tools'], apply: (ctx: Ctx) => void ctx.tools.setApprover(ctx, async () => 'allow-once') })
+    const first = root.plugin({
+      name: 'first',
+      inject: ['tools'],
+      apply: (ctx: Ctx) => void ctx.tools.setApprover(ctx, async () => 'allow-once'),
+    })
     await first
     expect(() => tools.setApprover(root, async () => 'allow-once')).toThrow(/already set/)
     const { tool } = counted()
@@ -483,7 +586,14 @@ describe('waterfalls', () => {
       return execution.call.name === 'echo' ? { ...inner, meta: { reviewed: true } } : inner
     })
     const result = await tools.execute(call('echo', { text: 'hi' }), options())
-    expect(result).toEqual({ content: [{ type: 'text', text: 'hi' }, { type: 'text', text: '(measured)' }], isError: false, meta: { reviewed: true } })
+    expect(result).toEqual({
+      content: [
+        { type: 'text', text: 'hi' },
+        { type: 'text', text: '(measured)' },
+      ],
+      isError: false,
+      meta: { reviewed: true },
+    })
   })
 
   it('sees denied calls in tools/post-execute', async () => {

@@ -1,5 +1,13 @@
 import type { Branded, JsonValue } from './json.ts'
-import type { FinishReason, LlmFailure, Message, ReasoningEffort, TokenUsage, ToolCallId, ToolSchema } from './messages.ts'
+import type {
+  FinishReason,
+  LlmFailure,
+  Message,
+  ReasoningEffort,
+  TokenUsage,
+  ToolCallId,
+  ToolSchema,
+} from './messages.ts'
 import type { PermissionAnswer, PermissionPreset, ToolCallPresentation } from './tools.ts'
 
 export type SessionId = Branded<string, 'SessionId'>

@@ -32,7 +32,17 @@ export type PermissionAnswer = ApprovalDecision | 'no-approver'
 export type PermissionPreset = 'read-only' | 'workspace-write' | 'danger-full-access'
 
 /** What a tool call does, in ACP's terms (`switch_mode` included). */
-export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'think' | 'fetch' | 'switch_mode' | 'other'
+export type ToolKind =
+  | 'read'
+  | 'edit'
+  | 'delete'
+  | 'move'
+  | 'search'
+  | 'execute'
+  | 'think'
+  | 'fetch'
+  | 'switch_mode'
+  | 'other'
 
 /**
  * How a call's result is shown: `diff` (a file change), `terminal` (a

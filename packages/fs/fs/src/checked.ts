@@ -24,7 +24,12 @@ function table(sessionState: Map<string, unknown>): Checked {
 }
 
 /** Records that the policy checked `absolute` of call `callId` as leading to `real`. */
-export function recordChecked(sessionState: Map<string, unknown>, callId: string, absolute: string, real: string): void {
+export function recordChecked(
+  sessionState: Map<string, unknown>,
+  callId: string,
+  absolute: string,
+  real: string,
+): void {
   const checked = table(sessionState)
   let paths = checked.get(callId)
   if (!paths) {

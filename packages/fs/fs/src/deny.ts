@@ -25,7 +25,9 @@ export function expandEntry(field: string, index: number, entry: unknown): strin
   if (entry.includes('\0')) throw new DenyListError(`fs config ${field}[${index}] contains a NUL byte`)
   if (entry === '~' || entry.startsWith('~/')) return path.join(os.homedir(), entry.slice(1))
   if (!path.isAbsolute(entry)) {
-    throw new DenyListError(`fs config ${field}[${index}] is ${JSON.stringify(entry)}: give an absolute path or one starting with ~/`)
+    throw new DenyListError(
+      `fs config ${field}[${index}] is ${JSON.stringify(entry)}: give an absolute path or one starting with ~/`,
+    )
   }
   return path.normalize(entry)
 }
@@ -56,7 +58,10 @@ export function denyRules(source: DenyRule['source'], entries: readonly unknown[
 
 function segmentMatches(pattern: string, segment: string): boolean {
   if (!pattern.includes('*')) return pattern === segment
-  const source = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')
+  const source = pattern
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('[^/]*')
   return new RegExp(`^${source}$`).test(segment)
 }
 

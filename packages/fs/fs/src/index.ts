@@ -41,7 +41,9 @@ export const Config: Schema<LocalFsConfig> = Schema.object({
     ),
   denyRead: Schema.array(Schema.string())
     .default([])
-    .description('More files or folders no tool may read, list or change, e.g. ~/.ssh, ~/.aws: absolute paths or ~/ paths.'),
+    .description(
+      'More files or folders no tool may read, list or change, e.g. ~/.ssh, ~/.aws: absolute paths or ~/ paths.',
+    ),
 })
 
 /** Provides `ctx.fs` on the local disk. */

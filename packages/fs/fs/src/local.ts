@@ -22,7 +22,17 @@ import {
   type WriteFileOptions,
   type WriteResult,
 } from './seam.ts'
-import { closeQuietly, errno, type HeldDir, O_PATH, pathChanged, procPath, release, verifyFdPath, type Walked } from './walk.ts'
+import {
+  closeQuietly,
+  errno,
+  type HeldDir,
+  O_PATH,
+  pathChanged,
+  procPath,
+  release,
+  verifyFdPath,
+  type Walked,
+} from './walk.ts'
 
 /** Turns a Node error into a `FileSystemError` naming the path. */
 export function fromNodeError(error: unknown, target: string): FileSystemError {
@@ -45,7 +55,13 @@ export function fromNodeError(error: unknown, target: string): FileSystemError {
     case 'ELOOP':
       return new FileSystemError('LOOP', target, `too many levels of symbolic links in ${target}`, undefined, cause)
     case 'ENAMETOOLONG':
-      return new FileSystemError('INVALID_PATH', target, `the path is too long: ${target.slice(0, 200)}…`, undefined, cause)
+      return new FileSystemError(
+        'INVALID_PATH',
+        target,
+        `the path is too long: ${target.slice(0, 200)}…`,
+        undefined,
+        cause,
+      )
     default:
       return new FileSystemError('IO', target, `could not access ${target}: ${message}`, undefined, cause)
   }
@@ -100,7 +116,11 @@ export class LocalFileSystem extends FileSystem {
       if (supplied) {
         const limit = options.maxBytes
         if (limit !== undefined && supplied.length > limit) {
-          throw new FileSystemError('TOO_LARGE', target.absolute, `${target.absolute} is ${supplied.length} bytes, more than the ${limit} allowed`)
+          throw new FileSystemError(
+            'TOO_LARGE',
+            target.absolute,
+            `${target.absolute} is ${supplied.length} bytes, more than the ${limit} allowed`,
+          )
         }
         return supplied
       }
@@ -112,11 +132,19 @@ export class LocalFileSystem extends FileSystem {
       const info = await handle.stat()
       const limit = options.maxBytes
       if (limit !== undefined && info.size > limit) {
-        throw new FileSystemError('TOO_LARGE', target.absolute, `${target.absolute} is ${info.size} bytes, more than the ${limit} allowed`)
+        throw new FileSystemError(
+          'TOO_LARGE',
+          target.absolute,
+          `${target.absolute} is ${info.size} bytes, more than the ${limit} allowed`,
+        )
       }
       const data = await readAll(handle, limit, options.signal)
       if (limit !== undefined && data.length > limit) {
-        throw new FileSystemError('TOO_LARGE', target.absolute, `${target.absolute} grew past the ${limit} bytes allowed while it was read`)
+        throw new FileSystemError(
+          'TOO_LARGE',
+          target.absolute,
+          `${target.absolute} grew past the ${limit} bytes allowed while it was read`,
+        )
       }
       return data
     } catch (error) {
@@ -142,7 +170,8 @@ export class LocalFileSystem extends FileSystem {
     const stream = handle.createReadStream({ start: options.start, end: options.end, autoClose: true })
     const signal = options.signal
     if (signal) {
-      const stop = () => stream.destroy(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)))
+      const stop = () =>
+        stream.destroy(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)))
       signal.addEventListener('abort', stop, { once: true })
       stream.once('close', () => signal.removeEventListener('abort', stop))
     }
@@ -164,15 +193,24 @@ export class LocalFileSystem extends FileSystem {
     const target = held.path
     try {
       const { fd, stats } = found(held.walked, target)
-      if (!stats.isDirectory()) throw new FileSystemError('NOT_DIRECTORY', target.absolute, `${target.absolute} is not a folder`)
+      if (!stats.isDirectory())
+        throw new FileSystemError('NOT_DIRECTORY', target.absolute, `${target.absolute} is not a folder`)
       verifyFdPath(fd, target.real, target.absolute)
       const entries = readdirSync(procPath(fd), { withFileTypes: true })
       return entries
         .filter((entry) => this.deniedReason(path.join(target.real, entry.name)) === undefined)
-        .map((entry): DirEntry => ({
-          name: entry.name,
-          type: entry.isSymbolicLink() ? 'symlink' : entry.isDirectory() ? 'directory' : entry.isFile() ? 'file' : 'other',
-        }))
+        .map(
+          (entry): DirEntry => ({
+            name: entry.name,
+            type: entry.isSymbolicLink()
+              ? 'symlink'
+              : entry.isDirectory()
+                ? 'directory'
+                : entry.isFile()
+                  ? 'file'
+                  : 'other',
+          }),
+        )
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     } catch (error) {
       throw failure(error, target.absolute, options)
@@ -187,7 +225,8 @@ export class LocalFileSystem extends FileSystem {
     const walked = held.walked
     try {
       if (walked.kind === 'found') {
-        if (!walked.stats.isDirectory()) throw new FileSystemError('NOT_DIRECTORY', target.absolute, `${target.absolute} exists and is not a folder`)
+        if (!walked.stats.isDirectory())
+          throw new FileSystemError('NOT_DIRECTORY', target.absolute, `${target.absolute} exists and is not a folder`)
         return target
       }
       const opened: number[] = []
@@ -235,7 +274,12 @@ export class LocalFileSystem extends FileSystem {
   }
 
   /** Resolve through descriptors, check the abort signal, ask the policy. The caller must `release(walked)`. */
-  private async prepare(kind: 'read' | 'write', operation: FsOperation, given: string, options: FsCallOptions): Promise<HeldResolution> {
+  private async prepare(
+    kind: 'read' | 'write',
+    operation: FsOperation,
+    given: string,
+    options: FsCallOptions,
+  ): Promise<HeldResolution> {
     aborted(options)
     const held = resolveHeld(given, options)
     try {
@@ -261,11 +305,19 @@ function found(walked: Walked, target: ResolvedPath): { fd: number; stats: Stats
 /** The components to create below the deepest existing folder (a `..` in a dangling link is normalized first). */
 function missingParts(walked: Walked & { kind: 'missing' }, target: ResolvedPath): string[] {
   if (walked.blocked === 'not-a-directory') {
-    throw new FileSystemError('NOT_DIRECTORY', target.absolute, `cannot create ${target.absolute}: a part of its folder path is a file, not a folder`)
+    throw new FileSystemError(
+      'NOT_DIRECTORY',
+      target.absolute,
+      `cannot create ${target.absolute}: a part of its folder path is a file, not a folder`,
+    )
   }
   const rel = path.relative(walked.dir.path, walked.real)
   if (rel === '' || rel === '..' || rel.startsWith('../') || path.isAbsolute(rel)) {
-    throw new FileSystemError('INVALID_PATH', target.absolute, `cannot create ${target.absolute}: it leads through a missing folder back out of ${walked.dir.path}`)
+    throw new FileSystemError(
+      'INVALID_PATH',
+      target.absolute,
+      `cannot create ${target.absolute}: it leads through a missing folder back out of ${walked.dir.path}`,
+    )
   }
   return rel.split('/')
 }
@@ -279,7 +331,10 @@ function makeDir(dir: HeldDir, name: string, shown: string): HeldDir {
     if (errno(error) !== 'EEXIST') throw fromNodeError(error, path.join(dir.path, name))
   }
   try {
-    return { fd: openSync(procPath(dir.fd, name), O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW), path: path.join(dir.path, name) }
+    return {
+      fd: openSync(procPath(dir.fd, name), O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW),
+      path: path.join(dir.path, name),
+    }
   } catch (error) {
     const code = errno(error)
     if (code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENOENT') {
@@ -307,7 +362,8 @@ async function writeLocal(held: HeldResolution, bytes: Uint8Array, options: Writ
       if (walked.stats.isDirectory() || walked.name === undefined) {
         throw new FileSystemError('IS_DIRECTORY', target.absolute, `${target.absolute} is a folder; give a file path`)
       }
-      if (!walked.stats.isFile()) throw new FileSystemError('NOT_A_FILE', target.absolute, `${target.absolute} is not a regular file`)
+      if (!walked.stats.isFile())
+        throw new FileSystemError('NOT_A_FILE', target.absolute, `${target.absolute} is not a regular file`)
       dir = walked.dir
       name = walked.name
       existing = walked.stats
@@ -324,7 +380,8 @@ async function writeLocal(held: HeldResolution, bytes: Uint8Array, options: Writ
     return await replaceIn(dir, name, existing, bytes, target, options)
   } catch (error) {
     // The folder the walk held was deleted under the write.
-    if (errno(error) === 'ENOENT' && !options.signal?.aborted) throw pathChanged(target.absolute, 'its folder was removed while it was written')
+    if (errno(error) === 'ENOENT' && !options.signal?.aborted)
+      throw pathChanged(target.absolute, 'its folder was removed while it was written')
     throw failure(error, target.absolute, options)
   } finally {
     for (const fd of opened) closeQuietly(fd)
@@ -346,7 +403,11 @@ async function replaceIn(
   let mtimeMs: number
   try {
     const mode = existing ? existing.mode & 0o7777 : 0o666
-    const handle = await open(tempPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode)
+    const handle = await open(
+      tempPath,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      mode,
+    )
     try {
       await handle.writeFile(bytes)
       // The creation mode went through the umask; an overwrite keeps the old file's permissions exactly.
@@ -381,8 +442,10 @@ function checkTargetName(dir: HeldDir, name: string, target: ResolvedPath): void
     throw error
   }
   if (now.isSymbolicLink()) throw pathChanged(target.absolute, `${path.join(dir.path, name)} became a symbolic link`)
-  if (now.isDirectory()) throw new FileSystemError('IS_DIRECTORY', target.absolute, `${target.absolute} is a folder; give a file path`)
-  if (!now.isFile()) throw new FileSystemError('NOT_A_FILE', target.absolute, `${target.absolute} is not a regular file`)
+  if (now.isDirectory())
+    throw new FileSystemError('IS_DIRECTORY', target.absolute, `${target.absolute} is a folder; give a file path`)
+  if (!now.isFile())
+    throw new FileSystemError('NOT_A_FILE', target.absolute, `${target.absolute} is not a regular file`)
 }
 
 /**
@@ -392,8 +455,10 @@ function checkTargetName(dir: HeldDir, name: string, target: ResolvedPath): void
 async function openFile(held: HeldResolution, options: FsCallOptions): Promise<FileHandle> {
   const target = held.path
   const { fd, stats } = found(held.walked, target)
-  if (stats.isDirectory()) throw new FileSystemError('IS_DIRECTORY', target.absolute, `${target.absolute} is a folder, not a file`)
-  if (!stats.isFile()) throw new FileSystemError('NOT_A_FILE', target.absolute, `${target.absolute} is not a regular file`)
+  if (stats.isDirectory())
+    throw new FileSystemError('IS_DIRECTORY', target.absolute, `${target.absolute} is a folder, not a file`)
+  if (!stats.isFile())
+    throw new FileSystemError('NOT_A_FILE', target.absolute, `${target.absolute} is not a regular file`)
   let handle: FileHandle
   try {
     // Non-blocking, so that a named pipe cannot hang the open.
@@ -415,7 +480,11 @@ function statOf(target: ResolvedPath, info: Stats): FileStat {
 }
 
 /** Reads to the end of the file, or one byte past `limit` (so the caller can tell it was exceeded). */
-async function readAll(handle: FileHandle, limit: number | undefined, signal: AbortSignal | undefined): Promise<Buffer> {
+async function readAll(
+  handle: FileHandle,
+  limit: number | undefined,
+  signal: AbortSignal | undefined,
+): Promise<Buffer> {
   const chunks: Buffer[] = []
   let total = 0
   const cap = limit === undefined ? Number.POSITIVE_INFINITY : limit + 1

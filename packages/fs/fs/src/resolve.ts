@@ -10,9 +10,11 @@ function invalid(given: string, message: string): FileSystemError {
 
 /** Rejects what no file system call should ever see: non-strings, empty paths, NUL bytes. */
 export function checkPathText(value: unknown, what: string): string {
-  if (typeof value !== 'string') throw invalid(String(value), `${what} must be a string, got ${value === null ? 'null' : typeof value}`)
+  if (typeof value !== 'string')
+    throw invalid(String(value), `${what} must be a string, got ${value === null ? 'null' : typeof value}`)
   if (value === '') throw invalid(value, `${what} is empty`)
-  if (value.includes('\0')) throw invalid(value.replace(/\0/g, '\\0'), `${what} contains a NUL byte: ${JSON.stringify(value)}`)
+  if (value.includes('\0'))
+    throw invalid(value.replace(/\0/g, '\\0'), `${what} contains a NUL byte: ${JSON.stringify(value)}`)
   return value
 }
 
@@ -55,7 +57,8 @@ export function resolveHeld(given: unknown, options: ResolveOptions): HeldResolu
   let workspaceRoot = cwd
   if (options.workspace !== undefined) {
     workspaceRoot = checkPathText(options.workspace, 'the workspace root')
-    if (!path.isAbsolute(workspaceRoot)) throw invalid(workspaceRoot, `the workspace root must be absolute, got ${JSON.stringify(workspaceRoot)}`)
+    if (!path.isAbsolute(workspaceRoot))
+      throw invalid(workspaceRoot, `the workspace root must be absolute, got ${JSON.stringify(workspaceRoot)}`)
   }
   const absolute = path.resolve(cwd, text)
   const workspace = realLocation(path.resolve(workspaceRoot))

@@ -25,7 +25,10 @@ declare module '@dsh/cordis' {
      * content from elsewhere (an editor's unsaved buffer) instead of calling
      * `next()`; the innermost answer, undefined, reads the provider's storage.
      */
-    'fs/read-content'(request: FsAccessRequest, next: () => Promise<Uint8Array | undefined>): Promise<Uint8Array | undefined>
+    'fs/read-content'(
+      request: FsAccessRequest,
+      next: () => Promise<Uint8Array | undefined>,
+    ): Promise<Uint8Array | undefined>
     /**
      * @mode waterfall, fired by the provider after `fs/write` allowed
      * `writeFile`. A listener may store the data elsewhere (an editor's
@@ -265,7 +268,12 @@ export abstract class FileSystem extends Service {
    * throws or answers nonsense counts as a denial: the policy fails closed.
    * Providers call this after resolving and before touching anything.
    */
-  protected async authorize(kind: 'read' | 'write', operation: FsOperation, path: ResolvedPath, options: FsCallOptions): Promise<void> {
+  protected async authorize(
+    kind: 'read' | 'write',
+    operation: FsOperation,
+    path: ResolvedPath,
+    options: FsCallOptions,
+  ): Promise<void> {
     const event = kind === 'read' ? 'fs/read' : 'fs/write'
     const where = path.real === path.absolute ? path.absolute : `${path.absolute} (which leads to ${path.real})`
     if (options.expectReal !== undefined && options.expectReal !== path.real) {
@@ -276,19 +284,31 @@ export abstract class FileSystem extends Service {
       )
     }
     const secret = this.deniedReason(path.real)
-    if (secret !== undefined) throw new FileSystemError('DENIED', path.absolute, `${kind} access to ${where} was denied: ${secret}`, secret)
-    const request: FsAccessRequest = Object.freeze({ path: Object.freeze({ ...path }), operation, sessionId: options.sessionId })
+    if (secret !== undefined)
+      throw new FileSystemError('DENIED', path.absolute, `${kind} access to ${where} was denied: ${secret}`, secret)
+    const request: FsAccessRequest = Object.freeze({
+      path: Object.freeze({ ...path }),
+      operation,
+      sessionId: options.sessionId,
+    })
     let decision: FsDecision | undefined
     let failure: string | undefined
     try {
       decision = await this.home.waterfall(event, request, async (): Promise<FsDecision> => ({ kind: 'allow' }))
     } catch (error) {
-      this.home.logger.warn('an %s listener failed for %s: %s', event, path.absolute, error instanceof Error ? error.message : String(error))
+      this.home.logger.warn(
+        'an %s listener failed for %s: %s',
+        event,
+        path.absolute,
+        error instanceof Error ? error.message : String(error),
+      )
       failure = `the ${event} policy check failed (${error instanceof Error ? error.message : String(error)})`
     }
     if (decision?.kind === 'allow') return
     const reason =
-      decision?.kind === 'deny' ? String(decision.reason ?? 'no reason given') : (failure ?? `the ${event} policy gave no usable answer`)
+      decision?.kind === 'deny'
+        ? String(decision.reason ?? 'no reason given')
+        : (failure ?? `the ${event} policy gave no usable answer`)
     throw new FileSystemError('DENIED', path.absolute, `${kind} access to ${where} was denied: ${reason}`, reason)
   }
 
@@ -297,8 +317,16 @@ export abstract class FileSystem extends Service {
    * stored one, if any. Providers call this after `authorize` in `readFile`
    * and `readStream`. A listener failure becomes an `IO` error naming the path.
    */
-  protected async suppliedContent(operation: FsOperation, path: ResolvedPath, options: FsCallOptions): Promise<Buffer | undefined> {
-    const request: FsAccessRequest = Object.freeze({ path: Object.freeze({ ...path }), operation, sessionId: options.sessionId })
+  protected async suppliedContent(
+    operation: FsOperation,
+    path: ResolvedPath,
+    options: FsCallOptions,
+  ): Promise<Buffer | undefined> {
+    const request: FsAccessRequest = Object.freeze({
+      path: Object.freeze({ ...path }),
+      operation,
+      sessionId: options.sessionId,
+    })
     let supplied: Uint8Array | undefined
     try {
       supplied = await this.home.waterfall('fs/read-content', request, async () => undefined)
@@ -306,7 +334,12 @@ export abstract class FileSystem extends Service {
       throw this.contentFailure('read', path, error, options)
     }
     if (supplied === undefined) return undefined
-    if (!(supplied instanceof Uint8Array)) throw new FileSystemError('IO', path.absolute, `could not read ${path.absolute}: a fs/read-content listener answered with something other than bytes`)
+    if (!(supplied instanceof Uint8Array))
+      throw new FileSystemError(
+        'IO',
+        path.absolute,
+        `could not read ${path.absolute}: a fs/read-content listener answered with something other than bytes`,
+      )
     return Buffer.isBuffer(supplied) ? supplied : Buffer.from(supplied.buffer, supplied.byteOffset, supplied.byteLength)
   }
 
@@ -315,8 +348,18 @@ export abstract class FileSystem extends Service {
    * listener stores the data elsewhere. Providers call this after `authorize`
    * in `writeFile`. A listener failure becomes an `IO` error naming the path.
    */
-  protected async storeContent(path: ResolvedPath, data: Uint8Array, options: FsCallOptions, write: () => Promise<WriteResult>): Promise<WriteResult> {
-    const request: FsWriteContentRequest = Object.freeze({ path: Object.freeze({ ...path }), operation: 'writeFile', sessionId: options.sessionId, data })
+  protected async storeContent(
+    path: ResolvedPath,
+    data: Uint8Array,
+    options: FsCallOptions,
+    write: () => Promise<WriteResult>,
+  ): Promise<WriteResult> {
+    const request: FsWriteContentRequest = Object.freeze({
+      path: Object.freeze({ ...path }),
+      operation: 'writeFile',
+      sessionId: options.sessionId,
+      data,
+    })
     let ownFailure = false
     try {
       return await this.home.waterfall('fs/write-content', request, () =>
@@ -335,6 +378,8 @@ export abstract class FileSystem extends Service {
     if (options.signal?.aborted) return options.signal.reason
     if (error instanceof FileSystemError) return error
     const message = error instanceof Error ? error.message : String(error)
-    return new FileSystemError('IO', path.absolute, `could not ${kind} ${path.absolute}: ${message}`, undefined, { cause: error })
+    return new FileSystemError('IO', path.absolute, `could not ${kind} ${path.absolute}: ${message}`, undefined, {
+      cause: error,
+    })
   }
 }

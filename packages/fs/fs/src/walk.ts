@@ -71,7 +71,11 @@ export function release(walked: Walked): void {
 
 /** The error a swapped or moved component gives: the model reads it, so it says what happened. */
 export function pathChanged(shown: string, detail: string): FileSystemError {
-  return new FileSystemError('PATH_CHANGED', shown, `${shown} changed while it was being opened (${detail}); nothing was done. Retry only if you expect the path to be stable.`)
+  return new FileSystemError(
+    'PATH_CHANGED',
+    shown,
+    `${shown} changed while it was being opened (${detail}); nothing was done. Retry only if you expect the path to be stable.`,
+  )
 }
 
 /** Fails with `PATH_CHANGED` unless the descriptor still names `expected` (a folder or file moved since it was opened). */
@@ -80,7 +84,13 @@ export function verifyFdPath(fd: number, expected: string, shown: string): void 
   try {
     actual = readlinkSync(procPath(fd))
   } catch (error) {
-    throw new FileSystemError('IO', shown, `could not check where ${shown} lies: ${(error as Error).message}`, undefined, { cause: error })
+    throw new FileSystemError(
+      'IO',
+      shown,
+      `could not check where ${shown} lies: ${(error as Error).message}`,
+      undefined,
+      { cause: error },
+    )
   }
   if (actual !== expected) throw pathChanged(shown, `it was opened at ${expected} and now lies at ${actual}`)
 }
@@ -92,9 +102,15 @@ function openRoot(): HeldDir {
     readlinkSync(procPath(fd))
     return { fd, path: '/' }
   } catch (error) {
-    throw new FileSystemError('IO', '/', `cannot resolve paths safely: /proc/self/fd is not available (${(error as Error).message}); mount /proc`, undefined, {
-      cause: error,
-    })
+    throw new FileSystemError(
+      'IO',
+      '/',
+      `cannot resolve paths safely: /proc/self/fd is not available (${(error as Error).message}); mount /proc`,
+      undefined,
+      {
+        cause: error,
+      },
+    )
   }
 }
 
@@ -139,12 +155,14 @@ export function walk(absolute: string, shown: string = absolute): Walked {
         } catch (error) {
           closeQuietly(fd)
           // Replaced by something that is not a link between the open and the read.
-          if (errno(error) === 'EINVAL' || errno(error) === 'ENOENT') throw pathChanged(shown, `${path.join(dir.path, part)} was replaced while it was read`)
+          if (errno(error) === 'EINVAL' || errno(error) === 'ENOENT')
+            throw pathChanged(shown, `${path.join(dir.path, part)} was replaced while it was read`)
           throw walkError(error, shown)
         }
         closeQuietly(fd)
         hops += 1
-        if (hops > MAX_SYMLINK_HOPS) throw new FileSystemError('LOOP', shown, `too many levels of symbolic links in ${shown}`)
+        if (hops > MAX_SYMLINK_HOPS)
+          throw new FileSystemError('LOOP', shown, `too many levels of symbolic links in ${shown}`)
         pending.push(...target.split('/').filter(Boolean).reverse())
         if (target.startsWith('/')) {
           closeQuietly(dir.fd)
@@ -180,10 +198,22 @@ function walkError(error: unknown, shown: string): FileSystemError {
     case 'EPERM':
       return new FileSystemError('PERMISSION', shown, `permission denied: ${shown}`, undefined, cause)
     case 'ENAMETOOLONG':
-      return new FileSystemError('INVALID_PATH', shown, `the path is too long: ${shown.slice(0, 200)}…`, undefined, cause)
+      return new FileSystemError(
+        'INVALID_PATH',
+        shown,
+        `the path is too long: ${shown.slice(0, 200)}…`,
+        undefined,
+        cause,
+      )
     case 'ELOOP':
       return new FileSystemError('LOOP', shown, `too many levels of symbolic links in ${shown}`, undefined, cause)
     default:
-      return new FileSystemError('IO', shown, `could not resolve ${shown}: ${(error as Error).message}`, undefined, cause)
+      return new FileSystemError(
+        'IO',
+        shown,
+        `could not resolve ${shown}: ${(error as Error).message}`,
+        undefined,
+        cause,
+      )
   }
 }

@@ -1,5 +1,17 @@
 import { execFileSync } from 'node:child_process'
-import { chmod, link, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import {
+  chmod,
+  link,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Context } from '@dsh/cordis'
@@ -33,7 +45,6 @@ afterEach(async () => {
 
 const at = () => ({ cwd: workspace, sessionId: 'sess-1' })
 
-
 /** A policy: writes must land inside the workspace. */
 function confineWrites(seen: FsAccessRequest[] = []) {
   const plugin = (ctx: Context) => {
@@ -56,7 +67,11 @@ describe('resolve', () => {
     })
     expect((await fs.resolve('.', at())).insideWorkspace).toBe(true)
     const escaped = await fs.resolve('../outside/x.txt', at())
-    expect(escaped).toMatchObject({ absolute: path.join(outside, 'x.txt'), real: path.join(outside, 'x.txt'), insideWorkspace: false })
+    expect(escaped).toMatchObject({
+      absolute: path.join(outside, 'x.txt'),
+      real: path.join(outside, 'x.txt'),
+      insideWorkspace: false,
+    })
     expect((await fs.resolve(path.join(outside, 'x'), at())).insideWorkspace).toBe(false)
     // A sibling whose name starts with the workspace's is still outside.
     expect((await fs.resolve(`${workspace}-other/x`, at())).insideWorkspace).toBe(false)
@@ -76,9 +91,18 @@ describe('resolve', () => {
       real: path.join(outside, 'new/file.txt'),
       insideWorkspace: false,
     })
-    expect(await fs.resolve('dangling', at())).toMatchObject({ real: path.join(outside, 'not-yet.txt'), insideWorkspace: false })
-    expect(await fs.resolve('in-link/x', at())).toMatchObject({ real: path.join(workspace, 'inner/x'), insideWorkspace: true })
-    expect(await fs.resolve('relative-out/y', at())).toMatchObject({ real: path.join(outside, 'y'), insideWorkspace: false })
+    expect(await fs.resolve('dangling', at())).toMatchObject({
+      real: path.join(outside, 'not-yet.txt'),
+      insideWorkspace: false,
+    })
+    expect(await fs.resolve('in-link/x', at())).toMatchObject({
+      real: path.join(workspace, 'inner/x'),
+      insideWorkspace: true,
+    })
+    expect(await fs.resolve('relative-out/y', at())).toMatchObject({
+      real: path.join(outside, 'y'),
+      insideWorkspace: false,
+    })
   })
 
   it('compares against the real workspace when the workspace itself is reached through a symlink', async () => {
@@ -119,11 +143,15 @@ describe('policy', () => {
     const escaped = await failureOf(fs.writeFile('../outside/escape.txt', 'no', at()))
     expect(escaped.code).toBe('DENIED')
     expect(escaped.reason).toBe('writes outside the workspace are not allowed')
-    expect(escaped.message).toBe(`write access to ${path.join(outside, 'escape.txt')} was denied: writes outside the workspace are not allowed`)
+    expect(escaped.message).toBe(
+      `write access to ${path.join(outside, 'escape.txt')} was denied: writes outside the workspace are not allowed`,
+    )
 
     const viaLink = await failureOf(fs.writeFile('out-link/sub/escape.txt', 'no', at()))
     expect(viaLink.code).toBe('DENIED')
-    expect(viaLink.message).toContain(`${path.join(workspace, 'out-link/sub/escape.txt')} (which leads to ${path.join(outside, 'sub/escape.txt')})`)
+    expect(viaLink.message).toContain(
+      `${path.join(workspace, 'out-link/sub/escape.txt')} (which leads to ${path.join(outside, 'sub/escape.txt')})`,
+    )
     expect((await failureOf(fs.writeFile('planted', 'no', at()))).code).toBe('DENIED')
     expect((await failureOf(fs.mkdir('out-link/newdir', at()))).code).toBe('DENIED')
 
@@ -158,7 +186,12 @@ describe('policy', () => {
     })
     await writeFile(path.join(workspace, 'f.txt'), 'x')
     // One at a time: each operation resolves its path asynchronously before asking, so started together they could ask in any order.
-    for (const call of [() => fs.stat('f.txt', at()), () => fs.readFile('f.txt', at()), () => fs.readStream('f.txt', at()), () => fs.readdir('.', at())]) {
+    for (const call of [
+      () => fs.stat('f.txt', at()),
+      () => fs.readFile('f.txt', at()),
+      () => fs.readStream('f.txt', at()),
+      () => fs.readdir('.', at()),
+    ]) {
       const error = await failureOf(call())
       expect(error.code).toBe('DENIED')
       expect(error.message).toContain('no reading today')
@@ -207,7 +240,8 @@ describe('content hooks', () => {
     const hooks = await editorBuffers(buffers)
     expect((await fs.readFile('notes.txt', at())).toString()).toBe('unsaved buffer\n')
     const chunks: Buffer[] = []
-    for await (const chunk of await fs.readStream('notes.txt', { ...at(), start: 2, end: 6 })) chunks.push(chunk as Buffer)
+    for await (const chunk of await fs.readStream('notes.txt', { ...at(), start: 2, end: 6 }))
+      chunks.push(chunk as Buffer)
     expect(Buffer.concat(chunks).toString()).toBe('saved')
     expect((await failureOf(fs.readFile('notes.txt', { ...at(), maxBytes: 4 }))).code).toBe('TOO_LARGE')
 

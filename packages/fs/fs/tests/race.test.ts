@@ -1,5 +1,17 @@
 import { readdirSync } from 'node:fs'
-import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises'
+import {
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  symlink,
+  unlink,
+  writeFile,
+} from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import path from 'node:path'
 import { Context } from '@dsh/cordis'
@@ -46,7 +58,6 @@ afterEach(async () => {
 })
 
 const at = () => ({ cwd: workspace, sessionId: 'sess-1' })
-
 
 /** Runs `swap` once, from inside the policy check: after the walk, before the access. */
 async function swapDuringCheck(event: 'fs/read' | 'fs/write', swap: () => Promise<void>) {
@@ -135,7 +146,9 @@ describe('descriptor resolution', () => {
     await symlink(outside, path.join(workspace, 'd'))
     const error = await failureOf(fs.writeFile('d/file', 'payload', { ...at(), expectReal: expectReal as string }))
     expect(error.code).toBe('PATH_CHANGED')
-    expect(error.message).toContain(`it was checked as ${path.join(workspace, 'd', 'file')} and now leads to ${path.join(outside, 'file')}`)
+    expect(error.message).toContain(
+      `it was checked as ${path.join(workspace, 'd', 'file')} and now leads to ${path.join(outside, 'file')}`,
+    )
     expect(await readdir(outside)).toEqual([])
   })
 
@@ -233,8 +246,12 @@ describe('the deny-read list', () => {
     const error = await failureOf(fs.readFile(path.join(base, 'keys', 'id_ed25519'), at()))
     expect(error.reason).toMatch(/deny-read list/)
     expect((await failureOf(fs.readdir(path.join(base, 'keys'), at()))).code).toBe('DENIED')
-    expect(fs.deniedBelow(home)).toEqual(expect.arrayContaining([['.credentials.yaml'], ['.env'], ['profiles', '*', '.env']]))
-    expect(fs.deniedBelow(path.join(home, 'profiles', 'work'))).toEqual(expect.arrayContaining([['.env'], ['.credentials.yaml']]))
+    expect(fs.deniedBelow(home)).toEqual(
+      expect.arrayContaining([['.credentials.yaml'], ['.env'], ['profiles', '*', '.env']]),
+    )
+    expect(fs.deniedBelow(path.join(home, 'profiles', 'work'))).toEqual(
+      expect.arrayContaining([['.env'], ['.credentials.yaml']]),
+    )
     expect(fs.deniedBelow(workspace)).toEqual([])
   })
 

@@ -37,7 +37,8 @@ function slug(label: string): string {
 async function privateFolder(folder: string): Promise<void> {
   const info = await lstat(folder)
   if (info.isSymbolicLink() || !info.isDirectory()) throw new Error(`spill folder ${folder} is not a plain folder`)
-  if (typeof process.getuid === 'function' && info.uid !== process.getuid()) throw new Error(`spill folder ${folder} belongs to another user`)
+  if (typeof process.getuid === 'function' && info.uid !== process.getuid())
+    throw new Error(`spill folder ${folder} belongs to another user`)
   await chmod(folder, FOLDER_MODE)
 }
 
@@ -81,7 +82,8 @@ export class LocalSpillStore extends SpillStore {
       this.root = await mkdtemp(path.join(tmpdir(), 'dsh-spill-'))
       this.createdRoot = true
     } else {
-      if (!path.isAbsolute(configured)) throw new Error(`spill: root must be an absolute path, got ${JSON.stringify(configured)}`)
+      if (!path.isAbsolute(configured))
+        throw new Error(`spill: root must be an absolute path, got ${JSON.stringify(configured)}`)
       this.root = path.resolve(configured)
       // mkdir returns the first folder it created: undefined when the root was already there.
       this.createdRoot = (await mkdir(this.root, { recursive: true, mode: FOLDER_MODE })) !== undefined
@@ -90,9 +92,11 @@ export class LocalSpillStore extends SpillStore {
   }
 
   async save(request: SpillRequest): Promise<SpillFile> {
-    if (request === null || typeof request !== 'object') throw new TypeError('spill: save() needs { sessionId, text, label }')
+    if (request === null || typeof request !== 'object')
+      throw new TypeError('spill: save() needs { sessionId, text, label }')
     const { sessionId, text, label } = request
-    if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('spill: sessionId must be a non-empty string')
+    if (typeof sessionId !== 'string' || sessionId === '')
+      throw new TypeError('spill: sessionId must be a non-empty string')
     if (typeof text !== 'string') throw new TypeError('spill: text must be a string')
     if (typeof label !== 'string') throw new TypeError('spill: label must be a string')
     if (this.closed) throw new Error('spill: the store has been disposed')
@@ -166,7 +170,11 @@ export class LocalSpillStore extends SpillStore {
         if (folder.status === 'fulfilled') await rm(folder.value, { recursive: true, force: true })
       }
     } catch (error) {
-      this.home.logger.warn('spill: could not remove %s: %s', this.root, error instanceof Error ? error.message : String(error))
+      this.home.logger.warn(
+        'spill: could not remove %s: %s',
+        this.root,
+        error instanceof Error ? error.message : String(error),
+      )
     }
   }
 }

@@ -129,7 +129,9 @@ describe('local spill store', () => {
 
     const { store } = await start()
     await expect(store.save({ sessionId: '', text: 'x', label: 'l' })).rejects.toThrow('sessionId')
-    await expect(store.save({ sessionId: 's', text: 42 as unknown as string, label: 'l' })).rejects.toThrow('text must be a string')
+    await expect(store.save({ sessionId: 's', text: 42 as unknown as string, label: 'l' })).rejects.toThrow(
+      'text must be a string',
+    )
     expect(store.root).toBe('') // refused requests made no folder
   })
 })

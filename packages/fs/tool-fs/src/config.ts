@@ -30,9 +30,18 @@ export const Config: Schema<FsToolsConfig> = Schema.object({
   tools: Schema.array(Schema.union(FS_TOOL_NAMES))
     .default([...FS_TOOL_NAMES])
     .description('Which of the file tools to register.'),
-  readLimit: Schema.natural().min(1).default(2000).description('Lines `read` shows by default, and the most a call may ask for.'),
-  maxLineLength: Schema.natural().min(1).default(2000).description('Characters of one line `read` shows before cutting it.'),
-  maxReadBytes: Schema.natural().min(1).default(51_200).description('Bytes of numbered lines one `read` returns at most.'),
+  readLimit: Schema.natural()
+    .min(1)
+    .default(2000)
+    .description('Lines `read` shows by default, and the most a call may ask for.'),
+  maxLineLength: Schema.natural()
+    .min(1)
+    .default(2000)
+    .description('Characters of one line `read` shows before cutting it.'),
+  maxReadBytes: Schema.natural()
+    .min(1)
+    .default(51_200)
+    .description('Bytes of numbered lines one `read` returns at most.'),
   maxImageBytes: Schema.natural()
     .min(1)
     .default(5 * 1024 * 1024)
@@ -45,9 +54,14 @@ export const Config: Schema<FsToolsConfig> = Schema.object({
     .min(1)
     .default(10 * 1024 * 1024)
     .description('Largest file `edit` loads to change.'),
-  diffContextLines: Schema.natural().default(3).description('Unchanged lines shown around each change in the diff `edit` returns.'),
+  diffContextLines: Schema.natural()
+    .default(3)
+    .description('Unchanged lines shown around each change in the diff `edit` returns.'),
   maxDiffLines: Schema.natural().min(1).default(120).description('Lines of diff `edit` returns at most.'),
-  globMaxResults: Schema.natural().min(1).default(100).description('Paths `glob` lists at most; the full list is spilled when `ctx.spill` exists.'),
+  globMaxResults: Schema.natural()
+    .min(1)
+    .default(100)
+    .description('Paths `glob` lists at most; the full list is spilled when `ctx.spill` exists.'),
   globIncludeIgnored: Schema.boolean()
     .default(false)
     .description('Let `glob` list files that .gitignore and .ignore files exclude.'),
@@ -55,17 +69,32 @@ export const Config: Schema<FsToolsConfig> = Schema.object({
     .min(1)
     .default(250)
     .description('Result lines (content), files or counts `grep` shows when the call gives no `head_limit`.'),
-  grepMaxHeadLimit: Schema.natural().min(1).default(2000).description('The largest `head_limit` a `grep` call may ask for.'),
-  grepMaxContext: Schema.natural().default(20).description('The largest `context` (lines around each match) a `grep` call may ask for.'),
-  grepMaxLineLength: Schema.natural().min(1).default(2000).description('Characters of one matching line `grep` shows before cutting it.'),
+  grepMaxHeadLimit: Schema.natural()
+    .min(1)
+    .default(2000)
+    .description('The largest `head_limit` a `grep` call may ask for.'),
+  grepMaxContext: Schema.natural()
+    .default(20)
+    .description('The largest `context` (lines around each match) a `grep` call may ask for.'),
+  grepMaxLineLength: Schema.natural()
+    .min(1)
+    .default(2000)
+    .description('Characters of one matching line `grep` shows before cutting it.'),
   searchMaxOutputBytes: Schema.natural()
     .min(1)
     .default(20_000_000)
-    .description('Raw ripgrep output read at most per `glob` or `grep`; past it the search is stopped and reported incomplete.'),
-  searchTimeoutMs: Schema.natural().min(1).default(30_000).description('Time budget of one `glob` or `grep` call in milliseconds.'),
+    .description(
+      'Raw ripgrep output read at most per `glob` or `grep`; past it the search is stopped and reported incomplete.',
+    ),
+  searchTimeoutMs: Schema.natural()
+    .min(1)
+    .default(30_000)
+    .description('Time budget of one `glob` or `grep` call in milliseconds.'),
   lsMaxDepth: Schema.natural().min(1).default(3).description('Folder levels `ls` shows below the listed folder.'),
   lsMaxEntries: Schema.natural().min(1).default(200).description('Entries `ls` shows at most.'),
   lsIgnore: Schema.array(Schema.string())
     .default(['.git', 'node_modules', '__pycache__', '.DS_Store'])
-    .description('Entry names (globs with `*` and `?`) `ls` always leaves out, besides those a call passes in `ignore`.'),
+    .description(
+      'Entry names (globs with `*` and `?`) `ls` always leaves out, besides those a call passes in `ignore`.',
+    ),
 })

@@ -22,7 +22,13 @@ interface Block {
  * A unified-style diff of an edit. The replacements are known, so each one
  * maps straight to the lines it touched; no general diff search is needed.
  */
-export function editDiff(label: string, before: string, after: string, replacements: readonly Replacement[], options: DiffOptions): string {
+export function editDiff(
+  label: string,
+  before: string,
+  after: string,
+  replacements: readonly Replacement[],
+  options: DiffOptions,
+): string {
   const oldLines = splitLines(before)
   const newLines = splitLines(after)
   const oldStarts = lineStarts(before)
@@ -47,7 +53,9 @@ export function editDiff(label: string, before: string, after: string, replaceme
       blocks.push(block)
     }
   }
-  const changed = blocks.map((block) => trim(block, oldLines, newLines)).filter((b) => b.oldFrom < b.oldTo || b.newFrom < b.newTo)
+  const changed = blocks
+    .map((block) => trim(block, oldLines, newLines))
+    .filter((b) => b.oldFrom < b.oldTo || b.newFrom < b.newTo)
   if (changed.length === 0) return `--- ${label}\n+++ ${label}\n(no line changed)`
 
   const out = [`--- ${label}`, `+++ ${label}`]

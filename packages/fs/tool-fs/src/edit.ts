@@ -4,7 +4,16 @@ import { callTarget, defineTool, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { editDiff, type Replacement } from './diff.ts'
-import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, sha256, shownArgument, statOrUndefined, toolErrorOf } from './files.ts'
+import {
+  displayPath,
+  fsOptions,
+  MAX_PATH_LENGTH,
+  readRecords,
+  sha256,
+  shownArgument,
+  statOrUndefined,
+  toolErrorOf,
+} from './files.ts'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
@@ -21,7 +30,9 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       change: (args) => {
         const target = callTarget(args)
         const { old_string: oldText, new_string: newText } = args
-        return target && typeof oldText === 'string' && typeof newText === 'string' ? { path: target, oldText, newText } : undefined
+        return target && typeof oldText === 'string' && typeof newText === 'string'
+          ? { path: target, oldText, newText }
+          : undefined
       },
     },
     description:
@@ -33,13 +44,19 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       path: z.string().min(1).max(MAX_PATH_LENGTH).describe('The file to edit, absolute or relative to the workspace.'),
       old_string: z.string().min(1).describe('The exact text to replace.'),
       new_string: z.string().describe('The text to put in its place.'),
-      replace_all: z.boolean().optional().describe('Replace every occurrence instead of requiring exactly one. Default false.'),
+      replace_all: z
+        .boolean()
+        .optional()
+        .describe('Replace every occurrence instead of requiring exactly one. Default false.'),
     }),
     access: (args) => ({ kind: 'write', paths: [args.path], summary: `edit ${args.path}` }),
     async execute(args, run) {
       let shown = shownArgument(run.cwd, args.path)
       if (args.old_string === args.new_string) {
-        throw new ToolError('FS_EDIT_NO_CHANGE', 'old_string and new_string are identical, so there is nothing to change.')
+        throw new ToolError(
+          'FS_EDIT_NO_CHANGE',
+          'old_string and new_string are identical, so there is nothing to change.',
+        )
       }
       const info = await statOrUndefined(ctx, args.path, run, shown)
       if (!info) throw new ToolError('FS_NOT_FOUND', `file not found: ${shown}. To create a file, use write.`)
@@ -50,7 +67,11 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       const options = { ...fsOptions(run, args.path), expectReal: info.path.real }
       const records = readRecords(run.sessionState)
       const record = records.get(info.path.real)
-      if (!record) throw new ToolError('FS_NOT_READ', `you have not read ${shown} in this session. Read it with the read tool first, then retry the edit.`)
+      if (!record)
+        throw new ToolError(
+          'FS_NOT_READ',
+          `you have not read ${shown} in this session. Read it with the read tool first, then retry the edit.`,
+        )
 
       let bytes: Buffer
       try {
@@ -66,7 +87,11 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
           `${shown} has changed on disk since you last read it (modified ${new Date(info.mtimeMs).toISOString()}). Read it again, then retry the edit.`,
         )
       }
-      if (bytes.includes(0)) throw new ToolError('FS_NOT_TEXT', `${shown} looks like a binary file (it contains NUL bytes); edit only changes text files.`)
+      if (bytes.includes(0))
+        throw new ToolError(
+          'FS_NOT_TEXT',
+          `${shown} looks like a binary file (it contains NUL bytes); edit only changes text files.`,
+        )
       let before: string
       try {
         before = utf8.decode(bytes)
@@ -104,10 +129,22 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       } catch (error) {
         throw toolErrorOf(error, shown, run.signal)
       }
-      records.set(written.path.real, { path: written.path.absolute, mtimeMs: written.mtimeMs, size: written.bytes, sha256: sha256(data) })
+      records.set(written.path.real, {
+        path: written.path.absolute,
+        mtimeMs: written.mtimeMs,
+        size: written.bytes,
+        sha256: sha256(data),
+      })
 
-      const replacements: Replacement[] = positions.map((start) => ({ start, oldLength: oldText.length, newLength: newText.length }))
-      const diff = editDiff(shown, before, after, replacements, { context: config.diffContextLines, maxLines: config.maxDiffLines })
+      const replacements: Replacement[] = positions.map((start) => ({
+        start,
+        oldLength: oldText.length,
+        newLength: newText.length,
+      }))
+      const diff = editDiff(shown, before, after, replacements, {
+        context: config.diffContextLines,
+        maxLines: config.maxDiffLines,
+      })
       const count = positions.length === 1 ? 'one occurrence' : `all ${positions.length} occurrences`
       return {
         content: `Edited ${shown}: replaced ${count}.\n\n${diff}`,
@@ -134,7 +171,8 @@ function findMatches(text: string, oldText: string, newText: string): Match | un
   if (text.includes('\r\n') && oldText.includes('\n') && !oldText.includes('\r')) {
     const crlfOld = oldText.replace(/\n/g, '\r\n')
     const crlfPositions = occurrences(text, crlfOld)
-    if (crlfPositions.length) return { positions: crlfPositions, oldText: crlfOld, newText: newText.replace(/\r?\n/g, '\r\n') }
+    if (crlfPositions.length)
+      return { positions: crlfPositions, oldText: crlfOld, newText: newText.replace(/\r?\n/g, '\r\n') }
   }
   return undefined
 }

@@ -77,14 +77,20 @@ export type ErrorWording = Partial<Record<FileSystemError['code'], string>>
 export function toolErrorOf(error: unknown, shown: string, signal: AbortSignal, wording: ErrorWording = {}): unknown {
   if (signal.aborted) return error
   if (!(error instanceof FileSystemError)) {
-    return new ToolError('FS_IO_ERROR', `could not access ${shown}: ${error instanceof Error ? error.message : String(error)}`)
+    return new ToolError(
+      'FS_IO_ERROR',
+      `could not access ${shown}: ${error instanceof Error ? error.message : String(error)}`,
+    )
   }
   const own = wording[error.code]
   switch (error.code) {
     case 'INVALID_PATH':
       return new ToolError('FS_INVALID_PATH', own ?? `invalid path ${shown}: ${error.message}.`)
     case 'DENIED':
-      return new ToolError('FS_DENIED', own ?? `access to ${shown} was denied: ${error.reason ?? error.message}. Do not retry this path.`)
+      return new ToolError(
+        'FS_DENIED',
+        own ?? `access to ${shown} was denied: ${error.reason ?? error.message}. Do not retry this path.`,
+      )
     case 'NOT_FOUND':
       return new ToolError('FS_NOT_FOUND', own ?? `${shown} does not exist.`)
     case 'IS_DIRECTORY':
@@ -109,7 +115,12 @@ export function toolErrorOf(error: unknown, shown: string, signal: AbortSignal, 
 }
 
 /** Stats a path; undefined when nothing is there. Other failures become tool errors. */
-export async function statOrUndefined(ctx: Context, given: string, run: ToolRunContext, shown: string): Promise<FileStat | undefined> {
+export async function statOrUndefined(
+  ctx: Context,
+  given: string,
+  run: ToolRunContext,
+  shown: string,
+): Promise<FileStat | undefined> {
   try {
     return await ctx.fs.stat(given, fsOptions(run, given))
   } catch (error) {

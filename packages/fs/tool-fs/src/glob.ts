@@ -12,7 +12,9 @@ const VCS_FOLDERS = ['.git', '.svn', '.hg', '.bzr', '.jj', '.sl']
 export const MAX_PATTERN_LENGTH = 4096
 
 export function globTool(ctx: Context, config: FsToolsConfig) {
-  const ignored = config.globIncludeIgnored ? 'Files excluded by .gitignore are listed too.' : 'Files excluded by .gitignore are left out.'
+  const ignored = config.globIncludeIgnored
+    ? 'Files excluded by .gitignore are listed too.'
+    : 'Files excluded by .gitignore are left out.'
   return defineTool({
     name: 'glob',
     presentation: {
@@ -28,8 +30,17 @@ export function globTool(ctx: Context, config: FsToolsConfig) {
       'one with `/` matches paths relative to `path`. Lists files only (not directories), most recently modified first, ' +
       `hidden files included. ${ignored} Shows at most ${config.globMaxResults} paths.`,
     parameters: z.object({
-      pattern: z.string().min(1).max(MAX_PATTERN_LENGTH).describe('The glob pattern (ripgrep glob syntax: *, **, ?, [abc], {a,b}).'),
-      path: z.string().min(1).max(MAX_PATH_LENGTH).optional().describe('The directory to search in. Default: the workspace.'),
+      pattern: z
+        .string()
+        .min(1)
+        .max(MAX_PATTERN_LENGTH)
+        .describe('The glob pattern (ripgrep glob syntax: *, **, ?, [abc], {a,b}).'),
+      path: z
+        .string()
+        .min(1)
+        .max(MAX_PATH_LENGTH)
+        .optional()
+        .describe('The directory to search in. Default: the workspace.'),
     }),
     readOnly: true,
     isConcurrencySafe: () => true,
@@ -37,7 +48,10 @@ export function globTool(ctx: Context, config: FsToolsConfig) {
     access: (args) => ({ kind: 'read', paths: [args.path ?? '.'], summary: `glob ${args.pattern}` }),
     async execute(args, run) {
       if (args.pattern.startsWith('!')) {
-        throw new ToolError('SEARCH_INVALID_GLOB', 'a glob pattern cannot start with "!" (that would exclude files instead of finding them).')
+        throw new ToolError(
+          'SEARCH_INVALID_GLOB',
+          'a glob pattern cannot start with "!" (that would exclude files instead of finding them).',
+        )
       }
       if (args.pattern.includes('\0')) throw new ToolError('SEARCH_INVALID_GLOB', 'the pattern contains a NUL byte.')
       const root = await searchRoot(ctx, args.path ?? '.', run, true)
@@ -48,16 +62,26 @@ export function globTool(ctx: Context, config: FsToolsConfig) {
 
       let outcome: RgOutcome
       try {
-        outcome = await runRipgrep(rgArgs, { cwd: root.cwd, signal: run.signal, maxOutputBytes: config.searchMaxOutputBytes })
+        outcome = await runRipgrep(rgArgs, {
+          cwd: root.cwd,
+          signal: run.signal,
+          maxOutputBytes: config.searchMaxOutputBytes,
+        })
       } finally {
         root.close()
       }
       const found = nullSeparated(outcome.stdout, outcome.overflow).filter(root.allowed)
       // rg exits 1 when nothing matched, and 2 on trouble that may still leave results (an unreadable folder).
-      if (outcome.code !== 0 && outcome.code !== 1 && found.length === 0 && !outcome.overflow) throw rgFailure(outcome, 'glob pattern')
+      if (outcome.code !== 0 && outcome.code !== 1 && found.length === 0 && !outcome.overflow)
+        throw rgFailure(outcome, 'glob pattern')
 
       const paths = found.map(root.show)
-      const meta = { root: root.info.path.absolute, total: paths.length, truncated: false, spilled: null as string | null }
+      const meta = {
+        root: root.info.path.absolute,
+        total: paths.length,
+        truncated: false,
+        spilled: null as string | null,
+      }
       if (paths.length === 0) return { content: 'No files found', meta }
       const notes: string[] = []
       let listed = paths
@@ -74,7 +98,10 @@ export function globTool(ctx: Context, config: FsToolsConfig) {
           }),
         )
       }
-      if (outcome.overflow) notes.push(`(The listing passed ${config.searchMaxOutputBytes} bytes and was stopped, so it is incomplete. Narrow the pattern or the path.)`)
+      if (outcome.overflow)
+        notes.push(
+          `(The listing passed ${config.searchMaxOutputBytes} bytes and was stopped, so it is incomplete. Narrow the pattern or the path.)`,
+        )
       return { content: [listed.join('\n'), ...notes].join('\n\n'), meta }
     },
   })

@@ -4,7 +4,15 @@ import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { MAX_PATH_LENGTH } from './files.ts'
 import { MAX_PATTERN_LENGTH } from './glob.ts'
-import { cutFooter, nullSeparated, type RgOutcome, rgFailure, runRipgrep, type SearchRoot, searchRoot } from './ripgrep.ts'
+import {
+  cutFooter,
+  nullSeparated,
+  type RgOutcome,
+  rgFailure,
+  runRipgrep,
+  type SearchRoot,
+  searchRoot,
+} from './ripgrep.ts'
 
 type OutputMode = 'content' | 'files_with_matches' | 'count'
 
@@ -40,16 +48,35 @@ export function grepTool(ctx: Context, config: FsToolsConfig) {
       `Shows the first ${config.grepMaxResults} results unless head_limit says otherwise.`,
     parameters: z.object({
       pattern: z.string().min(1).max(MAX_PATTERN_LENGTH).describe('The regular expression to search for.'),
-      path: z.string().min(1).max(MAX_PATH_LENGTH).optional().describe('File or directory to search. Default: the workspace.'),
-      glob: z.string().min(1).max(MAX_PATTERN_LENGTH).optional().describe('Only search files matching this glob, e.g. `*.ts` or `src/**/*.py`.'),
+      path: z
+        .string()
+        .min(1)
+        .max(MAX_PATH_LENGTH)
+        .optional()
+        .describe('File or directory to search. Default: the workspace.'),
+      glob: z
+        .string()
+        .min(1)
+        .max(MAX_PATTERN_LENGTH)
+        .optional()
+        .describe('Only search files matching this glob, e.g. `*.ts` or `src/**/*.py`.'),
       type: z
         .string()
         .regex(/^[A-Za-z0-9][A-Za-z0-9_+-]{0,31}$/, 'a ripgrep file type name such as js, ts, py, rust')
         .optional()
         .describe('Only search files of this ripgrep type, e.g. `ts`, `py`, `rust`.'),
       case_insensitive: z.boolean().optional().describe('Match without regard to case. Default false.'),
-      context: z.number().int().min(0).max(config.grepMaxContext).optional().describe('Lines of context before and after each match (content mode only).'),
-      output_mode: z.enum(['content', 'files_with_matches', 'count']).optional().describe('What to show. Default files_with_matches.'),
+      context: z
+        .number()
+        .int()
+        .min(0)
+        .max(config.grepMaxContext)
+        .optional()
+        .describe('Lines of context before and after each match (content mode only).'),
+      output_mode: z
+        .enum(['content', 'files_with_matches', 'count'])
+        .optional()
+        .describe('What to show. Default files_with_matches.'),
       head_limit: z
         .number()
         .int()
@@ -65,10 +92,14 @@ export function grepTool(ctx: Context, config: FsToolsConfig) {
     async execute(args, run): Promise<ToolOutput> {
       const mode: OutputMode = args.output_mode ?? 'files_with_matches'
       if (args.context !== undefined && mode !== 'content') {
-        throw new ToolError('INVALID_ARGUMENTS', 'context only applies to output_mode "content"; drop it or set output_mode to "content".')
+        throw new ToolError(
+          'INVALID_ARGUMENTS',
+          'context only applies to output_mode "content"; drop it or set output_mode to "content".',
+        )
       }
       // A NUL byte cannot pass through a process argument.
-      if (args.pattern.includes('\0')) throw new ToolError('SEARCH_INVALID_PATTERN', 'the pattern contains a NUL byte; use \\x00 to match one.')
+      if (args.pattern.includes('\0'))
+        throw new ToolError('SEARCH_INVALID_PATTERN', 'the pattern contains a NUL byte; use \\x00 to match one.')
       if (args.glob?.includes('\0')) throw new ToolError('SEARCH_INVALID_GLOB', 'the glob contains a NUL byte.')
       const root = await searchRoot(ctx, args.path ?? '.', run, false)
       const rgArgs: string[] = ['--hidden', '--no-require-git', '--glob=!.git', '--with-filename']
@@ -85,7 +116,11 @@ export function grepTool(ctx: Context, config: FsToolsConfig) {
 
       let outcome: RgOutcome
       try {
-        outcome = await runRipgrep(rgArgs, { cwd: root.cwd, signal: run.signal, maxOutputBytes: config.searchMaxOutputBytes })
+        outcome = await runRipgrep(rgArgs, {
+          cwd: root.cwd,
+          signal: run.signal,
+          maxOutputBytes: config.searchMaxOutputBytes,
+        })
       } finally {
         root.close()
       }
@@ -112,14 +147,21 @@ function problems(outcome: RgOutcome, found: number): string[] {
   const notes: string[] = []
   if (outcome.code === 2 && outcome.stderr.trim() !== '') {
     const lines = outcome.stderr.trim().split('\n')
-    notes.push(`(Some files could not be searched: ${lines.slice(0, 3).map((line) => line.replace(/^rg: /, '')).join('; ')}${lines.length > 3 ? `; and ${lines.length - 3} more` : ''}.)`)
+    notes.push(
+      `(Some files could not be searched: ${lines
+        .slice(0, 3)
+        .map((line) => line.replace(/^rg: /, ''))
+        .join('; ')}${lines.length > 3 ? `; and ${lines.length - 3} more` : ''}.)`,
+    )
   }
   return notes
 }
 
 function overflowNote(base: Base): string[] {
   return base.outcome.overflow
-    ? [`(ripgrep's output passed ${base.config.searchMaxOutputBytes} bytes, so the search was stopped and the results are incomplete. Narrow the pattern, path or glob.)`]
+    ? [
+        `(ripgrep's output passed ${base.config.searchMaxOutputBytes} bytes, so the search was stopped and the results are incomplete. Narrow the pattern, path or glob.)`,
+      ]
     : []
 }
 
@@ -131,19 +173,29 @@ async function listing(base: Base, mode: 'files_with_matches' | 'count'): Promis
     const text = stdout.toString('utf8')
     const complete = overflow || text === '' || text.endsWith('\n') ? text : `${text}\n`
     const pattern = /([^\0]*)\0(\d+)\n/g
-    for (let match = pattern.exec(complete); match; match = pattern.exec(complete)) printed.push({ path: match[1] as string, count: Number(match[2]) })
+    for (let match = pattern.exec(complete); match; match = pattern.exec(complete))
+      printed.push({ path: match[1] as string, count: Number(match[2]) })
   } else {
     for (const record of nullSeparated(stdout, overflow)) if (record !== '') printed.push({ path: record, count: 0 })
   }
   // A file on the deny-read list never shows, not even by name.
   const entries = printed.filter((entry) => base.root.allowed(entry.path))
   const notes = problems(base.outcome, entries.length)
-  const shown = entries.map((entry) => ({ ...entry, path: base.root.show(entry.path) })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  const shown = entries
+    .map((entry) => ({ ...entry, path: base.root.show(entry.path) }))
+    .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   const totalMatches = shown.reduce((sum, entry) => sum + entry.count, 0)
-  const meta = { mode, files: shown.length, matches: mode === 'count' ? totalMatches : null, truncated: false, spilled: null as string | null }
+  const meta = {
+    mode,
+    files: shown.length,
+    matches: mode === 'count' ? totalMatches : null,
+    truncated: false,
+    spilled: null as string | null,
+  }
   if (shown.length === 0) return { content: ['No matches found', ...notes, ...overflowNote(base)].join('\n\n'), meta }
 
-  const render = (entry: { path: string; count: number }) => (mode === 'count' ? `${entry.path}:${entry.count}` : entry.path)
+  const render = (entry: { path: string; count: number }) =>
+    mode === 'count' ? `${entry.path}:${entry.count}` : entry.path
   const lines = shown.map(render)
   let body = lines.slice(0, base.limit)
   if (lines.length > base.limit) {
@@ -166,9 +218,13 @@ async function listing(base: Base, mode: 'files_with_matches' | 'count'): Promis
 async function content(base: Base, blocks: FileBlock[]): Promise<ToolOutput> {
   const notes = problems(base.outcome, blocks.length)
   const maxLength = base.config.grepMaxLineLength
-  const cut = (text: string) => (text.length > maxLength ? `${text.slice(0, maxLength)}… [line cut at ${maxLength} characters]` : text)
+  const cut = (text: string) =>
+    text.length > maxLength ? `${text.slice(0, maxLength)}… [line cut at ${maxLength} characters]` : text
   blocks.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-  const matches = blocks.reduce((sum, block) => sum + block.lines.filter((line) => line.counts && /^\d+:/.test(line.text)).length, 0)
+  const matches = blocks.reduce(
+    (sum, block) => sum + block.lines.filter((line) => line.counts && /^\d+:/.test(line.text)).length,
+    0,
+  )
   const meta = { mode: 'content', files: blocks.length, matches, truncated: false, spilled: null as string | null }
   if (blocks.length === 0) return { content: ['No matches found', ...notes, ...overflowNote(base)].join('\n\n'), meta }
 
@@ -250,7 +306,9 @@ function parseJson(outcome: RgOutcome, root: SearchRoot): FileBlock[] {
     if (previous !== undefined && number > previous + 1) block.lines.push({ text: '--', counts: false })
     last.set(file, number)
     // rg reports a multi-line match as one event; show each of its lines.
-    const lines = textOf(data.lines).replace(/\r?\n$/, '').split(/\r?\n/)
+    const lines = textOf(data.lines)
+      .replace(/\r?\n$/, '')
+      .split(/\r?\n/)
     lines.forEach((line, i) => {
       block.lines.push({ text: `${number + i}${event.type === 'match' ? ':' : '-'}${line}`, counts: true })
     })

@@ -23,7 +23,14 @@ export const inject = ['tools', 'fs']
  * every call.
  */
 export function createFsTools(ctx: Context, config: FsToolsConfig): ToolDefinition[] {
-  return [readTool(ctx, config), writeTool(ctx, config), editTool(ctx, config), globTool(ctx, config), grepTool(ctx, config), lsTool(ctx, config)]
+  return [
+    readTool(ctx, config),
+    writeTool(ctx, config),
+    editTool(ctx, config),
+    globTool(ctx, config),
+    grepTool(ctx, config),
+    lsTool(ctx, config),
+  ]
 }
 
 /** Registers the file tools named in `config.tools` (default all six) on `ctx.tools`. */

@@ -61,7 +61,12 @@ export function lsTool(ctx: Context, config: FsToolsConfig) {
       `Leaves out ${config.lsIgnore.length ? config.lsIgnore.join(', ') : 'nothing'} and whatever \`ignore\` names. ` +
       'To find files by pattern use glob; to read a file use read.',
     parameters: z.object({
-      path: z.string().min(1).max(MAX_PATH_LENGTH).optional().describe('The directory to list. Default: the workspace.'),
+      path: z
+        .string()
+        .min(1)
+        .max(MAX_PATH_LENGTH)
+        .optional()
+        .describe('The directory to list. Default: the workspace.'),
       ignore: z
         .array(z.string().min(1).max(256))
         .max(100)
@@ -79,13 +84,17 @@ export function lsTool(ctx: Context, config: FsToolsConfig) {
       try {
         info = await ctx.fs.stat(given, options)
       } catch (error) {
-        throw toolErrorOf(error, shown, run.signal, { NOT_FOUND: `${shown} does not exist. Check the path (relative paths start at ${run.cwd}).` })
+        throw toolErrorOf(error, shown, run.signal, {
+          NOT_FOUND: `${shown} does not exist. Check the path (relative paths start at ${run.cwd}).`,
+        })
       }
       shown = displayPath(run.cwd, info.path.absolute)
-      if (info.type !== 'directory') throw new ToolError('FS_NOT_DIRECTORY', `${shown} is not a directory. Use read to see a file.`)
+      if (info.type !== 'directory')
+        throw new ToolError('FS_NOT_DIRECTORY', `${shown} is not a directory. Use read to see a file.`)
 
       const ignores = [...config.lsIgnore, ...(args.ignore ?? [])].map(globMatcher)
-      const ignored = (node: { name: string; rel: string }) => ignores.some((re) => re.test(node.name) || re.test(node.rel))
+      const ignored = (node: { name: string; rel: string }) =>
+        ignores.some((re) => re.test(node.name) || re.test(node.rel))
       const root: Node = { name: shown, type: 'directory', rel: '', omitted: 0, closed: false }
       let budget = config.lsMaxEntries
       let truncated = false
@@ -101,14 +110,23 @@ export function lsTool(ctx: Context, config: FsToolsConfig) {
           } catch (error) {
             if (folder === root) throw toolErrorOf(error, shown, run.signal)
             if (run.signal.aborted) throw error
-            folder.problem = error instanceof FileSystemError ? (error.code === 'DENIED' ? `access denied: ${error.reason}` : error.code.toLowerCase().replace(/_/g, ' ')) : String(error)
+            folder.problem =
+              error instanceof FileSystemError
+                ? error.code === 'DENIED'
+                  ? `access denied: ${error.reason}`
+                  : error.code.toLowerCase().replace(/_/g, ' ')
+                : String(error)
             folder.children = []
             continue
           }
           const kept = entries
             .map((entry) => ({ ...entry, rel: folder.rel ? `${folder.rel}/${entry.name}` : entry.name }))
             .filter((entry) => !ignored(entry))
-            .sort((a, b) => Number(b.type === 'directory') - Number(a.type === 'directory') || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+            .sort(
+              (a, b) =>
+                Number(b.type === 'directory') - Number(a.type === 'directory') ||
+                (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+            )
           folder.children = []
           for (const entry of kept) {
             if (budget === 0) {
@@ -117,7 +135,13 @@ export function lsTool(ctx: Context, config: FsToolsConfig) {
               continue
             }
             budget -= 1
-            const node: Node = { name: entry.name, type: entry.type, rel: entry.rel, omitted: 0, closed: entry.type === 'directory' }
+            const node: Node = {
+              name: entry.name,
+              type: entry.type,
+              rel: entry.rel,
+              omitted: 0,
+              closed: entry.type === 'directory',
+            }
             folder.children.push(node)
             if (entry.type === 'directory') next.push(node)
           }
@@ -131,16 +155,26 @@ export function lsTool(ctx: Context, config: FsToolsConfig) {
       const lines: string[] = []
       const render = (node: Node, indent: string) => {
         const mark = node.type === 'directory' ? '/' : node.type === 'symlink' ? '@' : ''
-        const label = node === root ? `${node.name}${node.name.endsWith('/') ? '' : '/'}` : `${indent}${printable(node.name)}${mark}`
+        const label =
+          node === root
+            ? `${node.name}${node.name.endsWith('/') ? '' : '/'}`
+            : `${indent}${printable(node.name)}${mark}`
         lines.push(node.closed && node.type === 'directory' && !node.children?.length ? `${label} …` : label)
         if (node.problem) lines.push(`${indent}  (cannot list: ${node.problem})`)
         for (const child of node.children ?? []) render(child, node === root ? '  ' : `${indent}  `)
-        if (node.omitted > 0) lines.push(`${node === root ? '  ' : `${indent}  `}… ${node.omitted} more entr${node.omitted === 1 ? 'y' : 'ies'} not shown`)
+        if (node.omitted > 0)
+          lines.push(
+            `${node === root ? '  ' : `${indent}  `}… ${node.omitted} more entr${node.omitted === 1 ? 'y' : 'ies'} not shown`,
+          )
       }
       render(root, '')
       if (root.children?.length === 0 && !root.omitted) lines.push('  (empty)')
-      if (truncated) lines.push('', `(Showing ${config.lsMaxEntries} entries. List a subdirectory, or use glob, to see more.)`)
-      return { content: lines.join('\n'), meta: { path: info.path.absolute, entries: config.lsMaxEntries - budget, truncated } }
+      if (truncated)
+        lines.push('', `(Showing ${config.lsMaxEntries} entries. List a subdirectory, or use glob, to see more.)`)
+      return {
+        content: lines.join('\n'),
+        meta: { path: info.path.absolute, entries: config.lsMaxEntries - budget, truncated },
+      }
     },
   })
 }

@@ -23,7 +23,10 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
         if (!target) return 'Read'
         const from = typeof args.offset === 'number' ? args.offset : undefined
         const count = typeof args.limit === 'number' ? args.limit : undefined
-        const range = from !== undefined || count !== undefined ? ` (from line ${from ?? 1}${count !== undefined ? `, ${count} lines` : ''})` : ''
+        const range =
+          from !== undefined || count !== undefined
+            ? ` (from line ${from ?? 1}${count !== undefined ? `, ${count} lines` : ''})`
+            : ''
         return `Read ${shown(target)}${range}`
       },
     },
@@ -36,7 +39,13 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
     parameters: z.object({
       path: z.string().min(1).max(MAX_PATH_LENGTH).describe('The file to read, absolute or relative to the workspace.'),
       offset: z.number().int().min(1).optional().describe('The first line to show, 1-based. Default 1.'),
-      limit: z.number().int().min(1).max(config.readLimit).optional().describe(`How many lines to show. Default ${config.readLimit}.`),
+      limit: z
+        .number()
+        .int()
+        .min(1)
+        .max(config.readLimit)
+        .optional()
+        .describe(`How many lines to show. Default ${config.readLimit}.`),
     }),
     readOnly: true,
     isConcurrencySafe: () => true,
@@ -49,7 +58,11 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
       try {
         info = await ctx.fs.stat(args.path, options)
         shown = displayPath(run.cwd, info.path.absolute)
-        if (info.type === 'directory') throw new ToolError('FS_IS_DIRECTORY', `${shown} is a directory, not a file. List it with the ls tool instead.`)
+        if (info.type === 'directory')
+          throw new ToolError(
+            'FS_IS_DIRECTORY',
+            `${shown} is a directory, not a file. List it with the ls tool instead.`,
+          )
         if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
         // The same file the stat saw, or PATH_CHANGED: the read record below is keyed by that location.
         stream = await ctx.fs.readStream(args.path, { ...options, expectReal: info.path.real })
@@ -68,10 +81,17 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
         if (image) {
           const limit = config.maxImageBytes
           if (info.size > limit) {
-            throw new ToolError('FS_IMAGE_TOO_LARGE', `${shown} is a ${imageName(image)} image of ${info.size} bytes; read returns images up to ${limit} bytes.`)
+            throw new ToolError(
+              'FS_IMAGE_TOO_LARGE',
+              `${shown} is a ${imageName(image)} image of ${info.size} bytes; read returns images up to ${limit} bytes.`,
+            )
           }
           const data = await drain(chunks, head, limit)
-          if (!data) throw new ToolError('FS_IMAGE_TOO_LARGE', `${shown} grew past ${limit} bytes while it was read; read returns images up to ${limit} bytes.`)
+          if (!data)
+            throw new ToolError(
+              'FS_IMAGE_TOO_LARGE',
+              `${shown} grew past ${limit} bytes while it was read; read returns images up to ${limit} bytes.`,
+            )
           return {
             content: [
               { type: 'text', text: `${shown}: ${imageName(image)} image, ${data.length} bytes.` },
@@ -87,7 +107,10 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
           )
         }
         if (!validUtf8(head.bytes, head.done)) {
-          throw new ToolError('FS_NOT_TEXT', `${shown} is not UTF-8 text (it looks binary or uses another encoding), so read cannot show it.`)
+          throw new ToolError(
+            'FS_NOT_TEXT',
+            `${shown} is not UTF-8 text (it looks binary or uses another encoding), so read cannot show it.`,
+          )
         }
 
         const offset = args.offset ?? 1
@@ -99,7 +122,12 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
         }
         scan.finish()
 
-        readRecords(run.sessionState).set(info.path.real, { path: info.path.absolute, mtimeMs: info.mtimeMs, size: info.size, sha256: scan.digest })
+        readRecords(run.sessionState).set(info.path.real, {
+          path: info.path.absolute,
+          mtimeMs: info.mtimeMs,
+          size: info.size,
+          sha256: scan.digest,
+        })
         return render(scan, shown, offset, config, info.path.absolute)
       } catch (error) {
         if (error instanceof ToolError) throw error
@@ -115,13 +143,18 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
 function render(scan: LineScan, shown: string, offset: number, config: FsToolsConfig, path: string): ToolOutput {
   if (scan.total === 0) return { content: `(${shown} is empty.)`, meta: { path, totalLines: 0 } }
   if (offset > scan.total) {
-    throw new ToolError('FS_OFFSET_OUT_OF_RANGE', `offset ${offset} is past the end of ${shown}, which has ${scan.total} lines.`)
+    throw new ToolError(
+      'FS_OFFSET_OUT_OF_RANGE',
+      `offset ${offset} is past the end of ${shown}, which has ${scan.total} lines.`,
+    )
   }
   const first = offset
   const last = offset + scan.lines.length - 1
   let footer = ''
-  if (scan.capped) footer = `(Output capped at ${config.maxReadBytes} bytes. Showing lines ${first}-${last} of ${scan.total}. Use offset=${last + 1} to continue.)`
-  else if (last < scan.total) footer = `(Showing lines ${first}-${last} of ${scan.total}. Use offset=${last + 1} to continue.)`
+  if (scan.capped)
+    footer = `(Output capped at ${config.maxReadBytes} bytes. Showing lines ${first}-${last} of ${scan.total}. Use offset=${last + 1} to continue.)`
+  else if (last < scan.total)
+    footer = `(Showing lines ${first}-${last} of ${scan.total}. Use offset=${last + 1} to continue.)`
   else if (first > 1) footer = `(End of file: ${scan.total} lines.)`
   const text = scan.lines.join('\n') + (footer ? `\n\n${footer}` : '')
   return { content: text, meta: { path, startLine: first, endLine: last, totalLines: scan.total } }

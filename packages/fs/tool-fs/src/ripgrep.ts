@@ -32,7 +32,10 @@ export interface RgOutcome {
  * cannot add flags such as `--pre`). Stops rg when its output passes
  * `maxOutputBytes` or the signal aborts, and always waits for it to exit.
  */
-export function runRipgrep(args: readonly string[], options: { cwd: string; signal: AbortSignal; maxOutputBytes: number }): Promise<RgOutcome> {
+export function runRipgrep(
+  args: readonly string[],
+  options: { cwd: string; signal: AbortSignal; maxOutputBytes: number },
+): Promise<RgOutcome> {
   return new Promise<RgOutcome>((resolve, reject) => {
     options.signal.throwIfAborted()
     const child = spawn(rgPath, ['--no-config', ...args], {
@@ -69,7 +72,8 @@ export function runRipgrep(args: readonly string[], options: { cwd: string; sign
     child.stderr.on('data', (chunk: string) => {
       if (stderr.length < STDERR_KEEP) stderr += chunk.slice(0, STDERR_KEEP - stderr.length)
     })
-    const cannotRun = (error: Error) => new ToolError('SEARCH_FAILED', `could not run ripgrep (${rgPath}): ${error.message}`)
+    const cannotRun = (error: Error) =>
+      new ToolError('SEARCH_FAILED', `could not run ripgrep (${rgPath}): ${error.message}`)
     child.on('error', (error) => {
       failed = error
       // A process that never started emits no 'close' to wait for.
@@ -111,7 +115,9 @@ function literalGlob(text: string): string {
 
 /** `--glob=!/…` arguments for deny-list patterns below the search root (segments relative to it). */
 function exclusions(below: readonly string[][]): string[] {
-  return below.map((segments) => `--glob=!/${segments.map((segment) => segment.split('*').map(literalGlob).join('*')).join('/')}`)
+  return below.map(
+    (segments) => `--glob=!/${segments.map((segment) => segment.split('*').map(literalGlob).join('*')).join('/')}`,
+  )
 }
 
 /**
@@ -122,13 +128,20 @@ function exclusions(below: readonly string[][]): string[] {
  * symlinks inside the root. Paths rg prints are mapped back under the path the
  * model gave, relative to the workspace.
  */
-export async function searchRoot(ctx: Context, given: string, run: ToolRunContext, wantDirectory: boolean): Promise<SearchRoot> {
+export async function searchRoot(
+  ctx: Context,
+  given: string,
+  run: ToolRunContext,
+  wantDirectory: boolean,
+): Promise<SearchRoot> {
   const shown = shownArgument(run.cwd, given)
   let held: HeldPath
   try {
     held = await ctx.fs.hold(given, fsOptions(run, given))
   } catch (error) {
-    throw toolErrorOf(error, shown, run.signal, { NOT_FOUND: `${shown} does not exist. Check the path (relative paths start at ${run.cwd}).` })
+    throw toolErrorOf(error, shown, run.signal, {
+      NOT_FOUND: `${shown} does not exist. Check the path (relative paths start at ${run.cwd}).`,
+    })
   }
   const info = { path: held.path, type: held.type }
   const close = () => held.close()
@@ -153,7 +166,8 @@ export async function searchRoot(ctx: Context, given: string, run: ToolRunContex
   }
   if (wantDirectory || held.type !== 'file') {
     close()
-    if (wantDirectory) throw new ToolError('FS_NOT_DIRECTORY', `${shown} is not a directory; give a directory to search in.`)
+    if (wantDirectory)
+      throw new ToolError('FS_NOT_DIRECTORY', `${shown} is not a directory; give a directory to search in.`)
     throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is neither a file nor a directory.`)
   }
   return {
@@ -180,13 +194,22 @@ export function rgComplaint(stderr: string): string {
 export function rgFailure(outcome: RgOutcome, what: string): ToolError {
   const complaint = rgComplaint(outcome.stderr)
   if (/regex parse error|error parsing regex|regex.*(too big|size limit)/i.test(complaint)) {
-    return new ToolError('SEARCH_INVALID_PATTERN', `the ${what} is not a valid regular expression (ripgrep/Rust regex syntax):\n${complaint}`)
+    return new ToolError(
+      'SEARCH_INVALID_PATTERN',
+      `the ${what} is not a valid regular expression (ripgrep/Rust regex syntax):\n${complaint}`,
+    )
   }
   if (/unrecognized file type/i.test(complaint)) {
-    return new ToolError('SEARCH_INVALID_TYPE', `${complaint}. Use a ripgrep file type such as js, ts, py, rust, go, java, or filter with the glob parameter.`)
+    return new ToolError(
+      'SEARCH_INVALID_TYPE',
+      `${complaint}. Use a ripgrep file type such as js, ts, py, rust, go, java, or filter with the glob parameter.`,
+    )
   }
   if (/glob/i.test(complaint)) return new ToolError('SEARCH_INVALID_GLOB', `the glob is not valid: ${complaint}`)
-  return new ToolError('SEARCH_FAILED', `ripgrep failed (exit code ${outcome.code ?? 'none'}): ${complaint || 'no error message'}`)
+  return new ToolError(
+    'SEARCH_FAILED',
+    `ripgrep failed (exit code ${outcome.code ?? 'none'}): ${complaint || 'no error message'}`,
+  )
 }
 
 /** Splits rg's `--null` output into its records; a record cut off by an overflow is dropped. */

@@ -3,7 +3,16 @@ import type { WriteResult } from '@dsh/fs'
 import { callTarget, defineTool, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
-import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, sha256, shownArgument, statOrUndefined, toolErrorOf } from './files.ts'
+import {
+  displayPath,
+  fsOptions,
+  MAX_PATH_LENGTH,
+  readRecords,
+  sha256,
+  shownArgument,
+  statOrUndefined,
+  toolErrorOf,
+} from './files.ts'
 
 export function writeTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
@@ -17,7 +26,9 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
       },
       change: (args) => {
         const target = callTarget(args)
-        return target && typeof args.content === 'string' ? { path: target, oldText: null, newText: args.content } : undefined
+        return target && typeof args.content === 'string'
+          ? { path: target, oldText: null, newText: args.content }
+          : undefined
       },
     },
     description:
@@ -25,7 +36,11 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
       'The new content replaces the old in one step, so no half-written file is ever left behind. ' +
       'Relative paths are resolved against the workspace. To change part of an existing file, prefer edit.',
     parameters: z.object({
-      path: z.string().min(1).max(MAX_PATH_LENGTH).describe('The file to write, absolute or relative to the workspace.'),
+      path: z
+        .string()
+        .min(1)
+        .max(MAX_PATH_LENGTH)
+        .describe('The file to write, absolute or relative to the workspace.'),
       content: z.string().describe('The complete new content of the file.'),
     }),
     access: (args) => ({ kind: 'write', paths: [args.path], summary: `write ${args.path}` }),
@@ -33,19 +48,30 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
       let shown = shownArgument(run.cwd, args.path)
       const data = Buffer.from(args.content, 'utf8')
       if (data.length > config.maxWriteBytes) {
-        throw new ToolError('FS_TOO_LARGE', `the content is ${data.length} bytes; write accepts at most ${config.maxWriteBytes} bytes per file.`)
+        throw new ToolError(
+          'FS_TOO_LARGE',
+          `the content is ${data.length} bytes; write accepts at most ${config.maxWriteBytes} bytes per file.`,
+        )
       }
       const before = await statOrUndefined(ctx, args.path, run, shown)
       if (before) shown = displayPath(run.cwd, before.path.absolute)
-      if (before?.type === 'directory') throw new ToolError('FS_IS_DIRECTORY', `${shown} is a directory; give a file path.`)
-      if (before && before.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
+      if (before?.type === 'directory')
+        throw new ToolError('FS_IS_DIRECTORY', `${shown} is a directory; give a file path.`)
+      if (before && before.type !== 'file')
+        throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
 
       let written: WriteResult
       try {
         const options = fsOptions(run, args.path)
-        written = await ctx.fs.writeFile(args.path, data, before ? { ...options, expectReal: options.expectReal ?? before.path.real } : options)
+        written = await ctx.fs.writeFile(
+          args.path,
+          data,
+          before ? { ...options, expectReal: options.expectReal ?? before.path.real } : options,
+        )
       } catch (error) {
-        throw toolErrorOf(error, shown, run.signal, { NOT_DIRECTORY: `cannot create ${shown}: a part of its folder path is a file, not a folder.` })
+        throw toolErrorOf(error, shown, run.signal, {
+          NOT_DIRECTORY: `cannot create ${shown}: a part of its folder path is a file, not a folder.`,
+        })
       }
       shown = displayPath(run.cwd, written.path.absolute)
       // The model knows what it just wrote, so it may edit the file without reading it again.
@@ -58,7 +84,11 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
       const verb = written.created ? 'Created' : 'Overwrote'
       return {
         content: `${verb} ${shown} (${written.bytes} bytes written).`,
-        meta: { path: written.path.absolute, operation: written.created ? 'create' : 'overwrite', bytes: written.bytes },
+        meta: {
+          path: written.path.absolute,
+          operation: written.created ? 'create' : 'overwrite',
+          bytes: written.bytes,
+        },
       }
     },
   })

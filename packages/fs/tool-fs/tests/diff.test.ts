@@ -15,7 +15,9 @@ describe('editDiff', () => {
   it('merges two changes on one line into one block', () => {
     const before = 'a\nx = x + 1\nb\n'
     const { after, replacements } = apply(before, 'x', 'y')
-    expect(editDiff('f', before, after, replacements, options)).toBe('--- f\n+++ f\n@@ -1,3 +1,3 @@\n a\n-x = x + 1\n+y = y + 1\n b')
+    expect(editDiff('f', before, after, replacements, options)).toBe(
+      '--- f\n+++ f\n@@ -1,3 +1,3 @@\n a\n-x = x + 1\n+y = y + 1\n b',
+    )
   })
 
   it('makes separate hunks for far-apart changes and one hunk for close ones', () => {
@@ -49,7 +51,9 @@ describe('editDiff', () => {
   it('shows a multi-line replacement that changes the line count', () => {
     const before = 'start\nold one\nold two\nend\n'
     const { after, replacements } = apply(before, 'old one\nold two\n', 'new\n')
-    expect(editDiff('f', before, after, replacements, options)).toBe('--- f\n+++ f\n@@ -1,4 +1,3 @@\n start\n-old one\n-old two\n+new\n end')
+    expect(editDiff('f', before, after, replacements, options)).toBe(
+      '--- f\n+++ f\n@@ -1,4 +1,3 @@\n start\n-old one\n-old two\n+new\n end',
+    )
   })
 
   it('cuts a long diff and says how many lines it left out', () => {

@@ -44,7 +44,12 @@ export async function setup(
   await fsFiber
   if (options.spill) await root.plugin(spillPlugin, { root: spillRoot, keepOnDispose: false })
   await root.plugin(fsTools, (options.config ?? {}) as FsToolsConfig)
-  const session: ToolRunOptions = { signal: new AbortController().signal, cwd: workspace, sessionId: 'tool-fs-session', sessionState: new Map() }
+  const session: ToolRunOptions = {
+    signal: new AbortController().signal,
+    cwd: workspace,
+    sessionId: 'tool-fs-session',
+    sessionState: new Map(),
+  }
   return {
     root,
     base,

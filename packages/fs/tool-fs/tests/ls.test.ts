@@ -24,11 +24,31 @@ async function files(names: string[]): Promise<void> {
 describe('ls', () => {
   it('shows a tree with directories marked, folders first, default ignores left out', async () => {
     s = await setup()
-    await files(['src/index.ts', 'src/lib/util.ts', 'README.md', 'empty/', 'node_modules/pkg/index.js', '.git/HEAD', '.env'])
+    await files([
+      'src/index.ts',
+      'src/lib/util.ts',
+      'README.md',
+      'empty/',
+      'node_modules/pkg/index.js',
+      '.git/HEAD',
+      '.env',
+    ])
     await symlink(s.outside, path.join(s.workspace, 'out-link'))
     const result = await s.run('ls', {})
     expect(result.isError).toBe(false)
-    expect(text(result)).toBe(['./', '  empty/', '  src/', '    lib/', '      util.ts', '    index.ts', '  .env', '  README.md', '  out-link@'].join('\n'))
+    expect(text(result)).toBe(
+      [
+        './',
+        '  empty/',
+        '  src/',
+        '    lib/',
+        '      util.ts',
+        '    index.ts',
+        '  .env',
+        '  README.md',
+        '  out-link@',
+      ].join('\n'),
+    )
     expect(text(await s.run('ls', { path: 'src' }))).toBe(['src/', '  lib/', '    util.ts', '  index.ts'].join('\n'))
     expect(text(await s.run('ls', { path: 'empty' }))).toBe('empty/\n  (empty)')
   })
@@ -62,7 +82,9 @@ describe('ls', () => {
   it('leaves out what ignore names, by name or relative path', async () => {
     s = await setup()
     await files(['dist/bundle.js', 'src/app.ts', 'src/app.test.ts', 'logs/a.log', 'keep.log'])
-    expect(text(await s.run('ls', { ignore: ['dist', '*.test.ts', 'logs/*.log'] }))).toBe(['./', '  logs/', '  src/', '    app.ts', '  keep.log'].join('\n'))
+    expect(text(await s.run('ls', { ignore: ['dist', '*.test.ts', 'logs/*.log'] }))).toBe(
+      ['./', '  logs/', '  src/', '    app.ts', '  keep.log'].join('\n'),
+    )
   })
 
   it('refuses files and missing paths, and reports folders it may not list', async () => {
@@ -74,9 +96,20 @@ describe('ls', () => {
     expect(text(missing)).toContain('nowhere does not exist')
 
     await s.root.plugin((ctx: Context) => {
-      ctx.on('fs/read', (request, next) => (request.path.real.endsWith(`${path.sep}private`) ? { kind: 'deny', reason: 'private folder' } : next()))
+      ctx.on('fs/read', (request, next) =>
+        request.path.real.endsWith(`${path.sep}private`) ? { kind: 'deny', reason: 'private folder' } : next(),
+      )
     })
-    expect(text(await s.run('ls', {}))).toBe(['./', '  private/', '    (cannot list: access denied: private folder)', '  public/', '    ok.txt', '  file.txt'].join('\n'))
+    expect(text(await s.run('ls', {}))).toBe(
+      [
+        './',
+        '  private/',
+        '    (cannot list: access denied: private folder)',
+        '  public/',
+        '    ok.txt',
+        '  file.txt',
+      ].join('\n'),
+    )
     const denied = await s.run('ls', { path: 'private' })
     expect(denied.error?.code).toBe('FS_DENIED')
   })

@@ -24,7 +24,10 @@ afterEach(async () => {
 })
 
 /** A 1×1 PNG. */
-const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64')
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+)
 
 /** Mounts a policy denying writes that land outside the workspace; returns what it was asked. */
 async function confineWrites(): Promise<FsAccessRequest[]> {
@@ -32,7 +35,9 @@ async function confineWrites(): Promise<FsAccessRequest[]> {
   await s.root.plugin((ctx: Context) => {
     ctx.on('fs/write', (request, next) => {
       seen.push(request)
-      return request.path.insideWorkspace ? next() : { kind: 'deny', reason: 'the workspace-write preset only allows writes inside the workspace' }
+      return request.path.insideWorkspace
+        ? next()
+        : { kind: 'deny', reason: 'the workspace-write preset only allows writes inside the workspace' }
     })
   })
   return seen
@@ -47,7 +52,10 @@ describe('tool declarations', () => {
     expect(access('grep', { pattern: 'x', path: 'src' })).toMatchObject({ kind: 'read', paths: ['src'] })
     expect(access('ls', {})).toMatchObject({ kind: 'read', paths: ['.'] })
     expect(access('write', { path: 'b.txt', content: '' })).toMatchObject({ kind: 'write', paths: ['b.txt'] })
-    expect(access('edit', { path: 'c.txt', old_string: 'a', new_string: 'b' })).toMatchObject({ kind: 'write', paths: ['c.txt'] })
+    expect(access('edit', { path: 'c.txt', old_string: 'a', new_string: 'b' })).toMatchObject({
+      kind: 'write',
+      paths: ['c.txt'],
+    })
     for (const [name, args] of [
       ['read', { path: 'a' }],
       ['glob', { pattern: '*' }],
@@ -150,7 +158,13 @@ describe('paths that leave the workspace', () => {
     expect((await s.run('write', { path: 'in-link/ok.txt', content: 'fine' })).isError).toBe(false)
     expect(await readFile(path.join(s.workspace, 'inner/ok.txt'), 'utf8')).toBe('fine')
 
-    expect(seen.map((request) => [path.relative(s.base, request.path.real), request.path.insideWorkspace, request.sessionId])).toEqual([
+    expect(
+      seen.map((request) => [
+        path.relative(s.base, request.path.real),
+        request.path.insideWorkspace,
+        request.sessionId,
+      ]),
+    ).toEqual([
       ['outside/escape.txt', false, 'tool-fs-session'],
       ['outside/escape.txt', false, 'tool-fs-session'],
       ['outside/theirs.txt', false, 'tool-fs-session'],
@@ -163,7 +177,9 @@ describe('paths that leave the workspace', () => {
     await writeFile(path.join(s.outside, 'secret.txt'), 'secret\n')
     await symlink(s.outside, path.join(s.workspace, 'out-link'))
     await s.root.plugin((ctx: Context) => {
-      ctx.on('fs/read', (request, next) => (request.path.insideWorkspace ? next() : { kind: 'deny', reason: 'reads stay in the workspace' }))
+      ctx.on('fs/read', (request, next) =>
+        request.path.insideWorkspace ? next() : { kind: 'deny', reason: 'reads stay in the workspace' },
+      )
     })
     for (const [name, args] of [
       ['read', { path: 'out-link/secret.txt' }],
@@ -190,7 +206,10 @@ describe('read of binary files and images', () => {
       { type: 'image', mediaType: 'image/png', data: PNG.toString('base64') },
     ])
     expect(result.meta).toMatchObject({ mediaType: 'image/png', bytes: PNG.length })
-    expect((await s.run('read', { path: 'no-extension' })).content[1]).toMatchObject({ type: 'image', mediaType: 'image/png' })
+    expect((await s.run('read', { path: 'no-extension' })).content[1]).toMatchObject({
+      type: 'image',
+      mediaType: 'image/png',
+    })
   })
 
   it('tells image formats apart by their magic bytes', () => {
@@ -209,7 +228,9 @@ describe('read of binary files and images', () => {
     await writeFile(path.join(s.workspace, 'pixel.png'), PNG)
     const big = await s.run('read', { path: 'pixel.png' })
     expect(big.error?.code).toBe('FS_IMAGE_TOO_LARGE')
-    expect(text(big)).toBe(`Error: pixel.png is a PNG image of ${PNG.length} bytes; read returns images up to 32 bytes.`)
+    expect(text(big)).toBe(
+      `Error: pixel.png is a PNG image of ${PNG.length} bytes; read returns images up to 32 bytes.`,
+    )
 
     await writeFile(path.join(s.workspace, 'app.wasm'), Buffer.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]))
     const binary = await s.run('read', { path: 'app.wasm' })
@@ -259,10 +280,20 @@ class MemoryFileSystem extends FileSystem {
     if (given.includes('\0')) throw new FileSystemError('INVALID_PATH', given, 'the path contains a NUL byte')
     const absolute = path.resolve(options.cwd, given)
     const workspace = path.resolve(options.workspace ?? options.cwd)
-    return { absolute, real: absolute, workspace, insideWorkspace: absolute === workspace || absolute.startsWith(`${workspace}/`) }
+    return {
+      absolute,
+      real: absolute,
+      workspace,
+      insideWorkspace: absolute === workspace || absolute.startsWith(`${workspace}/`),
+    }
   }
 
-  private async open(given: string, options: FsCallOptions, kind: 'read' | 'write', operation: 'stat' | 'readFile' | 'readStream' | 'writeFile') {
+  private async open(
+    given: string,
+    options: FsCallOptions,
+    kind: 'read' | 'write',
+    operation: 'stat' | 'readFile' | 'readStream' | 'writeFile',
+  ) {
     const target = await this.resolve(given, options)
     await this.authorize(kind, operation, target, options)
     return target

@@ -39,8 +39,14 @@ describe('glob', () => {
     expect(all.isError).toBe(false)
     expect(lines(all).sort()).toEqual(['.hidden/d.ts', 'src/a.ts', 'src/deep/b.ts'])
     expect(lines(await s.run('glob', { pattern: 'src/*.ts' }))).toEqual(['src/a.ts'])
-    expect(lines(await s.run('glob', { pattern: '**/*.{ts,js}', path: 'src' })).sort()).toEqual(['src/a.ts', 'src/c.js', 'src/deep/b.ts'])
-    expect(lines(await s.run('glob', { pattern: '*.ts', path: path.join(s.workspace, 'src/deep') }))).toEqual(['src/deep/b.ts'])
+    expect(lines(await s.run('glob', { pattern: '**/*.{ts,js}', path: 'src' })).sort()).toEqual([
+      'src/a.ts',
+      'src/c.js',
+      'src/deep/b.ts',
+    ])
+    expect(lines(await s.run('glob', { pattern: '*.ts', path: path.join(s.workspace, 'src/deep') }))).toEqual([
+      'src/deep/b.ts',
+    ])
     expect(text(await s.run('glob', { pattern: '*.rs' }))).toBe('No files found')
   })
 
@@ -58,14 +64,18 @@ describe('glob', () => {
     const result = await s.run('glob', { pattern: '*.txt' })
     const [list, footer] = text(result).split('\n\n')
     expect(list?.split('\n')).toHaveLength(5)
-    expect(footer).toMatch(/^\(Showing the first 5 of 12 files\. The full output \(\d+ bytes\) is saved at (\S+); page through it with the read tool/)
+    expect(footer).toMatch(
+      /^\(Showing the first 5 of 12 files\. The full output \(\d+ bytes\) is saved at (\S+); page through it with the read tool/,
+    )
     const saved = /saved at (\S+);/.exec(footer ?? '')?.[1] as string
     expect(path.dirname(path.dirname(saved))).toBe(s.spillRoot)
     expect((await readFile(saved, 'utf8')).split('\n').sort()).toEqual(Object.keys(tree).sort())
     expect((await stat(saved)).mode & 0o777).toBe(0o600)
     expect(result.meta).toMatchObject({ total: 12, truncated: true, spilled: saved })
     // The model pages through the saved list with read.
-    expect(text(await s.run('read', { path: saved, limit: 2 }))).toMatch(/^ {5}1\tf\d\d\.txt\n {5}2\tf\d\d\.txt\n\n\(Showing lines 1-2 of 12/)
+    expect(text(await s.run('read', { path: saved, limit: 2 }))).toMatch(
+      /^ {5}1\tf\d\d\.txt\n {5}2\tf\d\d\.txt\n\n\(Showing lines 1-2 of 12/,
+    )
   })
 
   it('reports a failed spill in the footer instead of failing the call', async () => {
@@ -79,14 +89,18 @@ describe('glob', () => {
     await files({ 'a.txt': '', 'b.txt': '' })
     const result = await s.run('glob', { pattern: '*.txt' })
     expect(result.isError).toBe(false)
-    expect(text(result).split('\n\n')[1]).toBe('(Showing the first 1 of 2 files. Saving the full output failed: disk full. Narrow the pattern or the path to see the rest.)')
+    expect(text(result).split('\n\n')[1]).toBe(
+      '(Showing the first 1 of 2 files. Saving the full output failed: disk full. Narrow the pattern or the path to see the rest.)',
+    )
   })
 
   it('says how to narrow the search when nothing can be spilled', async () => {
     s = await setup({ config: { globMaxResults: 2 } })
     await files({ 'a.txt': '', 'b.txt': '', 'c.txt': '' })
     const result = await s.run('glob', { pattern: '*.txt' })
-    expect(text(result).split('\n\n')[1]).toBe('(Showing the first 2 of 3 files. Narrow the pattern or the path to see the rest.)')
+    expect(text(result).split('\n\n')[1]).toBe(
+      '(Showing the first 2 of 3 files. Narrow the pattern or the path to see the rest.)',
+    )
   })
 
   it('reports bad patterns and paths clearly', async () => {
@@ -125,7 +139,11 @@ describe('grep', () => {
     await files(source)
     const result = await s.run('grep', { pattern: 'hello' })
     expect(lines(result)).toEqual(['src/app.ts', 'src/util.js'])
-    expect(lines(await s.run('grep', { pattern: 'hello', case_insensitive: true }))).toEqual(['docs/readme.md', 'src/app.ts', 'src/util.js'])
+    expect(lines(await s.run('grep', { pattern: 'hello', case_insensitive: true }))).toEqual([
+      'docs/readme.md',
+      'src/app.ts',
+      'src/util.js',
+    ])
     expect(lines(await s.run('grep', { pattern: 'hello', glob: '*.ts' }))).toEqual(['src/app.ts'])
     expect(lines(await s.run('grep', { pattern: 'hello', type: 'js' }))).toEqual(['src/util.js'])
     expect(lines(await s.run('grep', { pattern: 'hello', path: 'src/util.js' }))).toEqual(['src/util.js'])
@@ -136,7 +154,19 @@ describe('grep', () => {
     s = await setup()
     await files(source)
     const plain = await s.run('grep', { pattern: 'hello', output_mode: 'content', case_insensitive: true })
-    expect(text(plain)).toBe(['docs/readme.md', '1:Say HELLO', '', 'src/app.ts', '2:function Hello() {', '3:  return hello', '', 'src/util.js', '1:const hello = 1'].join('\n'))
+    expect(text(plain)).toBe(
+      [
+        'docs/readme.md',
+        '1:Say HELLO',
+        '',
+        'src/app.ts',
+        '2:function Hello() {',
+        '3:  return hello',
+        '',
+        'src/util.js',
+        '1:const hello = 1',
+      ].join('\n'),
+    )
     expect(plain.meta).toMatchObject({ files: 3, matches: 4 })
 
     await files({ 'far.txt': 'hit\na\nb\nc\nd\nhit\n' })
@@ -147,13 +177,17 @@ describe('grep', () => {
   it('counts matching lines per file', async () => {
     s = await setup()
     await files({ 'a.txt': 'x\nx\ny\n', 'b.txt': 'x\n', 'c.txt': 'y\n' })
-    expect(text(await s.run('grep', { pattern: 'x', output_mode: 'count' }))).toBe('a.txt:2\nb.txt:1\n\n(3 matching lines in 2 files.)')
+    expect(text(await s.run('grep', { pattern: 'x', output_mode: 'count' }))).toBe(
+      'a.txt:2\nb.txt:1\n\n(3 matching lines in 2 files.)',
+    )
   })
 
   it('passes patterns that look like flags as patterns', async () => {
     s = await setup()
     await files({ 'flags.txt': 'use --pre=cat here\n' })
-    expect(text(await s.run('grep', { pattern: '--pre=cat', output_mode: 'content' }))).toBe('flags.txt\n1:use --pre=cat here')
+    expect(text(await s.run('grep', { pattern: '--pre=cat', output_mode: 'content' }))).toBe(
+      'flags.txt\n1:use --pre=cat here',
+    )
   })
 
   it('caps results at head_limit and spills the full output', async () => {
@@ -162,8 +196,13 @@ describe('grep', () => {
     await files({ 'big.txt': `${big}\n` })
     const result = await s.run('grep', { pattern: 'match', output_mode: 'content', head_limit: 10 })
     const [body, footer] = text(result).split('\n\n')
-    expect(body?.split('\n')).toEqual(['big.txt', ...Array.from({ length: 10 }, (_, i) => `${i + 1}:match line ${i + 1}`)])
-    expect(footer).toMatch(/^\(Showing the first 10 of 40 result lines\. The full output \(\d+ bytes\) is saved at \S+; page through it with the read tool/)
+    expect(body?.split('\n')).toEqual([
+      'big.txt',
+      ...Array.from({ length: 10 }, (_, i) => `${i + 1}:match line ${i + 1}`),
+    ])
+    expect(footer).toMatch(
+      /^\(Showing the first 10 of 40 result lines\. The full output \(\d+ bytes\) is saved at \S+; page through it with the read tool/,
+    )
     const saved = result.meta && (result.meta as { spilled: string }).spilled
     expect(typeof saved).toBe('string')
     const full = await readFile(saved as string, 'utf8')
@@ -179,8 +218,12 @@ describe('grep', () => {
     expect(result.isError).toBe(false)
     const parts = text(result).split('\n\n')
     expect(parts[0]).toBe('many.txt\n1:needle\n2:needle\n3:needle')
-    expect(parts[1]).toMatch(/^\(Showing the first 3 of \d+ result lines\. Narrow the pattern, path or glob, or raise head_limit, to see the rest\.\)$/)
-    expect(parts[2]).toBe("(ripgrep's output passed 2000 bytes, so the search was stopped and the results are incomplete. Narrow the pattern, path or glob.)")
+    expect(parts[1]).toMatch(
+      /^\(Showing the first 3 of \d+ result lines\. Narrow the pattern, path or glob, or raise head_limit, to see the rest\.\)$/,
+    )
+    expect(parts[2]).toBe(
+      "(ripgrep's output passed 2000 bytes, so the search was stopped and the results are incomplete. Narrow the pattern, path or glob.)",
+    )
   })
 
   it('reports a pattern that does not compile, an unknown type and a missing path clearly', async () => {
@@ -210,13 +253,25 @@ describe('spawned ripgrep', () => {
     const fifo = path.join(s.workspace, 'pipe')
     execFileSync('mkfifo', [fifo])
     const controller = new AbortController()
-    const running = runRipgrep(['--regexp', 'x', '--', fifo], { cwd: s.workspace, signal: controller.signal, maxOutputBytes: 1000 })
+    const running = runRipgrep(['--regexp', 'x', '--', fifo], {
+      cwd: s.workspace,
+      signal: controller.signal,
+      maxOutputBytes: 1000,
+    })
     controller.abort(new Error('call cancelled'))
     await expect(running).rejects.toThrow('call cancelled')
   })
 
   it('gets an environment without secrets or dsh settings', () => {
-    const env = scrubbedEnv({ PATH: '/bin', HOME: '/home/u', OPENAI_API_KEY: 'k', GITHUB_TOKEN: 't', DB_PASSWORD: 'p', MY_SECRET: 's', DSH_HOME: '/h' })
+    const env = scrubbedEnv({
+      PATH: '/bin',
+      HOME: '/home/u',
+      OPENAI_API_KEY: 'k',
+      GITHUB_TOKEN: 't',
+      DB_PASSWORD: 'p',
+      MY_SECRET: 's',
+      DSH_HOME: '/h',
+    })
     expect(env).toEqual({ PATH: '/bin', HOME: '/home/u' })
   })
 })

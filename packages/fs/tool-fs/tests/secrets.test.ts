@@ -18,7 +18,9 @@ async function withHome(): Promise<{ s: Setup; home: string }> {
     fs: (base) => {
       const home = path.join(base, 'ws', 'dsh-home')
       return {
-        secretFiles: ['.credentials.yaml', '.env', 'profiles/*/.credentials.yaml', 'profiles/*/.env'].map((p) => path.join(home, p)),
+        secretFiles: ['.credentials.yaml', '.env', 'profiles/*/.credentials.yaml', 'profiles/*/.env'].map((p) =>
+          path.join(home, p),
+        ),
       }
     },
   })
@@ -36,7 +38,12 @@ describe("dsh's own secrets", () => {
   it('read, write and edit refuse them, also through a symlink, saying what they are', async () => {
     const { s, home } = await withHome()
     await symlink(path.join(home, '.credentials.yaml'), path.join(s.workspace, 'harmless.txt'))
-    for (const target of [path.join(home, '.credentials.yaml'), 'dsh-home/.env', 'dsh-home/profiles/web/.env', 'harmless.txt']) {
+    for (const target of [
+      path.join(home, '.credentials.yaml'),
+      'dsh-home/.env',
+      'dsh-home/profiles/web/.env',
+      'harmless.txt',
+    ]) {
       const read = await s.run('read', { path: target })
       expect(read.error?.code).toBe('FS_DENIED')
       expect(text(read)).toMatch(/dsh's own secret store/)

@@ -34,7 +34,11 @@ async function boot(config: Partial<FsToolsConfig> = {}) {
   return fiber
 }
 
-async function run(name: string, args: Record<string, unknown>, options: ToolRunOptions = session): Promise<ToolResult> {
+async function run(
+  name: string,
+  args: Record<string, unknown>,
+  options: ToolRunOptions = session,
+): Promise<ToolResult> {
   calls += 1
   return root.tools.execute({ callId: `c${calls}` as ToolCallId, name, arguments: JSON.stringify(args) }, options)
 }
@@ -102,7 +106,9 @@ describe('read', () => {
     const lines = body.split('\n')
     expect(lines[0]).toBe(`     1\t${'x'.repeat(10)}… [line cut at 10 characters]`)
     expect(lines[1]).toBe('     2\tshort')
-    expect(body).toBe(`${lines[0]}\n${lines[1]}\n\n(Output capped at 70 bytes. Showing lines 1-2 of 5. Use offset=3 to continue.)`)
+    expect(body).toBe(
+      `${lines[0]}\n${lines[1]}\n\n(Output capped at 70 bytes. Showing lines 1-2 of 5. Use offset=3 to continue.)`,
+    )
   })
 
   it('refuses binary files and reports missing files and folders clearly', async () => {
@@ -160,7 +166,9 @@ describe('edit', () => {
     expect(await readFile(join(dir, 'g.ts'), 'utf8')).toBe(source)
     // Another session's read does not count.
     await run('read', { path: 'g.ts' }, { ...session, sessionState: new Map() })
-    expect((await run('edit', { path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })).error?.code).toBe('FS_NOT_READ')
+    expect((await run('edit', { path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })).error?.code).toBe(
+      'FS_NOT_READ',
+    )
   })
 
   it('replaces one exact match and returns a diff', async () => {
@@ -229,7 +237,9 @@ describe('edit', () => {
     const missing = await run('edit', { path: 'g.ts', old_string: 'return "hey"', new_string: 'x' })
     expect(missing.error?.code).toBe('FS_EDIT_NOT_FOUND')
     expect(text(missing)).toContain('must match the file exactly')
-    expect((await run('edit', { path: 'g.ts', old_string: 'x', new_string: 'x' })).error?.code).toBe('FS_EDIT_NO_CHANGE')
+    expect((await run('edit', { path: 'g.ts', old_string: 'x', new_string: 'x' })).error?.code).toBe(
+      'FS_EDIT_NO_CHANGE',
+    )
     expect((await run('edit', { path: 'gone.ts', old_string: 'x', new_string: 'y' })).error?.code).toBe('FS_NOT_FOUND')
   })
 

@@ -15,7 +15,14 @@ import {
 } from '@dsh/tools'
 import type { Session } from '@dsh/session'
 import { classify, writeScope } from './classify.ts'
-import { PRESETS, type ApprovalPolicy, type PermissionAnswer, type PermissionDecisionEvent, type PermissionPreset, type SandboxPolicy } from './types.ts'
+import {
+  PRESETS,
+  type ApprovalPolicy,
+  type PermissionAnswer,
+  type PermissionDecisionEvent,
+  type PermissionPreset,
+  type SandboxPolicy,
+} from './types.ts'
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -46,13 +53,15 @@ export const Config: Schema<PermissionConfig> = Schema.object({
     'read-only': networkMode.default('off'),
     'workspace-write': networkMode.default('proxy'),
   }).description(
-    'The network of sandboxed commands per preset: off (none), proxy (HTTP(S) to allowed hosts through dsh\'s proxy, ' +
-      'others asked or denied) or on (outbound, never the host\'s loopback). Network tools such as web_fetch run without ' +
+    "The network of sandboxed commands per preset: off (none), proxy (HTTP(S) to allowed hosts through dsh's proxy, " +
+      "others asked or denied) or on (outbound, never the host's loopback). Network tools such as web_fetch run without " +
       'asking only under on. A session can override it (setNetwork).',
   ),
   extraWritableRoots: Schema.array(Schema.string())
     .default([])
-    .description('More folders workspace-write may write, besides the workspace and the temp dir; relative ones resolve against the session cwd.'),
+    .description(
+      'More folders workspace-write may write, besides the workspace and the temp dir; relative ones resolve against the session cwd.',
+    ),
 })
 
 export const DECISION_EVENT = 'permission/decision'
@@ -162,7 +171,8 @@ export class PermissionService extends Service {
    * user allowed for that session so far.
    */
   setPreset(sessionId: string, preset: PermissionPreset): void {
-    if (!PRESETS.includes(preset)) throw new Error(`unknown permission preset "${String(preset)}"; expected one of ${PRESETS.join(', ')}`)
+    if (!PRESETS.includes(preset))
+      throw new Error(`unknown permission preset "${String(preset)}"; expected one of ${PRESETS.join(', ')}`)
     this.overrides.set(sessionId, preset)
     this.allowed.delete(sessionId)
     this.logPreset(sessionId, preset)
@@ -248,12 +258,19 @@ export class PermissionService extends Service {
    * ask, and every decision is logged as `network/decision`. Without the
    * sandbox network service, `proxy` falls back to `off`, never to `on`.
    */
-  private networkFor(sessionId: string, call: NetworkAskContext | undefined): Pick<SandboxPolicy, 'network' | 'proxyToken'> {
+  private networkFor(
+    sessionId: string,
+    call: NetworkAskContext | undefined,
+  ): Pick<SandboxPolicy, 'network' | 'proxyToken'> {
     const mode = this.network(sessionId)
     if (mode !== 'proxy') return { network: mode }
     const service = this.home.get('sandboxNetwork')
     if (!service) return { network: 'off' }
-    const canAsk = call !== undefined && this.settings.approval === 'ask' && !this.isSubagent(sessionId) && this.approver.current !== undefined
+    const canAsk =
+      call !== undefined &&
+      this.settings.approval === 'ask' &&
+      !this.isSubagent(sessionId) &&
+      this.approver.current !== undefined
     const token = service.grant({
       sessionId,
       ...(canAsk ? { ask: (target: NetworkTarget, signal: AbortSignal) => this.askNetwork(call, target, signal) } : {}),
@@ -290,7 +307,10 @@ export class PermissionService extends Service {
     try {
       session.append(NETWORK_DECISION_EVENT, { ...(callId ? { callId } : {}), ...decision }, { ignorable: true })
     } catch (error) {
-      this.home.logger.warn('permission: could not log a network decision: %s', error instanceof Error ? error.message : String(error))
+      this.home.logger.warn(
+        'permission: could not log a network decision: %s',
+        error instanceof Error ? error.message : String(error),
+      )
     }
   }
 
@@ -315,7 +335,14 @@ export class PermissionService extends Service {
     if (verdict.inside) return next()
     const { reason, advice, scope } = verdict
     const log = (decision: PermissionDecisionEvent['decision'], answer?: PermissionAnswer) =>
-      this.record(execution, { callId: execution.call.callId, tool: execution.tool.name, preset, decision, reason, ...(answer ? { answer } : {}) })
+      this.record(execution, {
+        callId: execution.call.callId,
+        tool: execution.tool.name,
+        preset,
+        decision,
+        reason,
+        ...(answer ? { answer } : {}),
+      })
 
     if (this.isSubagent(run.sessionId)) {
       log('deny')
@@ -326,7 +353,10 @@ export class PermissionService extends Service {
     }
     if (this.settings.approval === 'never') {
       log('deny')
-      return { kind: 'deny', reason: `${reason}. The approval policy is "never", so calls outside the preset are not run. ${advice}` }
+      return {
+        kind: 'deny',
+        reason: `${reason}. The approval policy is "never", so calls outside the preset are not run. ${advice}`,
+      }
     }
     const remembered = this.allowed.get(run.sessionId)
     if (remembered?.has(scope)) {
@@ -346,8 +376,12 @@ export class PermissionService extends Service {
       answer = await untilAborted(approver(execution.call, reason, run), run.signal)
     } catch (error) {
       log('ask')
-      if (run.signal.aborted) return { kind: 'deny', reason: `${reason}. The call was cancelled while waiting for approval.` }
-      return { kind: 'deny', reason: `${reason}. Asking for approval failed (${error instanceof Error ? error.message : String(error)}), so it was not run.` }
+      if (run.signal.aborted)
+        return { kind: 'deny', reason: `${reason}. The call was cancelled while waiting for approval.` }
+      return {
+        kind: 'deny',
+        reason: `${reason}. Asking for approval failed (${error instanceof Error ? error.message : String(error)}), so it was not run.`,
+      }
     }
     if (answer === 'allow-once') {
       log('ask', 'allow-once')
@@ -365,7 +399,8 @@ export class PermissionService extends Service {
     }
     if (answer !== null && typeof answer === 'object' && answer.kind === 'reject') {
       log('ask', 'reject')
-      const said = typeof answer.message === 'string' && answer.message.trim() ? ` The user said: ${answer.message.trim()}` : ''
+      const said =
+        typeof answer.message === 'string' && answer.message.trim() ? ` The user said: ${answer.message.trim()}` : ''
       return { kind: 'deny', reason: `${reason}. The user rejected this call.${said}` }
     }
     log('ask')
@@ -389,13 +424,21 @@ export class PermissionService extends Service {
   private record(execution: ToolExecution, data: PermissionDecisionEvent): void {
     const session = this.home.sessions.get(execution.run.sessionId)
     if (!session) {
-      this.home.logger.debug('permission: session %s is not open; decision on %s not logged', execution.run.sessionId, data.callId)
+      this.home.logger.debug(
+        'permission: session %s is not open; decision on %s not logged',
+        execution.run.sessionId,
+        data.callId,
+      )
       return
     }
     try {
       session.append(DECISION_EVENT, data, { ignorable: true })
     } catch (error) {
-      this.home.logger.warn('permission: could not log the decision on %s: %s', data.callId, error instanceof Error ? error.message : String(error))
+      this.home.logger.warn(
+        'permission: could not log the decision on %s: %s',
+        data.callId,
+        error instanceof Error ? error.message : String(error),
+      )
     }
   }
 }

@@ -3,7 +3,12 @@ import type { NetworkDecision, NetworkMode } from '@dsh/sandbox'
 import type { PermissionPreset } from '@dsh/wire-types'
 
 /** The preset names, answers and the `permission/decision` and `permission/preset` events are wire types. */
-export type { PermissionAnswer, PermissionDecisionEvent, PermissionPreset, PermissionPresetEvent } from '@dsh/wire-types'
+export type {
+  PermissionAnswer,
+  PermissionDecisionEvent,
+  PermissionPreset,
+  PermissionPresetEvent,
+} from '@dsh/wire-types'
 
 /**
  * The presets: how far tools may reach without asking.

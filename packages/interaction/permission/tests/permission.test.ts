@@ -25,7 +25,8 @@ beforeAll(async () => {
   ws = path.join(base, 'ws')
   outside = path.join(base, 'outside')
   temp = path.join(base, 'tmp')
-  for (const dir of [ws, outside, temp, path.join(ws, '.git'), path.join(base, 'shared')]) await mkdir(dir, { recursive: true })
+  for (const dir of [ws, outside, temp, path.join(ws, '.git'), path.join(base, 'shared')])
+    await mkdir(dir, { recursive: true })
   await writeFile(path.join(ws, 'readme.txt'), 'inside')
   await writeFile(path.join(outside, 'secret.txt'), 'outside')
   await writeFile(path.join(ws, '.git', 'config'), '[core]')
@@ -69,7 +70,9 @@ const runTool = defineTool({
   description: 'Run a command.',
   parameters: z.object({ command: z.string(), escalated: z.boolean().default(false) }),
   access: (args) => ({ kind: 'execute', escalated: args.escalated, summary: args.command }),
-  execute: (args, run) => ({ content: JSON.stringify(root.permission.sandboxPolicy(run, { escalated: args.escalated })) }),
+  execute: (args, run) => ({
+    content: JSON.stringify(root.permission.sandboxPolicy(run, { escalated: args.escalated })),
+  }),
 })
 
 const fetchTool = defineTool({
@@ -161,11 +164,20 @@ async function surface(answer: ApprovalAnswer | ToolApprover) {
   return { asked, fiber }
 }
 
-function invoke(name: string, args: Record<string, unknown>, options: { sessionId?: string; signal?: AbortSignal } = {}): Promise<ToolResult> {
+function invoke(
+  name: string,
+  args: Record<string, unknown>,
+  options: { sessionId?: string; signal?: AbortSignal } = {},
+): Promise<ToolResult> {
   counter += 1
   return root.tools.execute(
     { callId: `call-${counter}` as ToolCallId, name, arguments: JSON.stringify(args) },
-    { signal: options.signal ?? new AbortController().signal, cwd: ws, sessionId: options.sessionId ?? session.id, sessionState: new Map() },
+    {
+      signal: options.signal ?? new AbortController().signal,
+      cwd: ws,
+      sessionId: options.sessionId ?? session.id,
+      sessionState: new Map(),
+    },
   )
 }
 
@@ -174,7 +186,9 @@ function text(result: ToolResult): string {
 }
 
 function decisions(of: Session = session): PermissionDecisionEvent[] {
-  return of.events.filter((event) => event.type === 'permission/decision').map((event) => event.data as PermissionDecisionEvent)
+  return of.events
+    .filter((event) => event.type === 'permission/decision')
+    .map((event) => event.data as PermissionDecisionEvent)
 }
 
 type Expect = Record<PermissionPreset, 'in' | 'out'>
@@ -195,8 +209,19 @@ const dangerOnly: Expect = { 'read-only': 'out', 'workspace-write': 'out', 'dang
 
 const cases: Case[] = [
   { what: 'a read inside the workspace', tool: 'read_file', args: async () => ({ path: 'readme.txt' }), expect: all },
-  { what: 'a read outside the workspace', tool: 'read_file', args: async () => ({ path: path.join(outside, 'secret.txt') }), expect: all },
-  { what: 'a write inside the workspace', tool: 'write_file', args: async () => ({ path: unique('inside') }), file: fileOf, expect: writable },
+  {
+    what: 'a read outside the workspace',
+    tool: 'read_file',
+    args: async () => ({ path: path.join(outside, 'secret.txt') }),
+    expect: all,
+  },
+  {
+    what: 'a write inside the workspace',
+    tool: 'write_file',
+    args: async () => ({ path: unique('inside') }),
+    file: fileOf,
+    expect: writable,
+  },
   {
     what: "a write in the session's temp folder",
     tool: 'write_file',
@@ -204,8 +229,20 @@ const cases: Case[] = [
     file: fileOf,
     expect: writable,
   },
-  { what: 'a write in the shared temp dir', tool: 'write_file', args: async () => ({ path: path.join(temp, unique('temp')) }), file: fileOf, expect: dangerOnly },
-  { what: 'a write outside the workspace', tool: 'write_file', args: async () => ({ path: path.join(outside, unique('out')) }), file: fileOf, expect: dangerOnly },
+  {
+    what: 'a write in the shared temp dir',
+    tool: 'write_file',
+    args: async () => ({ path: path.join(temp, unique('temp')) }),
+    file: fileOf,
+    expect: dangerOnly,
+  },
+  {
+    what: 'a write outside the workspace',
+    tool: 'write_file',
+    args: async () => ({ path: path.join(outside, unique('out')) }),
+    file: fileOf,
+    expect: dangerOnly,
+  },
   {
     what: 'a write through a symlink leaving the workspace',
     tool: 'write_file',
@@ -225,9 +262,20 @@ const cases: Case[] = [
     file: (args) => String(args.target),
     expect: dangerOnly,
   },
-  { what: 'a write into .git', tool: 'write_file', args: async () => ({ path: path.join('.git', unique('hook')) }), file: fileOf, expect: dangerOnly },
+  {
+    what: 'a write into .git',
+    tool: 'write_file',
+    args: async () => ({ path: path.join('.git', unique('hook')) }),
+    file: fileOf,
+    expect: dangerOnly,
+  },
   { what: 'a plain command', tool: 'run_command', args: async () => ({ command: 'ls' }), expect: all },
-  { what: 'an escalated command', tool: 'run_command', args: async () => ({ command: 'curl example.com', escalated: true }), expect: dangerOnly },
+  {
+    what: 'an escalated command',
+    tool: 'run_command',
+    args: async () => ({ command: 'curl example.com', escalated: true }),
+    expect: dangerOnly,
+  },
   { what: 'a network call', tool: 'fetch_url', args: async () => ({ url: 'https://example.com' }), expect: dangerOnly },
   { what: 'a tool declaring nothing', tool: 'mystery', args: async () => ({}), expect: writable },
   { what: 'a readOnly tool without access()', tool: 'peek', args: async () => ({}), expect: all },
@@ -292,7 +340,9 @@ describe('reasons', () => {
     const target = path.join(outside, unique('named'))
     const result = await invoke('write_file', { path: target })
     const sessionTemp = root.permission.sessionTemp(session.id)
-    expect(text(result)).toContain(`tool "write_file" would write ${target}, outside the folders preset "workspace-write" allows (${ws}, ${sessionTemp})`)
+    expect(text(result)).toContain(
+      `tool "write_file" would write ${target}, outside the folders preset "workspace-write" allows (${ws}, ${sessionTemp})`,
+    )
     expect(text(result)).toContain(`Write inside the workspace (${ws}) or the temp dir (${sessionTemp}) instead`)
   })
 
@@ -306,14 +356,25 @@ describe('reasons', () => {
   it('name the command of an escalated call', async () => {
     await boot({ approval: 'never' })
     const result = await invoke('run_command', { command: 'curl example.com', escalated: true })
-    expect(text(result)).toContain('tool "run_command" asks to run "curl example.com" outside the sandbox, which preset "workspace-write" does not allow')
+    expect(text(result)).toContain(
+      'tool "run_command" asks to run "curl example.com" outside the sandbox, which preset "workspace-write" does not allow',
+    )
   })
 
   it('name the protected paths, existing or not', async () => {
     await boot({ approval: 'never' })
-    for (const target of ['.git/config', '.claude/settings.json', '.mcp.json', '.dsh/cordis.patch.yml', '.agents/skills/x/SKILL.md', '.codex/config.toml']) {
+    for (const target of [
+      '.git/config',
+      '.claude/settings.json',
+      '.mcp.json',
+      '.dsh/cordis.patch.yml',
+      '.agents/skills/x/SKILL.md',
+      '.codex/config.toml',
+    ]) {
       const result = await invoke('write_file', { path: target })
-      expect(text(result), target).toContain(`would write ${path.join(ws, target)}, inside the protected path ${path.join(ws, target.split('/')[0] as string)} (.git, .dsh, .claude, .codex, .agents, .mcp.json`)
+      expect(text(result), target).toContain(
+        `would write ${path.join(ws, target)}, inside the protected path ${path.join(ws, target.split('/')[0] as string)} (.git, .dsh, .claude, .codex, .agents, .mcp.json`,
+      )
     }
   })
 
@@ -325,14 +386,22 @@ describe('reasons', () => {
     await rm(path.join(ws, '.git'), { recursive: true, force: true })
     await writeFile(path.join(ws, '.git'), `gitdir: ${gitDir}\n`)
     const policy = root.permission.sandboxPolicy({ sessionId: session.id, cwd: ws })
-    expect(policy.protectedPaths).toEqual(expect.arrayContaining([path.join(ws, '.git'), gitDir, path.join(base, 'main-repo', '.git')]))
+    expect(policy.protectedPaths).toEqual(
+      expect.arrayContaining([path.join(ws, '.git'), gitDir, path.join(base, 'main-repo', '.git')]),
+    )
   })
 })
 
 describe('protected project paths', () => {
   it('refuse .dsh, .claude, .codex, .agents and .mcp.json whether or not they exist, and a symlink planted in their place', async () => {
     await boot({ approval: 'never' })
-    for (const target of ['.claude/settings.json', '.mcp.json', '.dsh/cordis.patch.yml', '.codex/config.toml', '.agents/skills/x/SKILL.md']) {
+    for (const target of [
+      '.claude/settings.json',
+      '.mcp.json',
+      '.dsh/cordis.patch.yml',
+      '.codex/config.toml',
+      '.agents/skills/x/SKILL.md',
+    ]) {
       const result = await invoke('write_file', { path: target })
       expect(result.error?.code).toBe('DENIED')
       expect(text(result)).toContain(`inside the protected path ${path.join(ws, target.split('/')[0] as string)}`)
@@ -405,7 +474,9 @@ describe('approver answers', () => {
     expect(result.error?.code).toBe('DENIED')
     expect(text(result)).toContain('The user rejected this call. The user said: use the workspace instead')
     expect(existsSync(target)).toBe(false)
-    expect(decisions()).toMatchObject([{ decision: 'ask', answer: 'reject', tool: 'write_file', preset: 'workspace-write' }])
+    expect(decisions()).toMatchObject([
+      { decision: 'ask', answer: 'reject', tool: 'write_file', preset: 'workspace-write' },
+    ])
   })
 
   it('reject without a message is asked again next time', async () => {
@@ -468,7 +539,9 @@ describe('no approver (headless)', () => {
     expect(text(result)).toContain('no one is available to approve it')
     expect(text(result)).toContain(`Write inside the workspace (${ws})`)
     expect(existsSync(target)).toBe(false)
-    expect(decisions()).toMatchObject([{ decision: 'ask', answer: 'no-approver', tool: 'write_file', preset: 'workspace-write' }])
+    expect(decisions()).toMatchObject([
+      { decision: 'ask', answer: 'no-approver', tool: 'write_file', preset: 'workspace-write' },
+    ])
   })
 
   it('still runs calls inside the preset', async () => {
@@ -485,7 +558,9 @@ async function hookAskingForPeek() {
   await root.plugin({
     name: 'test-hook',
     apply(ctx: Ctx) {
-      ctx.on('tools/pre-execute', async (execution, next) => (execution.tool.name === 'peek' ? { kind: 'ask', reason: 'the hook wants a look' } : next()))
+      ctx.on('tools/pre-execute', async (execution, next) =>
+        execution.tool.name === 'peek' ? { kind: 'ask', reason: 'the hook wants a look' } : next(),
+      )
     },
   })
 }
@@ -546,7 +621,11 @@ describe('the decision log', () => {
 
   it('a call from a session that is not open is still decided', async () => {
     await boot({ approval: 'never' })
-    const result = await invoke('write_file', { path: path.join(outside, unique('ghost')) }, { sessionId: 'session-ghost' })
+    const result = await invoke(
+      'write_file',
+      { path: path.join(outside, unique('ghost')) },
+      { sessionId: 'session-ghost' },
+    )
     expect(result.error?.code).toBe('DENIED')
   })
 })
@@ -599,7 +678,13 @@ describe('per-session preset', () => {
     expect(logged()).toEqual([{ preset: 'read-only' }, { preset: 'danger-full-access' }])
     const events = [...session.events]
     await root.sessions.close(session)
-    const resumed = root.sessions.create({ id: session.id, cwd: ws, createdAt: session.meta.createdAt, seed: events, seedStored: true })
+    const resumed = root.sessions.create({
+      id: session.id,
+      cwd: ws,
+      createdAt: session.meta.createdAt,
+      seed: events,
+      seedStored: true,
+    })
     expect(root.permission.preset(resumed.id)).toBe('danger-full-access')
     root.permission.resetPreset(resumed.id)
     expect(resumed.last('permission/preset')?.data).toEqual({ preset: null })
@@ -608,7 +693,9 @@ describe('per-session preset', () => {
 
   it('refuses an unknown preset', async () => {
     await boot()
-    expect(() => root.permission.setPreset(session.id, 'yolo' as PermissionPreset)).toThrow(/unknown permission preset "yolo"/)
+    expect(() => root.permission.setPreset(session.id, 'yolo' as PermissionPreset)).toThrow(
+      /unknown permission preset "yolo"/,
+    )
   })
 })
 
@@ -649,7 +736,12 @@ describe('sandboxPolicy', () => {
 
   it('read-only: confined read-only', async () => {
     await boot({ preset: 'read-only' })
-    expect(root.permission.sandboxPolicy(run())).toEqual({ mode: 'read-only', writableRoots: [], protectedPaths: [], network: 'off' })
+    expect(root.permission.sandboxPolicy(run())).toEqual({
+      mode: 'read-only',
+      writableRoots: [],
+      protectedPaths: [],
+      network: 'off',
+    })
   })
 
   it('danger-full-access: off', async () => {

@@ -19,10 +19,18 @@ export const Config: Schema<PlanModeConfig> = Schema.object({
   startInPlanMode: Schema.boolean().default(false).description('New sessions start in plan mode.'),
   allowedAccess: Schema.array(Schema.union(['read', 'write', 'execute', 'network', 'other'] as const))
     .default(['read', 'network'])
-    .description("The kinds of tool access (a tool's access(args)) that still run in plan mode. The permission preset applies to them as usual."),
+    .description(
+      "The kinds of tool access (a tool's access(args)) that still run in plan mode. The permission preset applies to them as usual.",
+    ),
   allowedTools: Schema.array(Schema.string())
     .default([])
-    .description('Tools that run in plan mode whatever their access, e.g. a subagent tool (its children are held to plan mode too).'),
-  section: Schema.string().default(DEFAULT_SECTION).description('The system-prompt section shown while a session is in plan mode.'),
-  order: Schema.number().default(900).description('Where the plan-mode section goes in the system prompt (lower comes first).'),
+    .description(
+      'Tools that run in plan mode whatever their access, e.g. a subagent tool (its children are held to plan mode too).',
+    ),
+  section: Schema.string()
+    .default(DEFAULT_SECTION)
+    .description('The system-prompt section shown while a session is in plan mode.'),
+  order: Schema.number()
+    .default(900)
+    .description('Where the plan-mode section goes in the system prompt (lower comes first).'),
 })

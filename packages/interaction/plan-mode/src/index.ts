@@ -34,14 +34,19 @@ export function apply(ctx: Context, config: PlanModeConfig) {
       },
       description:
         'Only in plan mode: submit your plan for the user to approve. Send the complete plan as markdown, starting with a # heading that names it. ' +
-        'Once approved, plan mode ends and you carry out the plan from your next step; otherwise the result carries the user\'s feedback: revise and submit again.',
-      parameters: z.object({ plan: z.string().trim().min(1).describe('The complete plan, as markdown, starting with a # heading.') }),
+        "Once approved, plan mode ends and you carry out the plan from your next step; otherwise the result carries the user's feedback: revise and submit again.",
+      parameters: z.object({
+        plan: z.string().trim().min(1).describe('The complete plan, as markdown, starting with a # heading.'),
+      }),
       readOnly: true,
       execute(args, run) {
         const planMode = ctx.get('planMode')
         const session = ctx.sessions.get(run.sessionId)
         if (!planMode || !session || !planMode.isActive(run.sessionId)) {
-          throw new ToolError('NOT_IN_PLAN_MODE', 'this session is not in plan mode, so there is no plan to submit; go ahead with the task.')
+          throw new ToolError(
+            'NOT_IN_PLAN_MODE',
+            'this session is not in plan mode, so there is no plan to submit; go ahead with the task.',
+          )
         }
         planMode.set(session, false, args.plan)
         return { content: 'The user approved your plan and plan mode is off. Carry out the plan now.' }

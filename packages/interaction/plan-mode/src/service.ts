@@ -35,7 +35,8 @@ export class PlanMode extends Service {
     ctx.on('tools/post-execute', (execution, result, next) => this.explainRefusal(execution, result, next))
     ctx.on('agent/created', (agent) => {
       const { session } = agent
-      if (!config.startInPlanMode || session.seedLength > 0 || session.meta.parentSession || session.last(PLAN_EVENT)) return
+      if (!config.startInPlanMode || session.seedLength > 0 || session.meta.parentSession || session.last(PLAN_EVENT))
+        return
       this.set(session, true)
     })
   }
@@ -73,16 +74,22 @@ export class PlanMode extends Service {
     if (!this.isActive(execution.run.sessionId)) return next()
     if (name === EXIT_TOOL) {
       if (this.plansItself(execution.run.sessionId)) {
-        return { kind: 'ask', reason: 'the agent has finished planning and asks you to approve its plan (in the call arguments) before it makes any change' }
+        return {
+          kind: 'ask',
+          reason:
+            'the agent has finished planning and asks you to approve its plan (in the call arguments) before it makes any change',
+        }
       }
       return {
         kind: 'deny',
-        reason: 'this session plans because the session that started it is in plan mode, and only that session can leave it. Put your plan in your final answer instead.',
+        reason:
+          'this session plans because the session that started it is in plan mode, and only that session can leave it. Put your plan in your final answer instead.',
       }
     }
     if (this.settings.allowedTools.includes(name)) return next()
     const access = accessOf(execution)
-    if (!('error' in access) && access.escalated !== true && this.settings.allowedAccess.includes(access.kind)) return next()
+    if (!('error' in access) && access.escalated !== true && this.settings.allowedAccess.includes(access.kind))
+      return next()
     return {
       kind: 'deny',
       reason:
@@ -92,9 +99,18 @@ export class PlanMode extends Service {
   }
 
   /** An `exit_plan_mode` that was not approved: tell the model it is still planning. */
-  private async explainRefusal(execution: ToolExecution, _result: ToolResult, next: () => Promise<ToolResult>): Promise<ToolResult> {
+  private async explainRefusal(
+    execution: ToolExecution,
+    _result: ToolResult,
+    next: () => Promise<ToolResult>,
+  ): Promise<ToolResult> {
     const final = await next()
-    if (execution.tool.name !== EXIT_TOOL || final.error?.code !== 'DENIED' || !this.plansItself(execution.run.sessionId)) return final
+    if (
+      execution.tool.name !== EXIT_TOOL ||
+      final.error?.code !== 'DENIED' ||
+      !this.plansItself(execution.run.sessionId)
+    )
+      return final
     const note =
       'The plan was not approved, so you are still in plan mode and only read-only tools run. ' +
       'If the user gave feedback, revise the plan and submit it again. If no one can approve plans here, end your turn with the plan as your answer.'

@@ -117,8 +117,10 @@ function call(name: string, args: Record<string, unknown>, on: Session = session
   )
 }
 
-const planEvents = (on: Session = session) => on.events.filter((e): e is SessionEvent<'plan/mode'> => e.type === 'plan/mode').map((e) => e.data)
-const render = (on: Session = session) => root.systemPrompt.render({ sessionId: on.id, cwd: on.meta.cwd, model: 'm', provider: 'p' })
+const planEvents = (on: Session = session) =>
+  on.events.filter((e): e is SessionEvent<'plan/mode'> => e.type === 'plan/mode').map((e) => e.data)
+const render = (on: Session = session) =>
+  root.systemPrompt.render({ sessionId: on.id, cwd: on.meta.cwd, model: 'm', provider: 'p' })
 const plan = '# Add a greeting\n\n1. Write hello.txt.'
 
 describe('plan mode', () => {
@@ -136,7 +138,9 @@ describe('plan mode', () => {
         'Do not retry it now: keep exploring with read-only tools, then submit your plan with exit_plan_mode; once the user approves it, you can make changes.',
     )
     expect(existsSync(path.join(workspace, 'hello.txt'))).toBe(false)
-    expect(textOf((await call('run_command', { command: 'make' })).content)).toContain('tool "run_command" would run a command (make)')
+    expect(textOf((await call('run_command', { command: 'make' })).content)).toContain(
+      'tool "run_command" would run a command (make)',
+    )
   })
 
   it('shows its section in the system prompt only while the session plans', async () => {
@@ -178,7 +182,9 @@ describe('plan mode', () => {
       return { kind: 'reject', message: 'Also add a test.' }
     })
     const result = await call('exit_plan_mode', { plan })
-    expect(asked).toEqual([{ name: 'exit_plan_mode', reason: expect.stringContaining('approve its plan'), args: JSON.stringify({ plan }) }])
+    expect(asked).toEqual([
+      { name: 'exit_plan_mode', reason: expect.stringContaining('approve its plan'), args: JSON.stringify({ plan }) },
+    ])
     expect(result.error?.code).toBe('DENIED')
     expect(textOf(result.content)).toContain('The user said: Also add a test.')
     expect(textOf(result.content)).toContain('still in plan mode')
@@ -223,7 +229,13 @@ describe('plan mode', () => {
     expect(root.planMode.isActive(agent.id)).toBe(true)
     expect(render(agent.session)).toContain('# Plan mode')
 
-    const seeded = root.sessions.create({ cwd: workspace, seed: [{ seq: 0, time: 1, type: 'turn/start', data: { turn: 1 } }, { seq: 1, time: 1, type: 'turn/end', data: { turn: 1, reason: 'completed' } }] })
+    const seeded = root.sessions.create({
+      cwd: workspace,
+      seed: [
+        { seq: 0, time: 1, type: 'turn/start', data: { turn: 1 } },
+        { seq: 1, time: 1, type: 'turn/end', data: { turn: 1, reason: 'completed' } },
+      ],
+    })
     root.emit('agent/created', stubAgent(root, seeded, { provider: 'p', model: 'm' }))
     expect(planEvents(seeded)).toEqual([])
   })

@@ -27,14 +27,29 @@ const option = z.object({
 const question = z
   .object({
     question: z.string().trim().min(1).describe('The complete question, ending with a question mark.'),
-    header: z.string().trim().min(1).max(30).optional().describe('A very short label for the question, e.g. "Database".'),
-    options: z.array(option).min(2).max(4).describe('2 to 4 distinct choices. Put a recommended one first and add "(Recommended)" to its label.'),
+    header: z
+      .string()
+      .trim()
+      .min(1)
+      .max(30)
+      .optional()
+      .describe('A very short label for the question, e.g. "Database".'),
+    options: z
+      .array(option)
+      .min(2)
+      .max(4)
+      .describe('2 to 4 distinct choices. Put a recommended one first and add "(Recommended)" to its label.'),
     multiSelect: z.boolean().optional().describe('Let the user pick more than one option. Default false.'),
   })
   .superRefine((value, issues) => {
     const labels = value.options.map((o) => o.label)
     labels.forEach((label, i) => {
-      if (labels.indexOf(label) !== i) issues.addIssue({ code: 'custom', path: ['options', i, 'label'], message: `the label "${label}" is used twice` })
+      if (labels.indexOf(label) !== i)
+        issues.addIssue({
+          code: 'custom',
+          path: ['options', i, 'label'],
+          message: `the label "${label}" is used twice`,
+        })
     })
   })
 
@@ -46,7 +61,8 @@ const parameters = z.object({
     .superRefine((list, issues) => {
       const texts = list.map((q) => q.question)
       texts.forEach((text, i) => {
-        if (texts.indexOf(text) !== i) issues.addIssue({ code: 'custom', path: [i, 'question'], message: 'the same question is asked twice' })
+        if (texts.indexOf(text) !== i)
+          issues.addIssue({ code: 'custom', path: [i, 'question'], message: 'the same question is asked twice' })
       })
     })
     .describe('1 to 4 questions.'),
@@ -64,7 +80,9 @@ export function apply(ctx: Context, config: QuestionsConfig) {
         kind: 'other',
         view: 'generic',
         title: (args) => {
-          const asked = Array.isArray(args.questions) ? args.questions.map((q) => (q as { question?: unknown })?.question) : []
+          const asked = Array.isArray(args.questions)
+            ? args.questions.map((q) => (q as { question?: unknown })?.question)
+            : []
           const texts = asked.filter((q): q is string => typeof q === 'string')
           return texts.length ? `Ask the user: ${oneLine(texts.join(' / '))}` : 'Ask the user'
         },
@@ -75,7 +93,10 @@ export function apply(ctx: Context, config: QuestionsConfig) {
       parameters,
       readOnly: true,
       timeoutMs: config.answerTimeoutMs,
-      access: (args) => ({ kind: 'read', summary: `ask the user: ${args.questions.map((q) => q.question).join(' / ')}` }),
+      access: (args) => ({
+        kind: 'read',
+        summary: `ask the user: ${args.questions.map((q) => q.question).join(' / ')}`,
+      }),
       async execute(args, run) {
         const questions: Question[] = args.questions
         const service = ctx.get('questions')
@@ -86,7 +107,10 @@ export function apply(ctx: Context, config: QuestionsConfig) {
         } catch (error) {
           if (error instanceof NoAskerError) throw new ToolError('NO_USER', error.message)
           if (run.signal.aborted) throw error
-          throw new ToolError('QUESTION_FAILED', `asking the user failed: ${error instanceof Error ? error.message : String(error)}`)
+          throw new ToolError(
+            'QUESTION_FAILED',
+            `asking the user failed: ${error instanceof Error ? error.message : String(error)}`,
+          )
         }
         return { content: renderAnswers(questions, answers), meta: { answers: answers.map((a) => ({ ...a })) } }
       },

@@ -71,7 +71,8 @@ function checkAnswers(value: unknown): QuestionAnswer[] {
     if (answer === null || typeof answer !== 'object') throw new Error(`${where} is ${describe(answer)}, not an object`)
     const { question, selected, text } = answer as Record<string, unknown>
     if (typeof question !== 'string') throw new Error(`${where} has no question text`)
-    if (!Array.isArray(selected) || !selected.every((label) => typeof label === 'string')) throw new Error(`${where}: selected must be a list of option labels`)
+    if (!Array.isArray(selected) || !selected.every((label) => typeof label === 'string'))
+      throw new Error(`${where}: selected must be a list of option labels`)
     if (text !== undefined && typeof text !== 'string') throw new Error(`${where}: text must be a string`)
     return { question, selected: [...selected], ...(typeof text === 'string' ? { text } : {}) }
   })

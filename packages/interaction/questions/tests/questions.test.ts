@@ -117,7 +117,9 @@ describe('ask_user_question', () => {
     await surface(async () => [{ question: database.question, selected: 'Postgres' }] as never)
     const result = await ask({ questions: [database] })
     expect(result.error?.code).toBe('QUESTION_FAILED')
-    expect(textOf(result.content)).toBe('Error: asking the user failed: answer 1: selected must be a list of option labels')
+    expect(textOf(result.content)).toBe(
+      'Error: asking the user failed: answer 1: selected must be a list of option labels',
+    )
   })
 
   it('refuses malformed questions before asking anyone', async () => {
@@ -129,11 +131,20 @@ describe('ask_user_question', () => {
     const one = { ...database, options: [database.options[0]] }
     const five = { ...database, options: [...features.options, { label: 'D' }, { label: 'E' }] }
     const twice = { ...database, options: [{ label: 'Same' }, { label: 'Same' }] }
-    for (const bad of [{ questions: [] }, { questions: [one] }, { questions: [five] }, { questions: [twice] }, { questions: [database, database] }, { questions: Array(5).fill(features) }]) {
+    for (const bad of [
+      { questions: [] },
+      { questions: [one] },
+      { questions: [five] },
+      { questions: [twice] },
+      { questions: [database, database] },
+      { questions: Array(5).fill(features) },
+    ]) {
       const result = await ask(bad)
       expect(result.error?.code).toBe('INVALID_ARGUMENTS')
     }
-    expect(textOf((await ask({ questions: [twice] })).content)).toContain('questions[0].options[1].label: the label "Same" is used twice')
+    expect(textOf((await ask({ questions: [twice] })).content)).toContain(
+      'questions[0].options[1].label: the label "Same" is used twice',
+    )
     expect(asked).toBe(0)
   })
 })
@@ -145,11 +156,13 @@ describe('ctx.questions', () => {
     expect(() => root.questions.setAsker(root, async () => [])).toThrow('a question asker is already set')
     await first.dispose()
     expect(root.questions.available()).toBe(false)
-    await expect(root.questions.ask({ sessionId: 's', callId: 'c', questions: [database] }, new AbortController().signal)).rejects.toBeInstanceOf(NoAskerError)
+    await expect(
+      root.questions.ask({ sessionId: 's', callId: 'c', questions: [database] }, new AbortController().signal),
+    ).rejects.toBeInstanceOf(NoAskerError)
     const off = root.questions.setAsker(root, async () => [{ question: database.question, selected: ['SQLite'] }])
-    expect(await root.questions.ask({ sessionId: 's', callId: 'c', questions: [database] }, new AbortController().signal)).toEqual([
-      { question: database.question, selected: ['SQLite'] },
-    ])
+    expect(
+      await root.questions.ask({ sessionId: 's', callId: 'c', questions: [database] }, new AbortController().signal),
+    ).toEqual([{ question: database.question, selected: ['SQLite'] }])
     off()
     expect(root.questions.available()).toBe(false)
   })

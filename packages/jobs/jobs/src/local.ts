@@ -25,10 +25,7 @@ export const Config: Schema<LocalJobsConfig> = Schema.object({
     .min(1)
     .default(1024 * 1024)
     .description('Output kept per job (stdout and stderr together): the tail; older bytes are dropped and counted.'),
-  maxRunningPerSession: Schema.natural()
-    .min(1)
-    .default(10)
-    .description('How many jobs one session may run at once.'),
+  maxRunningPerSession: Schema.natural().min(1).default(10).description('How many jobs one session may run at once.'),
   keepFinishedPerSession: Schema.natural()
     .default(20)
     .description('How many ended jobs of a session are remembered (with their output); older ones are forgotten.'),
@@ -63,7 +60,9 @@ export class LocalJobs extends Jobs {
     ctx.effect(() => () => this.stopAll(), 'jobs: kill every job')
     // A session's jobs end with it (a web session unloaded, an SDK session closed), not only with dsh.
     ctx.on('session/closed', async (session) => {
-      const running = [...this.jobs.values()].filter((record) => record.sessionId === session.id && record.status.state === 'running')
+      const running = [...this.jobs.values()].filter(
+        (record) => record.sessionId === session.id && record.status.state === 'running',
+      )
       for (const record of running) record.killing = true
       await Promise.allSettled(running.map((record) => record.handle.kill()))
     })
@@ -110,7 +109,8 @@ export class LocalJobs extends Jobs {
     }
     record.finished = handle.done.then(
       (exit) => this.finish(record, statusOf(exit, record.killing)),
-      (error: unknown) => this.finish(record, { state: 'failed', message: error instanceof Error ? error.message : String(error) }),
+      (error: unknown) =>
+        this.finish(record, { state: 'failed', message: error instanceof Error ? error.message : String(error) }),
     )
     this.jobs.set(id, record)
     return id
@@ -179,7 +179,8 @@ export class LocalJobs extends Jobs {
 
   private forgetOldFinished(sessionId: string): void {
     const finished = this.records(sessionId).filter((job) => job.status.state !== 'running')
-    for (const job of finished.slice(0, Math.max(0, finished.length - this.settings.keepFinishedPerSession))) this.jobs.delete(job.id)
+    for (const job of finished.slice(0, Math.max(0, finished.length - this.settings.keepFinishedPerSession)))
+      this.jobs.delete(job.id)
   }
 
   private records(sessionId: string): JobRecord[] {
@@ -203,7 +204,9 @@ export class LocalJobs extends Jobs {
     this.disposed = true
     const records = [...this.jobs.values()]
     for (const record of records) if (record.status.state === 'running') record.killing = true
-    await Promise.allSettled(records.map((record) => (record.status.state === 'running' ? record.handle.kill() : undefined)))
+    await Promise.allSettled(
+      records.map((record) => (record.status.state === 'running' ? record.handle.kill() : undefined)),
+    )
     await Promise.allSettled(records.map((record) => record.finished))
   }
 }

@@ -11,14 +11,21 @@ export interface JobToolsConfig {
 }
 
 export const Config: Schema<JobToolsConfig> = Schema.object({
-  maxWaitMs: Schema.natural().min(1).default(600_000).description('The longest `wait_ms` a `job_output` call may ask for, in milliseconds.'),
+  maxWaitMs: Schema.natural()
+    .min(1)
+    .default(600_000)
+    .description('The longest `wait_ms` a `job_output` call may ask for, in milliseconds.'),
   maxReadBytes: Schema.natural()
     .min(1)
     .default(30_000)
-    .description('The most new output one `job_output` call returns: the newest part, with a note saying how much was skipped.'),
+    .description(
+      'The most new output one `job_output` call returns: the newest part, with a note saying how much was skipped.',
+    ),
   timeoutAllowanceMs: Schema.natural()
     .default(30_000)
-    .description('How much longer than its wait a `job_output` call, and a `job_kill` call, may take before the tool runtime times it out, in milliseconds.'),
+    .description(
+      'How much longer than its wait a `job_output` call, and a `job_kill` call, may take before the tool runtime times it out, in milliseconds.',
+    ),
 })
 
 export const name = 'tool-jobs'
@@ -51,7 +58,9 @@ export function apply(ctx: Context, config: JobToolsConfig) {
           .min(0)
           .max(config.maxWaitMs)
           .optional()
-          .describe('Wait up to this many milliseconds for new output or the end of the job. Default 0: answer at once.'),
+          .describe(
+            'Wait up to this many milliseconds for new output or the end of the job. Default 0: answer at once.',
+          ),
       }),
       readOnly: true,
       timeoutMs: config.maxWaitMs + config.timeoutAllowanceMs,
@@ -66,7 +75,10 @@ export function apply(ctx: Context, config: JobToolsConfig) {
             : jobs.output(args.job_id, { ...owner, since }),
         )
         cursors.set(args.job_id, output.offset)
-        return { content: renderOutput(output, config.maxReadBytes), meta: { status: output.status, offset: output.offset } }
+        return {
+          content: renderOutput(output, config.maxReadBytes),
+          meta: { status: output.status, offset: output.offset },
+        }
       },
     }),
   )
@@ -98,7 +110,8 @@ export function apply(ctx: Context, config: JobToolsConfig) {
         view: 'generic',
         title: (args) => `Stop ${textArgument(args, 'job_id') ?? 'a background job'}`,
       },
-      description: 'Stop a background job and every process it started. Its output so far stays readable with job_output.',
+      description:
+        'Stop a background job and every process it started. Its output so far stays readable with job_output.',
       parameters: z.object({ job_id: z.string().min(1).describe('The id of the job to stop.') }),
       timeoutMs: config.timeoutAllowanceMs,
       access: (args) => ({ kind: 'other', summary: `stop background job ${args.job_id}` }),
@@ -111,7 +124,10 @@ export function apply(ctx: Context, config: JobToolsConfig) {
           return { content: `job ${args.job_id} had already ended [status: ${statusText(before.status)}]` }
         }
         const after: JobInfo = await notFoundAsToolError(args.job_id, () => jobs.kill(args.job_id, owner))
-        return { content: `stopped job ${args.job_id} (${after.label}) [status: ${statusText(after.status)}]`, meta: { status: after.status } }
+        return {
+          content: `stopped job ${args.job_id} (${after.label}) [status: ${statusText(after.status)}]`,
+          meta: { status: after.status },
+        }
       },
     }),
   )
@@ -135,7 +151,10 @@ async function notFoundAsToolError<T>(id: string, read: () => T | Promise<T>): P
 }
 
 function notFound(id: string): ToolError {
-  return new ToolError('JOB_NOT_FOUND', `there is no background job ${id} in this session; job_list shows the jobs there are.`)
+  return new ToolError(
+    'JOB_NOT_FOUND',
+    `there is no background job ${id} in this session; job_list shows the jobs there are.`,
+  )
 }
 
 /** The status as the model reads it. */
@@ -158,7 +177,8 @@ export function statusText(status: JobStatus): string {
 
 function renderOutput(output: JobOutput, maxBytes: number): string {
   const lines: string[] = []
-  if (output.dropped > 0) lines.push(`[${output.dropped} bytes of earlier output were dropped; the buffer keeps only the newest]`)
+  if (output.dropped > 0)
+    lines.push(`[${output.dropped} bytes of earlier output were dropped; the buffer keeps only the newest]`)
   let text = output.text
   const bytes = Buffer.from(text, 'utf8')
   if (bytes.length > maxBytes) {

@@ -38,7 +38,6 @@ function start(script: string, sessionId = 'session-a', label = script) {
   return { id: root.jobs.start({ label, handle, sessionId }), handle }
 }
 
-
 async function until(check: () => boolean | Promise<boolean>): Promise<void> {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 10))
 }
@@ -84,7 +83,9 @@ describe('ctx.jobs (local)', () => {
 
   it('waits for new output past an offset, or for the end of the job', async () => {
     await boot()
-    const { id } = start('echo first; until [ -e go ]; do sleep 0.01; done; echo second; until [ -e stop ]; do sleep 0.01; done')
+    const { id } = start(
+      'echo first; until [ -e go ]; do sleep 0.01; done; echo second; until [ -e stop ]; do sleep 0.01; done',
+    )
     const first = await root.jobs.waitForOutput(id, { since: 0, timeoutMs: 60_000 })
     expect(first.text).toBe('first\n')
     const pending = root.jobs.waitForOutput(id, { since: first.offset, timeoutMs: 60_000 })
@@ -161,7 +162,9 @@ describe('ctx.jobs (local)', () => {
     await fiber.dispose()
     for (const pid of [child, a.handle.pid!, b.handle.pid!]) expect(await isRunning(pid)).toBe(false)
     expect((await b.handle.done).cancelled).toBe(true)
-    expect(() => jobs.start({ label: 'late', handle: root.subprocess.run({ argv: ['sleep', '1000'], cwd: dir }), sessionId: 's' })).toThrow(/disposed/)
+    expect(() =>
+      jobs.start({ label: 'late', handle: root.subprocess.run({ argv: ['sleep', '1000'], cwd: dir }), sessionId: 's' }),
+    ).toThrow(/disposed/)
   })
 })
 
@@ -191,7 +194,10 @@ describe('job tools', () => {
 
   async function call(name: string, args: Record<string, unknown>, sessionId = 'session-a'): Promise<ToolResult> {
     calls += 1
-    return root.tools.execute({ callId: `j${calls}` as ToolCallId, name, arguments: JSON.stringify(args) }, options(sessionId))
+    return root.tools.execute(
+      { callId: `j${calls}` as ToolCallId, name, arguments: JSON.stringify(args) },
+      options(sessionId),
+    )
   }
 
   function text(result: ToolResult): string {
@@ -202,7 +208,10 @@ describe('job tools', () => {
     const fiber = await bootTools()
     expect(root.tools.list().map((tool) => tool.name)).toEqual(['job_kill', 'job_list', 'job_output'])
     expect(root.tools.isConcurrencySafe('job_list', '{}')).toBe(true)
-    expect(root.tools.get('job_output')?.access?.({ job_id: 'job-1' })).toEqual({ kind: 'read', summary: 'output of background job job-1' })
+    expect(root.tools.get('job_output')?.access?.({ job_id: 'job-1' })).toEqual({
+      kind: 'read',
+      summary: 'output of background job job-1',
+    })
     await fiber.dispose()
     expect(root.tools.list()).toEqual([])
   })
@@ -236,7 +245,9 @@ describe('job tools', () => {
     const { id } = start('seq 1 1000')
     await root.jobs.completion(id)
     const out = text(await call('job_output', { job_id: id }))
-    expect(out).toBe('[skipped 3873 bytes of new output; showing the newest 20]\n96\n997\n998\n999\n1000\n[status: exited, exit code: 0]')
+    expect(out).toBe(
+      '[skipped 3873 bytes of new output; showing the newest 20]\n96\n997\n998\n999\n1000\n[status: exited, exit code: 0]',
+    )
   })
 
   it('job_kill stops a running job and reports one that already ended', async () => {
@@ -269,7 +280,6 @@ describe('job tools', () => {
     expect(result.error?.code).toBe('INVALID_ARGUMENTS')
   })
 })
-
 
 describe('the end of a session', () => {
   it('kills that session’s running jobs and leaves the others running', async () => {

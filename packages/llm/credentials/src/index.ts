@@ -73,19 +73,25 @@ export class Credentials extends Service {
    * its entries are missing until it is fixed.
    */
   secrets(): Secret[] {
-    const stamp = [this.config.file, this.config.envFile].map((file) => {
-      const info = statSync(file, { throwIfNoEntry: false })
-      return info ? `${info.size}:${info.mtimeMs}` : '-'
-    }).join('|')
+    const stamp = [this.config.file, this.config.envFile]
+      .map((file) => {
+        const info = statSync(file, { throwIfNoEntry: false })
+        return info ? `${info.size}:${info.mtimeMs}` : '-'
+      })
+      .join('|')
     if (this.cached?.stamp !== stamp) {
       const entries: Secret[] = []
       try {
         for (const [name, value] of Object.entries(this.readFile())) entries.push({ name, value })
         if (existsSync(this.config.envFile)) {
-          for (const [name, value] of Object.entries(parseDotenv(readFileSync(this.config.envFile, 'utf8')))) entries.push({ name, value: value.trim() })
+          for (const [name, value] of Object.entries(parseDotenv(readFileSync(this.config.envFile, 'utf8'))))
+            entries.push({ name, value: value.trim() })
         }
       } catch (error) {
-        this.logger.warn('credentials cannot be read for redaction: %s', error instanceof Error ? error.message : String(error))
+        this.logger.warn(
+          'credentials cannot be read for redaction: %s',
+          error instanceof Error ? error.message : String(error),
+        )
       }
       this.cached = { stamp, entries }
     }
@@ -124,7 +130,8 @@ export class Credentials extends Service {
 
   /** Stores a secret in the credentials file (0600, written atomically). */
   async set(name: string, value: string): Promise<void> {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`credential name "${name}" must look like an environment variable name`)
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new Error(`credential name "${name}" must look like an environment variable name`)
     const refs = { ...this.readFile(), [name]: value }
     const dir = path.dirname(this.config.file)
     await mkdir(dir, { recursive: true, mode: 0o700 })
@@ -162,7 +169,9 @@ export class Credentials extends Service {
 export const name = 'credentials'
 export const Config: Schema<CredentialsConfig> = Schema.object({
   file: Schema.string().required().description('Path of the credentials document (0600).'),
-  envFile: Schema.string().required().description('A dotenv file consulted after the environment and the credentials document.'),
+  envFile: Schema.string()
+    .required()
+    .description('A dotenv file consulted after the environment and the credentials document.'),
   plain: Schema.array(Schema.string())
     .default(['DEEPSEEK_BASE_URL'])
     .description('Names whose values are settings, not secrets (base URLs): not redacted from logs and output.'),

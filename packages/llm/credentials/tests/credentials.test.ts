@@ -40,11 +40,17 @@ describe('credentials', () => {
 
   it('refuses a malformed document with the file and the problem', async () => {
     writeFileSync(config().file, 'version: 1\nrefs: { A: 3 }\n', { mode: 0o600 })
-    await expect(root.plugin(Credentials, config())).rejects.toThrow('.credentials.yaml: refs.A must be a non-empty string')
+    await expect(root.plugin(Credentials, config())).rejects.toThrow(
+      '.credentials.yaml: refs.A must be a non-empty string',
+    )
   })
 
   it('lists every loaded credential for redaction: file and .env entries, names found in the environment, not plain ones', async () => {
-    writeFileSync(config().file, 'version: 1\nrefs: { DEEPSEEK_API_KEY: sk-from-file, DEEPSEEK_BASE_URL: http://h }\n', { mode: 0o600 })
+    writeFileSync(
+      config().file,
+      'version: 1\nrefs: { DEEPSEEK_API_KEY: sk-from-file, DEEPSEEK_BASE_URL: http://h }\n',
+      { mode: 0o600 },
+    )
     writeFileSync(config().envFile, 'OTHER_TOKEN=tok-dotenv\n')
     await root.plugin(Credentials, { ...config(), plain: ['DEEPSEEK_BASE_URL'] })
     const names = () => root.credentials.secrets().map((s) => `${s.name}=${s.value}`)
@@ -60,6 +66,10 @@ describe('credentials', () => {
   })
 
   it('parses dotenv lines', () => {
-    expect(parseDotenv("export A=1\nB='two words'\n# c\nC = x # note\nbad line\n")).toEqual({ A: '1', B: 'two words', C: 'x' })
+    expect(parseDotenv("export A=1\nB='two words'\n# c\nC = x # note\nbad line\n")).toEqual({
+      A: '1',
+      B: 'two words',
+      C: 'x',
+    })
   })
 })

@@ -1,6 +1,16 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { Agent, type Dispatcher, post } from './http.ts'
-import { failure, type GenerateRequest, LlmAdapter, type LlmErrorCode, type LlmFailure, type ModelInfo, type ReasoningEffort, type RetryPolicy, type StreamChunk } from '@dsh/llm'
+import {
+  failure,
+  type GenerateRequest,
+  LlmAdapter,
+  type LlmErrorCode,
+  type LlmFailure,
+  type ModelInfo,
+  type ReasoningEffort,
+  type RetryPolicy,
+  type StreamChunk,
+} from '@dsh/llm'
 import { type ModelEntry, modelInfo, type ReasoningParams } from './config.ts'
 import { httpFailure, isConnectTimeout, networkDetail, providerMessage, requestIdOf } from './errors.ts'
 import { buildBody } from './request.ts'
@@ -75,7 +85,11 @@ const finishError = (code: LlmErrorCode, message: string, extra: Partial<LlmFail
   failure: failure(code, message, extra),
 })
 
-const finishAborted = (message: string): StreamChunk => ({ type: 'finish', reason: 'aborted', failure: failure('ABORTED', message) })
+const finishAborted = (message: string): StreamChunk => ({
+  type: 'finish',
+  reason: 'aborted',
+  failure: failure('ABORTED', message),
+})
 
 /**
  * How long a finished reply waits for the server to end the response after
@@ -121,7 +135,10 @@ export class ChatCompletionsAdapter extends LlmAdapter {
       if (s.apiKeyEnv !== undefined) key = (await this.lookup.get(s.apiKeyEnv))?.trim()
       base = await s.baseURL()
     } catch (error) {
-      yield finishError('INVALID_CREDENTIAL', `Could not read the credentials for ${s.label}: ${error instanceof Error ? error.message : String(error)}`)
+      yield finishError(
+        'INVALID_CREDENTIAL',
+        `Could not read the credentials for ${s.label}: ${error instanceof Error ? error.message : String(error)}`,
+      )
       return
     }
     if (s.apiKeyEnv !== undefined) {
@@ -130,7 +147,10 @@ export class ChatCompletionsAdapter extends LlmAdapter {
         return
       }
       if (CONTROL_OR_SPACE.test(key)) {
-        yield finishError('INVALID_CREDENTIAL', `The API key in ${s.apiKeyEnv} contains spaces or control characters; check it for a stray quote or line break.`)
+        yield finishError(
+          'INVALID_CREDENTIAL',
+          `The API key in ${s.apiKeyEnv} contains spaces or control characters; check it for a stray quote or line break.`,
+        )
         return
       }
     }
@@ -142,7 +162,11 @@ export class ChatCompletionsAdapter extends LlmAdapter {
     const url = new URL(`${base.url.pathname.replace(/\/+$/, '')}/chat/completions`, base.url)
     const model = s.models.find((m) => m.id === request.model)
     const maxTokens = model?.maxOutputTokens ?? s.maxTokens
-    const body = buildBody(request, { reasoningParams: s.reasoningParams, defaultEffort: s.defaultEffort, ...(maxTokens !== undefined ? { maxTokens } : {}) })
+    const body = buildBody(request, {
+      reasoningParams: s.reasoningParams,
+      defaultEffort: s.defaultEffort,
+      ...(maxTokens !== undefined ? { maxTokens } : {}),
+    })
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: 'text/event-stream',
@@ -182,13 +206,24 @@ export class ChatCompletionsAdapter extends LlmAdapter {
           yield this.networkFinish(error, stopped(), 'stream', url, requestId)
           return
         }
-        yield { type: 'finish', reason: 'error', failure: httpFailure(response.statusCode, text, response.headers, { label: s.label, ...(s.apiKeyEnv ? { keyEnv: s.apiKeyEnv } : {}) }) }
+        yield {
+          type: 'finish',
+          reason: 'error',
+          failure: httpFailure(response.statusCode, text, response.headers, {
+            label: s.label,
+            ...(s.apiKeyEnv ? { keyEnv: s.apiKeyEnv } : {}),
+          }),
+        }
         return
       }
       const contentType = String(response.headers['content-type'] ?? '')
       if (contentType && !contentType.includes('text/event-stream')) {
         const text = await response.body.text().catch(() => '')
-        yield finishError('PROTOCOL', `${s.label} answered with ${contentType} instead of an event stream: ${providerMessage(text)}`, { status: response.statusCode, ...withId })
+        yield finishError(
+          'PROTOCOL',
+          `${s.label} answered with ${contentType} instead of an event stream: ${providerMessage(text)}`,
+          { status: response.statusCode, ...withId },
+        )
         return
       }
 
@@ -233,7 +268,11 @@ export class ChatCompletionsAdapter extends LlmAdapter {
       }
       // A server that closes cleanly after its finish chunk but omits [DONE] is tolerated.
       if (!sawDone && !mapper.finished) {
-        yield finishError('TRANSPORT', `The stream from ${s.label} ended before the reply was complete (no [DONE]).`, withId)
+        yield finishError(
+          'TRANSPORT',
+          `The stream from ${s.label} ended before the reply was complete (no [DONE]).`,
+          withId,
+        )
         return
       }
       if (sawDone) {
@@ -256,7 +295,12 @@ export class ChatCompletionsAdapter extends LlmAdapter {
   }
 
   /** Reads a response body to its end; never rejects. The idle watchdog still applies. */
-  private async drain(iterator: AsyncIterator<unknown>, controller: AbortController, arm: () => void, disarm: () => void): Promise<void> {
+  private async drain(
+    iterator: AsyncIterator<unknown>,
+    controller: AbortController,
+    arm: () => void,
+    disarm: () => void,
+  ): Promise<void> {
     try {
       for (;;) {
         arm()
@@ -277,7 +321,13 @@ export class ChatCompletionsAdapter extends LlmAdapter {
     clearTimeout(timer)
   }
 
-  private networkFinish(error: unknown, why: Stop['why'] | undefined, phase: 'connect' | 'stream', url: URL, requestId?: string): StreamChunk {
+  private networkFinish(
+    error: unknown,
+    why: Stop['why'] | undefined,
+    phase: 'connect' | 'stream',
+    url: URL,
+    requestId?: string,
+  ): StreamChunk {
     const s = this.settings
     const extra: Partial<LlmFailure> = requestId !== undefined ? { requestId } : {}
     switch (why) {
@@ -298,12 +348,18 @@ export class ChatCompletionsAdapter extends LlmAdapter {
         break
     }
     if (isConnectTimeout(error)) {
-      return finishError('TIMEOUT', `Could not connect to ${url.origin} within ${this.pool.options.connectTimeoutMs} ms`, extra)
+      return finishError(
+        'TIMEOUT',
+        `Could not connect to ${url.origin} within ${this.pool.options.connectTimeoutMs} ms`,
+        extra,
+      )
     }
     const detail = networkDetail(error)
     return finishError(
       'TRANSPORT',
-      phase === 'connect' ? `Could not reach ${s.label} at ${url.origin}: ${detail}` : `The connection to ${s.label} broke mid-reply: ${detail}`,
+      phase === 'connect'
+        ? `Could not reach ${s.label} at ${url.origin}: ${detail}`
+        : `The connection to ${s.label} broke mid-reply: ${detail}`,
       extra,
     )
   }

@@ -77,25 +77,48 @@ const RetrySchema: Schema<RetryConfig> = Schema.object({
 }).description('Retry policy the retry plugin applies to these routes.')
 
 const OpenAICompatibleSchema: Schema<OpenAICompatibleConfig> = Schema.object({
-  baseURL: Schema.string().description('Base URL of an OpenAI-compatible server (vLLM, Ollama, OpenRouter). Unset: no openai-compatible route.'),
-  apiKeyEnv: Schema.string().description('Variable holding its API key. Unset: requests carry no Authorization header.'),
+  baseURL: Schema.string().description(
+    'Base URL of an OpenAI-compatible server (vLLM, Ollama, OpenRouter). Unset: no openai-compatible route.',
+  ),
+  apiKeyEnv: Schema.string().description(
+    'Variable holding its API key. Unset: requests carry no Authorization header.',
+  ),
   models: Schema.array(ModelSchema).default([]).description('Models the server offers.'),
   reasoningParams: Schema.union(['deepseek', 'effort', 'none'] as const)
     .default('none')
-    .description('How reasoning effort is sent: DeepSeek style (thinking + reasoning_effort, reasoning passed back), reasoning_effort only, or not at all.'),
+    .description(
+      'How reasoning effort is sent: DeepSeek style (thinking + reasoning_effort, reasoning passed back), reasoning_effort only, or not at all.',
+    ),
   maxTokens: Schema.natural().min(1).description('Default max_tokens. Unset: not sent.'),
 }).description('A second route, `openai-compatible`, for any chat completions server.')
 
 export const Config: Schema<DeepSeekConfig> = Schema.object({
-  baseURL: Schema.string().description('Fixed base URL. Unset: $DEEPSEEK_BASE_URL at request time, else https://api.deepseek.com.'),
-  baseURLEnv: Schema.string().default('DEEPSEEK_BASE_URL').description('Variable read for the base URL when `baseURL` is unset.'),
-  apiKeyEnv: Schema.string().default('DEEPSEEK_API_KEY').description('Variable (or credentials entry) holding the API key.'),
+  baseURL: Schema.string().description(
+    'Fixed base URL. Unset: $DEEPSEEK_BASE_URL at request time, else https://api.deepseek.com.',
+  ),
+  baseURLEnv: Schema.string()
+    .default('DEEPSEEK_BASE_URL')
+    .description('Variable read for the base URL when `baseURL` is unset.'),
+  apiKeyEnv: Schema.string()
+    .default('DEEPSEEK_API_KEY')
+    .description('Variable (or credentials entry) holding the API key.'),
   reasoningEffort: efforts.default('high').description('Effort when a request names none: off, low, high or max.'),
   maxTokens: Schema.natural().min(1).default(256_000).description('max_tokens when a request and its model set none.'),
-  models: Schema.array(ModelSchema).default(DEFAULT_MODELS.map((m) => ({ ...m }))).description('The DeepSeek model catalog.'),
-  streamIdleTimeoutMs: Schema.natural().min(1).default(300_000).description('Fail with TIMEOUT after this long without a byte.'),
-  connectTimeoutMs: Schema.natural().min(1).default(30_000).description('Fail with TIMEOUT when a connection takes longer.'),
-  keepAliveTimeoutMs: Schema.natural().min(1).default(30_000).description('How long an idle pooled connection stays open.'),
+  models: Schema.array(ModelSchema)
+    .default(DEFAULT_MODELS.map((m) => ({ ...m })))
+    .description('The DeepSeek model catalog.'),
+  streamIdleTimeoutMs: Schema.natural()
+    .min(1)
+    .default(300_000)
+    .description('Fail with TIMEOUT after this long without a byte.'),
+  connectTimeoutMs: Schema.natural()
+    .min(1)
+    .default(30_000)
+    .description('Fail with TIMEOUT when a connection takes longer.'),
+  keepAliveTimeoutMs: Schema.natural()
+    .min(1)
+    .default(30_000)
+    .description('How long an idle pooled connection stays open.'),
   retry: RetrySchema,
   openaiCompatible: OpenAICompatibleSchema,
 })

@@ -3,7 +3,8 @@ import { failure, type LlmFailure } from '@dsh/llm'
 type Headers = Record<string, string | string[] | undefined>
 
 const QUOTA = /quota|balance|credit|billing|insufficient[_ ]?funds|payment/i
-const CONTEXT = /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long|input is too long|reduce the length|exceeds? the (model'?s? )?(max|context)/i
+const CONTEXT =
+  /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long|input is too long|reduce the length|exceeds? the (model'?s? )?(max|context)/i
 
 function header(headers: Headers, name: string): string | undefined {
   const value = headers[name]
@@ -67,14 +68,22 @@ export function httpFailure(status: number, bodyText: string, headers: Headers, 
     return failure('AUTH', `${context.label} refused the API key ${quoted}.${hint}`, extra)
   }
   if (status === 402 || (status === 429 && QUOTA.test(said))) {
-    return failure('QUOTA', `${context.label} says the account has no balance or quota left ${quoted}. Top up the account or use another provider.`, extra)
+    return failure(
+      'QUOTA',
+      `${context.label} says the account has no balance or quota left ${quoted}. Top up the account or use another provider.`,
+      extra,
+    )
   }
   if (status === 429) {
     const wait = retryAfter !== undefined ? ` It asks to wait ${Math.ceil(retryAfter / 1000)}s.` : ''
     return failure('RATE_LIMIT', `${context.label} is rate limiting requests ${quoted}.${wait}`, extra)
   }
   if (status === 400 && CONTEXT.test(said)) {
-    return failure('CONTEXT_WINDOW_EXCEEDED', `The conversation no longer fits the model's context window ${quoted}.`, extra)
+    return failure(
+      'CONTEXT_WINDOW_EXCEEDED',
+      `The conversation no longer fits the model's context window ${quoted}.`,
+      extra,
+    )
   }
   if (status === 400 || status === 413) {
     return failure('INVALID_REQUEST', `${context.label} rejected the request ${quoted}.`, extra)

@@ -9,7 +9,8 @@ import type { Agent as UndiciAgent, Dispatcher } from 'undici'
 const require = createRequire(import.meta.url)
 const AgentClass = require('undici/lib/dispatcher/agent.js') as typeof UndiciAgent
 const DispatcherClass = require('undici/lib/dispatcher/dispatcher.js') as { prototype: object }
-if (!('request' in DispatcherClass.prototype)) Object.assign(DispatcherClass.prototype, require('undici/lib/api/index.js'))
+if (!('request' in DispatcherClass.prototype))
+  Object.assign(DispatcherClass.prototype, require('undici/lib/api/index.js'))
 
 export type { Dispatcher }
 export const Agent = AgentClass

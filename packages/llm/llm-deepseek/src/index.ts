@@ -82,7 +82,9 @@ export function apply(ctx: Context, config: DeepSeekConfig) {
         baseURL: async () => {
           if (fixedBaseURL !== undefined) return parseBaseURL(fixedBaseURL, 'baseURL')
           const fromEnv = await lookup.get(config.baseURLEnv)
-          return fromEnv !== undefined ? parseBaseURL(fromEnv.trim(), config.baseURLEnv) : { url: new URL(DEFAULT_BASE_URL) }
+          return fromEnv !== undefined
+            ? parseBaseURL(fromEnv.trim(), config.baseURLEnv)
+            : { url: new URL(DEFAULT_BASE_URL) }
         },
         apiKeyEnv: config.apiKeyEnv,
         reasoningParams: 'deepseek',

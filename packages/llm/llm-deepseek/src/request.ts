@@ -41,7 +41,10 @@ export function buildBody(request: GenerateRequest, options: BodyOptions): Recor
     stream_options: { include_usage: true },
   }
   if (request.tools && request.tools.length > 0) {
-    body.tools = request.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }))
+    body.tools = request.tools.map((tool) => ({
+      type: 'function',
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+    }))
   }
   switch (options.reasoningParams) {
     case 'deepseek':
@@ -95,9 +98,7 @@ export function toWireMessages(messages: readonly Message[], options: HistoryOpt
 }
 
 function textOf(blocks: readonly ContentBlock[], separator = '\n\n'): string {
-  return blocks
-    .flatMap((b) => (b.type === 'text' ? [b.text] : []))
-    .join(separator)
+  return blocks.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join(separator)
 }
 
 function imageUrl(block: Extract<ContentBlock, { type: 'image' }>): string {
@@ -145,7 +146,8 @@ function userMessages(blocks: readonly ContentBlock[]): WireMessage[] {
     if (out.length === 0) out.push({ role: 'user', content: '' })
     return out
   }
-  if (all.every((p) => p.type === 'text')) out.push({ role: 'user', content: all.map((p) => (p.type === 'text' ? p.text : '')).join('\n\n') })
+  if (all.every((p) => p.type === 'text'))
+    out.push({ role: 'user', content: all.map((p) => (p.type === 'text' ? p.text : '')).join('\n\n') })
   else out.push({ role: 'user', content: all })
   return out
 }
@@ -153,9 +155,17 @@ function userMessages(blocks: readonly ContentBlock[]): WireMessage[] {
 function assistantMessage(blocks: readonly ContentBlock[], options: HistoryOptions): WireMessage {
   const text = textOf(blocks)
   const reasoning = blocks.flatMap((b) => (b.type === 'reasoning' ? [b.text] : [])).join('')
-  const calls: WireToolCall[] = blocks.flatMap((b) => (b.type === 'tool-call' ? [{ id: b.id, type: 'function' as const, function: { name: b.name, arguments: b.arguments } }] : []))
-  const message: Extract<WireMessage, { role: 'assistant' }> = { role: 'assistant', content: text.length > 0 ? text : calls.length > 0 ? null : '' }
-  if (options.passReasoning && (reasoning.length > 0 || (options.thinking && calls.length > 0))) message.reasoning_content = reasoning
+  const calls: WireToolCall[] = blocks.flatMap((b) =>
+    b.type === 'tool-call'
+      ? [{ id: b.id, type: 'function' as const, function: { name: b.name, arguments: b.arguments } }]
+      : [],
+  )
+  const message: Extract<WireMessage, { role: 'assistant' }> = {
+    role: 'assistant',
+    content: text.length > 0 ? text : calls.length > 0 ? null : '',
+  }
+  if (options.passReasoning && (reasoning.length > 0 || (options.thinking && calls.length > 0)))
+    message.reasoning_content = reasoning
   if (calls.length > 0) message.tool_calls = calls
   return message
 }

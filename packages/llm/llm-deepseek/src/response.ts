@@ -5,7 +5,8 @@ import { providerMessage } from './errors.ts'
 type Json = Record<string, unknown>
 
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
-const count = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined)
+const count = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isFinite(value) ? value : undefined
 
 /** DeepSeek usage → TokenUsage. Input counts only the tokens that missed the cache. */
 export function mapUsage(usage: Json): TokenUsage {
@@ -38,9 +39,16 @@ export class ChunkMapper {
 
   /** The chunks one payload yields; a failure when the payload is an error report. */
   map(payload: unknown): { chunks: StreamChunk[]; failure?: LlmFailure } {
-    if (!isObject(payload)) return { chunks: [], failure: failure('PROTOCOL', `${this.label} sent a stream event that is not a JSON object`) }
+    if (!isObject(payload))
+      return { chunks: [], failure: failure('PROTOCOL', `${this.label} sent a stream event that is not a JSON object`) }
     if (payload.error !== undefined && payload.error !== null) {
-      return { chunks: [], failure: failure('SERVER', `${this.label} reported an error mid-reply: ${providerMessage(JSON.stringify(payload))}`) }
+      return {
+        chunks: [],
+        failure: failure(
+          'SERVER',
+          `${this.label} reported an error mid-reply: ${providerMessage(JSON.stringify(payload))}`,
+        ),
+      }
     }
     if (isObject(payload.usage)) this.usage = mapUsage(payload.usage)
     const chunks: StreamChunk[] = []
@@ -60,7 +68,8 @@ export class ChunkMapper {
         if (isObject(call)) chunks.push(...this.toolCall(call, position))
       })
     }
-    if (typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0) this.finishReason = choice.finish_reason
+    if (typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0)
+      this.finishReason = choice.finish_reason
     return { chunks }
   }
 
@@ -83,12 +92,28 @@ export class ChunkMapper {
       case 'length':
         return { type: 'finish', reason: 'max-tokens' }
       case 'content_filter':
-        return { type: 'finish', reason: 'error', failure: failure('CONTENT_FILTER', `${this.label} stopped the reply: its content filter flagged it`) }
+        return {
+          type: 'finish',
+          reason: 'error',
+          failure: failure('CONTENT_FILTER', `${this.label} stopped the reply: its content filter flagged it`),
+        }
       case 'insufficient_system_resource':
-        return { type: 'finish', reason: 'error', failure: failure('SERVER', `${this.label} ran out of capacity mid-reply (finish_reason insufficient_system_resource)`) }
+        return {
+          type: 'finish',
+          reason: 'error',
+          failure: failure(
+            'SERVER',
+            `${this.label} ran out of capacity mid-reply (finish_reason insufficient_system_resource)`,
+          ),
+        }
     }
     if (hasTools) return { type: 'finish', reason: 'tool-calls' }
-    if (!this.sawText) return { type: 'finish', reason: 'error', failure: failure('EMPTY_RESPONSE', `${this.label} ended the reply without any text or tool call`) }
+    if (!this.sawText)
+      return {
+        type: 'finish',
+        reason: 'error',
+        failure: failure('EMPTY_RESPONSE', `${this.label} ended the reply without any text or tool call`),
+      }
     return { type: 'finish', reason: 'stop' }
   }
 
@@ -113,7 +138,11 @@ export class ChunkMapper {
       return args.length > 0 ? [{ type: 'tool-call-delta', index: known.index, argumentsDelta: args }] : []
     }
     this.open = undefined
-    const entry = { index: this.nextIndex++, id: id ?? `call_${wire}_${randomBytes(6).toString('hex')}`, named: name !== undefined }
+    const entry = {
+      index: this.nextIndex++,
+      id: id ?? `call_${wire}_${randomBytes(6).toString('hex')}`,
+      named: name !== undefined,
+    }
     this.tools.set(wire, entry)
     const chunk: StreamChunk = { type: 'tool-call-delta', index: entry.index, id: entry.id, argumentsDelta: args }
     if (name !== undefined) chunk.name = name

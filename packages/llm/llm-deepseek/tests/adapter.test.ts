@@ -1,5 +1,14 @@
 import { Context, Service } from '@dsh/cordis'
-import { BlockAssembler, type ContentBlock, type GenerateRequest, LlmRuntime, type Message, type MessageId, type StreamChunk, type ToolCallId } from '@dsh/llm'
+import {
+  BlockAssembler,
+  type ContentBlock,
+  type GenerateRequest,
+  LlmRuntime,
+  type Message,
+  type MessageId,
+  type StreamChunk,
+  type ToolCallId,
+} from '@dsh/llm'
 import { type MockLlm, reply, startMockLlm } from '@dsh/llm-mock'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import * as deepseek from '../src/index.ts'
@@ -29,7 +38,12 @@ async function load(config: Record<string, unknown> = {}) {
 
 let nextId = 0
 function message(role: Message['role'], content: ContentBlock[]): Message {
-  const source: Message['source'] = role === 'assistant' ? { kind: 'model', provider: 'deepseek', model: 'deepseek-v4-flash' } : role === 'system' ? { kind: 'system' } : { kind: 'user' }
+  const source: Message['source'] =
+    role === 'assistant'
+      ? { kind: 'model', provider: 'deepseek', model: 'deepseek-v4-flash' }
+      : role === 'system'
+        ? { kind: 'system' }
+        : { kind: 'user' }
   return { id: `m${nextId++}` as MessageId, role, content, source }
 }
 const text = (t: string): ContentBlock => ({ type: 'text', text: t })
@@ -37,7 +51,12 @@ const callId = (id: string) => id as ToolCallId
 
 async function run(request: Partial<GenerateRequest> = {}): Promise<StreamChunk[]> {
   const chunks: StreamChunk[] = []
-  const stream = root.llm.stream({ provider: 'deepseek', model: 'deepseek-v4-flash', messages: [message('user', [text('hi')])], ...request })
+  const stream = root.llm.stream({
+    provider: 'deepseek',
+    model: 'deepseek-v4-flash',
+    messages: [message('user', [text('hi')])],
+    ...request,
+  })
   for await (const chunk of stream) chunks.push(chunk)
   return chunks
 }
@@ -57,7 +76,11 @@ function finishOf(chunks: StreamChunk[]) {
 describe('streaming replies', () => {
   it('streams text and maps usage, sending a complete DeepSeek request', async () => {
     await load()
-    mock.enqueue(reply.text('Hello there, how can I help?', { usage: { promptCacheHitTokens: 100, promptCacheMissTokens: 20, completionTokens: 7, reasoningTokens: 0 } }))
+    mock.enqueue(
+      reply.text('Hello there, how can I help?', {
+        usage: { promptCacheHitTokens: 100, promptCacheMissTokens: 20, completionTokens: 7, reasoningTokens: 0 },
+      }),
+    )
     const chunks = await run()
     const result = assemble(chunks)
     expect(result.blocks()).toEqual([{ type: 'text', text: 'Hello there, how can I help?' }])
@@ -83,8 +106,18 @@ describe('streaming replies', () => {
 
   it('derives input tokens from prompt_tokens and cached_tokens when the cache fields are absent', async () => {
     await load()
-    const usage = { prompt_tokens: 50, completion_tokens: 5, total_tokens: 55, prompt_tokens_details: { cached_tokens: 30 } }
-    mock.enqueue(reply.raw([`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'ok' }, finish_reason: 'stop' }], usage })}`, 'data: [DONE]']))
+    const usage = {
+      prompt_tokens: 50,
+      completion_tokens: 5,
+      total_tokens: 55,
+      prompt_tokens_details: { cached_tokens: 30 },
+    }
+    mock.enqueue(
+      reply.raw([
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'ok' }, finish_reason: 'stop' }], usage })}`,
+        'data: [DONE]',
+      ]),
+    )
     expect(assemble(await run()).usage).toEqual({ inputTokens: 20, outputTokens: 5, cacheReadTokens: 30 })
   })
 
@@ -96,14 +129,20 @@ describe('streaming replies', () => {
           { name: 'read_file', arguments: { path: 'src/index.ts' } },
           { name: 'bash', arguments: { command: 'ls -la' }, id: 'call_bash' },
         ],
-        { reasoning: 'I should look at the file first.', content: 'Let me check.', usage: { reasoningTokens: 8, completionTokens: 30 } },
+        {
+          reasoning: 'I should look at the file first.',
+          content: 'Let me check.',
+          usage: { reasoningTokens: 8, completionTokens: 30 },
+        },
       ),
     )
     const chunks = await run()
     expect(chunks[0]).toMatchObject({ type: 'reasoning-delta', index: 0 })
     expect(chunks.some((c) => (c.type === 'reasoning-delta' || c.type === 'text-delta') && c.text === '')).toBe(false)
 
-    const calls = chunks.filter((c): c is Extract<StreamChunk, { type: 'tool-call-delta' }> => c.type === 'tool-call-delta')
+    const calls = chunks.filter(
+      (c): c is Extract<StreamChunk, { type: 'tool-call-delta' }> => c.type === 'tool-call-delta',
+    )
     const first = calls.filter((c) => c.index === 2)
     expect(first.length).toBeGreaterThan(2)
     expect(first[0]).toMatchObject({ id: expect.stringMatching(/^call_/), name: 'read_file' })
@@ -146,7 +185,9 @@ describe('streaming replies', () => {
     await load()
     mock.enqueue(
       reply.text('fine', { usageOnFinishChunk: true, usage: { promptCacheMissTokens: 4, completionTokens: 1 } }),
-      reply.raw([`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'done' }, finish_reason: 'stop' }] })}`]),
+      reply.raw([
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'done' }, finish_reason: 'stop' }] })}`,
+      ]),
     )
     const first = await run()
     expect(assemble(first).usage).toMatchObject({ inputTokens: 4, outputTokens: 1 })
@@ -186,7 +227,13 @@ describe('request mapping', () => {
     mock.enqueue(reply.text('ok'))
     await run({
       messages: history(),
-      tools: [{ name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } }],
+      tools: [
+        {
+          name: 'bash',
+          description: 'Run a command',
+          parameters: { type: 'object', properties: { command: { type: 'string' } } },
+        },
+      ],
       maxTokens: 1000,
       temperature: 0.2,
     })
@@ -208,10 +255,24 @@ describe('request mapping', () => {
       { role: 'assistant', content: 'Two files.' },
       { role: 'user', content: 'And without thinking?' },
       // thinking mode: a tool-call turn always carries reasoning_content
-      { role: 'assistant', content: null, reasoning_content: '', tool_calls: [{ id: 'call_3', type: 'function', function: { name: 'bash', arguments: '{}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        reasoning_content: '',
+        tool_calls: [{ id: 'call_3', type: 'function', function: { name: 'bash', arguments: '{}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_3', content: 'x' },
     ])
-    expect(body.tools).toEqual([{ type: 'function', function: { name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }])
+    expect(body.tools).toEqual([
+      {
+        type: 'function',
+        function: {
+          name: 'bash',
+          description: 'Run a command',
+          parameters: { type: 'object', properties: { command: { type: 'string' } } },
+        },
+      },
+    ])
     expect(body.max_tokens).toBe(1000)
     expect(body.temperature).toBe(0.2)
   })
@@ -241,7 +302,11 @@ describe('request mapping', () => {
       messages: [
         message('assistant', [{ type: 'tool-call', id: callId('call_s'), name: 'screenshot', arguments: '{}' }]),
         message('user', [
-          { type: 'tool-result', toolCallId: callId('call_s'), content: [text('captured'), { type: 'image', mediaType: 'image/png', data: 'QUJD' }] },
+          {
+            type: 'tool-result',
+            toolCallId: callId('call_s'),
+            content: [text('captured'), { type: 'image', mediaType: 'image/png', data: 'QUJD' }],
+          },
           text('What is this?'),
           { type: 'image', mediaType: 'image/jpeg', data: 'REVG' },
         ]),
@@ -303,7 +368,10 @@ describe('credentials', () => {
         super(ctx, 'credentials')
       }
       get(): string | undefined {
-        if (broken) throw new Error('/home/u/.dsh/.credentials.yaml is readable by other users; run: chmod 600 /home/u/.dsh/.credentials.yaml')
+        if (broken)
+          throw new Error(
+            '/home/u/.dsh/.credentials.yaml is readable by other users; run: chmod 600 /home/u/.dsh/.credentials.yaml',
+          )
         return undefined
       }
       places(key: string): string {
@@ -314,7 +382,8 @@ describe('credentials', () => {
     await load()
     expect(finishOf(await run()).failure).toMatchObject({
       code: 'MISSING_CREDENTIAL',
-      message: 'No API key for DeepSeek: set DEEPSEEK_API_KEY in the environment, in /home/u/.dsh/.credentials.yaml, or in /home/u/.dsh/.env.',
+      message:
+        'No API key for DeepSeek: set DEEPSEEK_API_KEY in the environment, in /home/u/.dsh/.credentials.yaml, or in /home/u/.dsh/.env.',
     })
     broken = true
     const failed = finishOf(await run()).failure
@@ -339,7 +408,13 @@ describe('failures', () => {
     [reply.error(403), 'AUTH', /Permission denied/],
     [reply.error(402), 'QUOTA', /Insufficient Balance/],
     [reply.error(429, { message: 'You exceeded your current quota' }), 'QUOTA', /exceeded your current quota/],
-    [reply.error(400, { message: "This model's maximum context length is 1000000 tokens. Please reduce the length of the messages." }), 'CONTEXT_WINDOW_EXCEEDED', /maximum context length/],
+    [
+      reply.error(400, {
+        message: "This model's maximum context length is 1000000 tokens. Please reduce the length of the messages.",
+      }),
+      'CONTEXT_WINDOW_EXCEEDED',
+      /maximum context length/,
+    ],
     [reply.error(400, { message: 'Invalid tool schema' }), 'INVALID_REQUEST', /Invalid tool schema/],
     [reply.error(413), 'INVALID_REQUEST', /too large/],
     [reply.error(503), 'SERVER', /too busy/],
@@ -380,7 +455,11 @@ describe('failures', () => {
 
   it('reports a stream that ends without [DONE] or finish as TRANSPORT', async () => {
     await load()
-    mock.enqueue(reply.raw([`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'half' }, finish_reason: null }] })}`]))
+    mock.enqueue(
+      reply.raw([
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'half' }, finish_reason: null }] })}`,
+      ]),
+    )
     const finish = finishOf(await run())
     expect(finish.failure?.code).toBe('TRANSPORT')
     expect(finish.failure?.message).toMatch(/\[DONE\]/)
@@ -388,7 +467,10 @@ describe('failures', () => {
 
   it('reports a reply without content or tool calls as EMPTY_RESPONSE, after its usage', async () => {
     await load()
-    mock.enqueue(reply.empty({ usage: { promptCacheMissTokens: 10, completionTokens: 0 } }), reply.empty({ reasoning: 'Hmm.' }))
+    mock.enqueue(
+      reply.empty({ usage: { promptCacheMissTokens: 10, completionTokens: 0 } }),
+      reply.empty({ reasoning: 'Hmm.' }),
+    )
     const chunks = await run()
     expect(chunks.map((c) => c.type)).toEqual(['usage', 'finish'])
     expect(finishOf(chunks)).toMatchObject({ reason: 'error', failure: { code: 'EMPTY_RESPONSE' } })
@@ -405,7 +487,12 @@ describe('failures', () => {
 
   it('reports an error event inside the stream', async () => {
     await load()
-    mock.enqueue(reply.raw([`data: ${JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } })}`, 'data: [DONE]']))
+    mock.enqueue(
+      reply.raw([
+        `data: ${JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } })}`,
+        'data: [DONE]',
+      ]),
+    )
     const finish = finishOf(await run())
     expect(finish.failure?.code).toBe('SERVER')
     expect(finish.failure?.message).toContain('overloaded')
@@ -448,7 +535,12 @@ describe('failures', () => {
     mock.enqueue(reply.stall(3, reply.text('a b c d e f g')))
     const controller = new AbortController()
     const chunks: StreamChunk[] = []
-    for await (const chunk of root.llm.stream({ provider: 'deepseek', model: 'deepseek-v4-flash', messages: [message('user', [text('hi')])], signal: controller.signal })) {
+    for await (const chunk of root.llm.stream({
+      provider: 'deepseek',
+      model: 'deepseek-v4-flash',
+      messages: [message('user', [text('hi')])],
+      signal: controller.signal,
+    })) {
       chunks.push(chunk)
       if (chunk.type === 'text-delta') controller.abort()
     }
@@ -468,7 +560,9 @@ describe('failures', () => {
 describe('openai-compatible route', () => {
   it('talks to its own base URL with its own key and models', async () => {
     vi.stubEnv('DEEPSEEK_BASE_URL', 'http://127.0.0.1:9')
-    await load({ openaiCompatible: { baseURL: `${mock.url}/v1`, models: [{ id: 'qwen3-coder', contextWindow: 262144 }] } })
+    await load({
+      openaiCompatible: { baseURL: `${mock.url}/v1`, models: [{ id: 'qwen3-coder', contextWindow: 262144 }] },
+    })
     expect(root.llm.listRoutes().sort()).toEqual(['deepseek', 'openai-compatible'])
     expect(root.llm.models('openai-compatible')).toEqual([{ id: 'qwen3-coder', contextWindow: 262144 }])
     mock.enqueue(reply.text('local answer'))
@@ -477,12 +571,25 @@ describe('openai-compatible route', () => {
     const [sent] = mock.requests
     expect(sent?.path).toBe('/v1/chat/completions')
     expect(sent?.headers.authorization).toBeUndefined()
-    expect(sent?.body).toEqual({ model: 'qwen3-coder', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+    expect(sent?.body).toEqual({
+      model: 'qwen3-coder',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    })
   })
 
   it('uses its key variable and reasoning parameters when configured', async () => {
     vi.stubEnv('LOCAL_LLM_KEY', 'local-key')
-    await load({ openaiCompatible: { baseURL: mock.url, apiKeyEnv: 'LOCAL_LLM_KEY', reasoningParams: 'effort', maxTokens: 4096, models: [] } })
+    await load({
+      openaiCompatible: {
+        baseURL: mock.url,
+        apiKeyEnv: 'LOCAL_LLM_KEY',
+        reasoningParams: 'effort',
+        maxTokens: 4096,
+        models: [],
+      },
+    })
     mock.enqueue(reply.text('x'))
     await run({ provider: 'openai-compatible', model: 'any', reasoningEffort: 'low' })
     expect(mock.requests[0]?.headers.authorization).toBe('Bearer local-key')

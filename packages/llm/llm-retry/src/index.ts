@@ -14,15 +14,27 @@ export interface RetryConfig extends Omit<RetryPolicy, 'retryableCodes'> {
 export const Config: Schema<RetryConfig> = Schema.object({
   maxRetries: Schema.natural().default(5).description('Retries of one step before the turn ends with the error.'),
   initialDelayMs: Schema.natural().default(500).description('The first backoff; it doubles on each retry.'),
-  maxDelayMs: Schema.natural().default(10_000).description('The longest wait; a longer Retry-After from the provider gives up.'),
-  jitterRatio: Schema.number().min(0).max(1).default(0.1).description('Random spread around each backoff, as a share of it.'),
+  maxDelayMs: Schema.natural()
+    .default(10_000)
+    .description('The longest wait; a longer Retry-After from the provider gives up.'),
+  jitterRatio: Schema.number()
+    .min(0)
+    .max(1)
+    .default(0.1)
+    .description('Random spread around each backoff, as a share of it.'),
   retryableCodes: Schema.array(Schema.string())
     .default(['RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT', 'EMPTY_RESPONSE'])
     .description('Failure codes worth another attempt.'),
 })
 
 /** The wait before retry number `retry` (1-based), or undefined to give up. */
-export function retryDelay(policy: Policy, retry: number, code: LlmErrorCode, retryAfterMs: number | undefined, random = Math.random): number | undefined {
+export function retryDelay(
+  policy: Policy,
+  retry: number,
+  code: LlmErrorCode,
+  retryAfterMs: number | undefined,
+  random = Math.random,
+): number | undefined {
   if (!policy.retryableCodes.includes(code) || retry > policy.maxRetries) return undefined
   if (retryAfterMs !== undefined) return retryAfterMs <= policy.maxDelayMs ? retryAfterMs : undefined
   const base = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (retry - 1))

@@ -28,7 +28,12 @@ export class BlockAssembler {
           if (chunk.name && !draft.name) draft.name = chunk.name
           draft.arguments += chunk.argumentsDelta
         } else if (!draft) {
-          this.drafts.set(chunk.index, { type: 'tool-call', id: chunk.id ?? '', name: chunk.name ?? '', arguments: chunk.argumentsDelta })
+          this.drafts.set(chunk.index, {
+            type: 'tool-call',
+            id: chunk.id ?? '',
+            name: chunk.name ?? '',
+            arguments: chunk.argumentsDelta,
+          })
         }
         return
       }
@@ -45,7 +50,8 @@ export class BlockAssembler {
   blocks(): ContentBlock[] {
     const out: ContentBlock[] = []
     for (const [, draft] of [...this.drafts].sort((a, b) => a[0] - b[0])) {
-      if (draft.type === 'tool-call') out.push({ type: 'tool-call', id: draft.id as ToolCallId, name: draft.name, arguments: draft.arguments })
+      if (draft.type === 'tool-call')
+        out.push({ type: 'tool-call', id: draft.id as ToolCallId, name: draft.name, arguments: draft.arguments })
       else if (draft.text.length > 0) out.push({ type: draft.type, text: draft.text })
     }
     return out

@@ -28,7 +28,12 @@ export async function completeText(llm: LlmRuntime, request: GenerateRequest): P
   for await (const chunk of llm.stream(request)) assembler.push(chunk)
   const finish = assembler.finish
   if (!finish || finish.reason === 'error' || finish.reason === 'aborted') {
-    throw new LlmCallError(finish?.failure ?? { code: finish?.reason === 'aborted' ? 'ABORTED' : 'PROTOCOL', message: 'the model call ended without a reply' })
+    throw new LlmCallError(
+      finish?.failure ?? {
+        code: finish?.reason === 'aborted' ? 'ABORTED' : 'PROTOCOL',
+        message: 'the model call ended without a reply',
+      },
+    )
   }
   const text = assembler
     .blocks()

@@ -70,7 +70,11 @@ export class LlmRuntime extends Service {
     const inner = (): AsyncIterable<StreamChunk> => {
       if (!adapter) {
         const known = this.routes.keys().join(', ') || 'none'
-        return single({ type: 'finish', reason: 'error', failure: failure('UNKNOWN_ROUTE', `no model route "${request.provider}" is registered (known: ${known})`) })
+        return single({
+          type: 'finish',
+          reason: 'error',
+          failure: failure('UNKNOWN_ROUTE', `no model route "${request.provider}" is registered (known: ${known})`),
+        })
       }
       return adapter.stream(frozen)
     }
@@ -89,7 +93,8 @@ async function* single(chunk: StreamChunk): AsyncIterable<StreamChunk> {
 }
 
 function finishFromError(error: unknown, signal?: AbortSignal): StreamChunk {
-  if (signal?.aborted) return { type: 'finish', reason: 'aborted', failure: failure('ABORTED', 'the request was cancelled') }
+  if (signal?.aborted)
+    return { type: 'finish', reason: 'aborted', failure: failure('ABORTED', 'the request was cancelled') }
   const message = error instanceof Error ? error.message : String(error)
   return { type: 'finish', reason: 'error', failure: failure('TRANSPORT', message) }
 }
@@ -105,6 +110,8 @@ async function* guard(source: AsyncIterable<StreamChunk>, signal?: AbortSignal):
     yield finishFromError(error, signal)
     return
   }
-  if (signal?.aborted) yield { type: 'finish', reason: 'aborted', failure: failure('ABORTED', 'the request was cancelled') }
-  else yield { type: 'finish', reason: 'error', failure: failure('PROTOCOL', 'the model stream ended without a finish') }
+  if (signal?.aborted)
+    yield { type: 'finish', reason: 'aborted', failure: failure('ABORTED', 'the request was cancelled') }
+  else
+    yield { type: 'finish', reason: 'error', failure: failure('PROTOCOL', 'the model stream ended without a finish') }
 }

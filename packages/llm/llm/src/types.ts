@@ -1,4 +1,12 @@
-import type { FinishReason, LlmErrorCode, LlmFailure, Message, ReasoningEffort, TokenUsage, ToolSchema } from '@dsh/wire-types'
+import type {
+  FinishReason,
+  LlmErrorCode,
+  LlmFailure,
+  Message,
+  ReasoningEffort,
+  TokenUsage,
+  ToolSchema,
+} from '@dsh/wire-types'
 
 export type {
   ContentBlock,

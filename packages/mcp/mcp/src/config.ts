@@ -50,28 +50,45 @@ export const ServerSchema: Schema<McpServerConfig> = Schema.union([StdioSchema, 
 export const Config: Schema<McpConfig> = Schema.object({
   servers: Schema.dict(ServerSchema)
     .default({})
-    .description('MCP servers by name ([A-Za-z0-9_-], at most 32 characters): { command, args?, env?, cwd? } or { url, headers? }.'),
-  toolCallTimeoutMs: Schema.natural().min(1).default(60_000).description('The longest one MCP tool call may take, in milliseconds.'),
+    .description(
+      'MCP servers by name ([A-Za-z0-9_-], at most 32 characters): { command, args?, env?, cwd? } or { url, headers? }.',
+    ),
+  toolCallTimeoutMs: Schema.natural()
+    .min(1)
+    .default(60_000)
+    .description('The longest one MCP tool call may take, in milliseconds.'),
   startupTimeoutMs: Schema.natural()
     .min(1)
     .default(10_000)
-    .description('How long connecting to a server (and listing its tools) may take; the first model request waits at most this for servers still starting.'),
+    .description(
+      'How long connecting to a server (and listing its tools) may take; the first model request waits at most this for servers still starting.',
+    ),
   reconnect: Schema.object({
-    initialDelayMs: Schema.natural().min(1).default(500).description('The wait before the first reconnect; it doubles after each failed attempt.'),
+    initialDelayMs: Schema.natural()
+      .min(1)
+      .default(500)
+      .description('The wait before the first reconnect; it doubles after each failed attempt.'),
     maxDelayMs: Schema.natural().min(1).default(30_000).description('The longest wait between reconnects.'),
-    maxAttempts: Schema.natural().default(10).description('Failed attempts in a row after which a server is given up until restart; 0 never retries.'),
+    maxAttempts: Schema.natural()
+      .default(10)
+      .description('Failed attempts in a row after which a server is given up until restart; 0 never retries.'),
   }).description('Reconnecting a server that failed to start or stopped.'),
-  stderrTailChars: Schema.natural().default(2000).description('How much of the end of the stderr of a failed stdio server is reported.'),
+  stderrTailChars: Schema.natural()
+    .default(2000)
+    .description('How much of the end of the stderr of a failed stdio server is reported.'),
 })
 
 /** Throws, naming the server, for what the schema cannot check. */
 export function checkServer(name: string, server: McpServerConfig): void {
   if (!SERVER_NAME.test(name)) throw new Error(`mcp: server name "${name}" must be 1 to 32 letters, digits, "_" or "-"`)
-  if (server === null || typeof server !== 'object') throw new Error(`mcp: server "${name}" needs { command } or { url }`)
+  if (server === null || typeof server !== 'object')
+    throw new Error(`mcp: server "${name}" needs { command } or { url }`)
   const stdio = 'command' in server
   const http = 'url' in server
-  if (stdio === http) throw new Error(`mcp: server "${name}" needs exactly one of command (stdio) or url (streamable HTTP)`)
-  if (stdio && (typeof server.command !== 'string' || !server.command.trim())) throw new Error(`mcp: server "${name}": command is empty`)
+  if (stdio === http)
+    throw new Error(`mcp: server "${name}" needs exactly one of command (stdio) or url (streamable HTTP)`)
+  if (stdio && (typeof server.command !== 'string' || !server.command.trim()))
+    throw new Error(`mcp: server "${name}": command is empty`)
   if (http) {
     let url: URL
     try {
@@ -79,6 +96,7 @@ export function checkServer(name: string, server: McpServerConfig): void {
     } catch {
       throw new Error(`mcp: server "${name}": url "${server.url}" is not a URL`)
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`mcp: server "${name}": url "${server.url}" must be http or https`)
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new Error(`mcp: server "${name}": url "${server.url}" must be http or https`)
   }
 }

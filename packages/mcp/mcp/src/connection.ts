@@ -35,7 +35,11 @@ function errorText(error: unknown): string {
  * PATH, USER, ...) underneath whatever it is given; those the policy dropped
  * are masked as unset, which `spawn` skips.
  */
-function serverEnvironment(subprocess: Subprocess, sdk: Sdk, extra: Record<string, string> | undefined): Record<string, string> {
+function serverEnvironment(
+  subprocess: Subprocess,
+  sdk: Sdk,
+  extra: Record<string, string> | undefined,
+): Record<string, string> {
   const env: Record<string, string | undefined> = subprocess.environment(extra)
   for (const name of sdk.DEFAULT_INHERITED_ENV_VARS) if (!(name in env)) env[name] = undefined
   return env as Record<string, string>
@@ -76,7 +80,12 @@ export class McpConnection {
   }
 
   info(): McpServerInfo {
-    return { name: this.name, status: this.status, tools: [...this.toolNames], ...(this.error ? { error: this.error } : {}) }
+    return {
+      name: this.name,
+      status: this.status,
+      tools: [...this.toolNames],
+      ...(this.error ? { error: this.error } : {}),
+    }
   }
 
   start(): void {
@@ -102,22 +111,34 @@ export class McpConnection {
   async call(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolOutput> {
     const client = this.client
     if (!client) {
-      throw new ToolError('MCP_UNAVAILABLE', `MCP server "${this.name}" is not connected (${this.status}), so "${tool}" cannot run now`)
+      throw new ToolError(
+        'MCP_UNAVAILABLE',
+        `MCP server "${this.name}" is not connected (${this.status}), so "${tool}" cannot run now`,
+      )
     }
     try {
-      const result = await client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: this.settings.toolCallTimeoutMs })
+      const result = await client.callTool({ name: tool, arguments: args }, undefined, {
+        signal,
+        timeout: this.settings.toolCallTimeoutMs,
+      })
       return toOutput(result as Parameters<typeof toOutput>[0], { server: this.name, tool })
     } catch (error) {
       if (signal.aborted || !this.sdk) throw error
       const { ErrorCode, McpError } = this.sdk
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-        throw new ToolError('TIMEOUT', `MCP server "${this.name}" did not answer the call to "${tool}" within ${this.settings.toolCallTimeoutMs}ms`)
+        throw new ToolError(
+          'TIMEOUT',
+          `MCP server "${this.name}" did not answer the call to "${tool}" within ${this.settings.toolCallTimeoutMs}ms`,
+        )
       }
       const closed = error instanceof McpError && error.code === ErrorCode.ConnectionClosed
       // A failed HTTP request is how a streamable HTTP server shows it is gone.
       if (closed || (!(error instanceof McpError) && 'url' in this.server)) {
         this.lost(client)
-        throw new ToolError('MCP_UNAVAILABLE', `the connection to MCP server "${this.name}" failed during the call to "${tool}": ${errorText(error)}`)
+        throw new ToolError(
+          'MCP_UNAVAILABLE',
+          `the connection to MCP server "${this.name}" failed during the call to "${tool}": ${errorText(error)}`,
+        )
       }
       throw new ToolError('MCP_ERROR', `the call to "${tool}" on MCP server "${this.name}" failed: ${errorText(error)}`)
     }
@@ -190,11 +211,19 @@ export class McpConnection {
     let cursor: string | undefined
     for (let page = 0; page < MAX_PAGES; page++) {
       // Parsed loosely, so one malformed tool does not cost the others.
-      const result = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ToolPage, { timeout: this.settings.startupTimeoutMs })
+      const result = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ToolPage, {
+        timeout: this.settings.startupTimeoutMs,
+      })
       for (const raw of result.tools) {
         const parsed = parseTool(raw, sdk.ToolSchema)
         if ('tool' in parsed) tools.push(parsed.tool)
-        else this.logger.warn('server "%s": tool "%s" skipped, its definition is malformed: %s', this.name, parsed.name, parsed.problem)
+        else
+          this.logger.warn(
+            'server "%s": tool "%s" skipped, its definition is malformed: %s',
+            this.name,
+            parsed.name,
+            parsed.problem,
+          )
       }
       cursor = result.nextCursor
       if (!cursor) break
@@ -221,7 +250,11 @@ export class McpConnection {
             timeoutMs: this.settings.toolCallTimeoutMs,
             presentation: mcpPresentation(this.name, tool),
             // The server runs outside dsh's sandbox and says nothing trustworthy about its effects: outside every preset but danger-full-access.
-            access: () => ({ kind: 'other', escalated: true, summary: `tool "${tool.name}" of MCP server "${this.name}", which runs outside the sandbox` }),
+            access: () => ({
+              kind: 'other',
+              escalated: true,
+              summary: `tool "${tool.name}" of MCP server "${this.name}", which runs outside the sandbox`,
+            }),
             execute: (args, run) => this.call(tool.name, args, run.signal),
           }),
         )
@@ -266,11 +299,17 @@ export class McpConnection {
     const { maxAttempts } = this.settings.reconnect
     if (this.failures > maxAttempts) {
       this.status = 'failed'
-      this.logger.warn('server "%s" failed to start (%s); giving up after %d attempts', this.name, this.error, this.failures)
+      this.logger.warn(
+        'server "%s" failed to start (%s); giving up after %d attempts',
+        this.name,
+        this.error,
+        this.failures,
+      )
       return
     }
     const delay = this.schedule()
-    if (this.failures === 1) this.logger.warn('server "%s" failed to start (%s); retrying in %dms', this.name, this.error, delay)
+    if (this.failures === 1)
+      this.logger.warn('server "%s" failed to start (%s); retrying in %dms', this.name, this.error, delay)
     else this.logger.debug('server "%s" failed again (%s); retrying in %dms', this.name, this.error, delay)
   }
 

@@ -28,7 +28,14 @@ export function toolName(server: string, raw: string): string {
 export function mcpPresentation(server: string, tool: Pick<Tool, 'name' | 'title' | 'annotations'>): ToolPresentation {
   const hints = tool.annotations ?? {}
   const label = (hints.title ?? tool.title ?? tool.name).replace(/\s+/g, ' ').trim() || tool.name
-  const kind = hints.readOnlyHint === true ? (hints.openWorldHint === true ? 'fetch' : 'read') : hints.destructiveHint === true ? 'delete' : 'other'
+  const kind =
+    hints.readOnlyHint === true
+      ? hints.openWorldHint === true
+        ? 'fetch'
+        : 'read'
+      : hints.destructiveHint === true
+        ? 'delete'
+        : 'other'
   return { kind, view: 'generic', title: () => `${label} (${server})` }
 }
 
@@ -36,7 +43,8 @@ export function mcpPresentation(server: string, tool: Pick<Tool, 'name' | 'title
 export function parseTool(raw: unknown, schema: Sdk['ToolSchema']): { tool: Tool } | { name: string; problem: string } {
   const parsed = schema.safeParse(raw)
   if (parsed.success) return { tool: parsed.data }
-  const name = typeof (raw as { name?: unknown } | null)?.name === 'string' ? (raw as { name: string }).name : '(unnamed)'
+  const name =
+    typeof (raw as { name?: unknown } | null)?.name === 'string' ? (raw as { name: string }).name : '(unnamed)'
   const problem = parsed.error.issues
     .slice(0, 3)
     .map((issue) => `${issue.path.length ? issue.path.join('.') : '(tool)'}: ${issue.message}`)
@@ -56,7 +64,10 @@ export function toOutput(result: CallToolResult, meta: { server: string; tool: s
         content.push({ type: 'image', mediaType: block.mimeType, data: block.data })
         break
       case 'audio':
-        content.push({ type: 'text', text: `[audio (${block.mimeType}) left out: audio cannot be passed to the model]` })
+        content.push({
+          type: 'text',
+          text: `[audio (${block.mimeType}) left out: audio cannot be passed to the model]`,
+        })
         break
       case 'resource_link':
         content.push({ type: 'text', text: `[resource ${block.name}: ${block.uri}]` })
@@ -64,17 +75,33 @@ export function toOutput(result: CallToolResult, meta: { server: string; tool: s
       case 'resource': {
         const { resource } = block
         if ('text' in resource && typeof resource.text === 'string') content.push({ type: 'text', text: resource.text })
-        else content.push({ type: 'text', text: `[binary resource ${resource.uri}${resource.mimeType ? ` (${resource.mimeType})` : ''} left out]` })
+        else
+          content.push({
+            type: 'text',
+            text: `[binary resource ${resource.uri}${resource.mimeType ? ` (${resource.mimeType})` : ''} left out]`,
+          })
         break
       }
       default:
-        content.push({ type: 'text', text: `[content of type ${JSON.stringify((block as { type?: unknown }).type)} left out]` })
+        content.push({
+          type: 'text',
+          text: `[content of type ${JSON.stringify((block as { type?: unknown }).type)} left out]`,
+        })
     }
   }
-  if (content.length === 0 && result.structuredContent !== undefined) content.push({ type: 'text', text: JSON.stringify(result.structuredContent) })
+  if (content.length === 0 && result.structuredContent !== undefined)
+    content.push({ type: 'text', text: JSON.stringify(result.structuredContent) })
   if (content.length === 0) content.push({ type: 'text', text: '(no output)' })
   if (result.isError !== true) return { content, meta }
   const [first, ...rest] = content
-  const head: ContentBlock = first?.type === 'text' ? { type: 'text', text: `Error: ${first.text}` } : { type: 'text', text: 'Error: the MCP tool reported a failure.' }
-  return { content: first?.type === 'text' ? [head, ...rest] : [head, ...content], isError: true, code: 'MCP_TOOL_ERROR', meta }
+  const head: ContentBlock =
+    first?.type === 'text'
+      ? { type: 'text', text: `Error: ${first.text}` }
+      : { type: 'text', text: 'Error: the MCP tool reported a failure.' }
+  return {
+    content: first?.type === 'text' ? [head, ...rest] : [head, ...content],
+    isError: true,
+    code: 'MCP_TOOL_ERROR',
+    meta,
+  }
 }

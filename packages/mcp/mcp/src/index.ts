@@ -2,7 +2,14 @@ import type { Context } from '@dsh/cordis'
 import { checkServer, type McpConfig } from './config.ts'
 import { McpService } from './service.ts'
 
-export { Config, type McpConfig, type McpHttpServer, type McpServerConfig, type McpStdioServer, type ReconnectConfig } from './config.ts'
+export {
+  Config,
+  type McpConfig,
+  type McpHttpServer,
+  type McpServerConfig,
+  type McpStdioServer,
+  type ReconnectConfig,
+} from './config.ts'
 export type { McpServerInfo, McpServerStatus } from './connection.ts'
 export { toolName } from './convert.ts'
 export { McpService } from './service.ts'

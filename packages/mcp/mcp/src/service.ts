@@ -27,7 +27,9 @@ export class McpService extends Service {
     for (const [name, server] of Object.entries(config.servers)) this.open(ctx, name, server)
     // The first request of an agent waits for servers still starting, so their tools are in it.
     ctx.on('agent/pre-step', async (_agent, step, next) => {
-      const starting = [...this.connections.values()].filter((c) => c.status === 'connecting').map((c) => c.firstAttempt)
+      const starting = [...this.connections.values()]
+        .filter((c) => c.status === 'connecting')
+        .map((c) => c.firstAttempt)
       if (starting.length) await untilAborted(Promise.all(starting), step.signal).catch(() => {})
       return next()
     })
@@ -53,7 +55,8 @@ export class McpService extends Service {
 
   private open(ctx: Context, name: string, server: McpServerConfig) {
     checkServer(name, server)
-    if (this.connections.has(name)) throw new Error(`mcp: a server named "${name}" is already connected; pick another name`)
+    if (this.connections.has(name))
+      throw new Error(`mcp: a server named "${name}" is already connected; pick another name`)
     const connection = new McpConnection(this.home, ctx, name, server, this.settings)
     const dispose = ctx.effect(() => {
       this.connections.set(name, connection)

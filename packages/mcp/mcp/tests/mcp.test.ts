@@ -50,7 +50,12 @@ async function boot(config: Partial<McpConfig>) {
 
 /** Resolves once the servers' first attempts are over, the way the first step of an agent waits. */
 function firstStep(): Promise<unknown> {
-  return root.waterfall('agent/pre-step', {} as never, { turn: 1, step: 1, signal: new AbortController().signal }, async () => ({ kind: 'enter' as const }))
+  return root.waterfall(
+    'agent/pre-step',
+    {} as never,
+    { turn: 1, step: 1, signal: new AbortController().signal },
+    async () => ({ kind: 'enter' as const }),
+  )
 }
 
 let calls = 0
@@ -63,7 +68,11 @@ function invoke(name: string, args: Record<string, unknown>): Promise<ToolResult
 }
 
 const text = (result: ToolResult) => result.content.map((b) => (b.type === 'text' ? b.text : `<${b.type}>`)).join('\n')
-const mcpTools = () => root.tools.schemas().map((s) => s.name).filter((n) => n.startsWith('mcp__'))
+const mcpTools = () =>
+  root.tools
+    .schemas()
+    .map((s) => s.name)
+    .filter((n) => n.startsWith('mcp__'))
 
 async function until(check: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 2500 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10))
@@ -83,11 +92,22 @@ describe('a stdio server', () => {
   it('registers its tools as mcp__<server>__<tool> with their schemas as given, before the first step', async () => {
     await boot({ servers: { fx: stdio() } })
     await firstStep()
-    expect(mcpTools()).toEqual(['mcp__fx__add', 'mcp__fx__env', 'mcp__fx__fail', 'mcp__fx__pixel', 'mcp__fx__write_marker'])
+    expect(mcpTools()).toEqual([
+      'mcp__fx__add',
+      'mcp__fx__env',
+      'mcp__fx__fail',
+      'mcp__fx__pixel',
+      'mcp__fx__write_marker',
+    ])
     expect(root.tools.schemas().find((s) => s.name === 'mcp__fx__add')).toEqual({
       name: 'mcp__fx__add',
       description: 'Add two numbers.',
-      parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'], additionalProperties: false },
+      parameters: {
+        type: 'object',
+        properties: { a: { type: 'number' }, b: { type: 'number' } },
+        required: ['a', 'b'],
+        additionalProperties: false,
+      },
     })
     expect(root.mcp.list()).toEqual([{ name: 'fx', status: 'connected', tools: expect.arrayContaining(mcpTools()) }])
     expect(warnings).toEqual([])
@@ -97,7 +117,11 @@ describe('a stdio server', () => {
     await boot({ servers: { fx: stdio() } })
     await firstStep()
     const sum = await invoke('mcp__fx__add', { a: 2, b: 3 })
-    expect(sum).toMatchObject({ isError: false, content: [{ type: 'text', text: '5' }], meta: { server: 'fx', tool: 'add' } })
+    expect(sum).toMatchObject({
+      isError: false,
+      content: [{ type: 'text', text: '5' }],
+      meta: { server: 'fx', tool: 'add' },
+    })
     const image = await invoke('mcp__fx__pixel', {})
     expect(image.content).toEqual([
       { type: 'text', text: 'one pixel:' },
@@ -113,7 +137,11 @@ describe('a stdio server', () => {
   it('declares its calls escalated, so only danger-full-access runs them without asking', async () => {
     await boot({ servers: { fx: stdio() } })
     await firstStep()
-    expect(root.tools.get('mcp__fx__add')?.access?.({})).toEqual({ kind: 'other', escalated: true, summary: 'tool "add" of MCP server "fx", which runs outside the sandbox' })
+    expect(root.tools.get('mcp__fx__add')?.access?.({})).toEqual({
+      kind: 'other',
+      escalated: true,
+      summary: 'tool "add" of MCP server "fx", which runs outside the sandbox',
+    })
   })
 
   it('starts the server with a scrubbed environment plus its own variables', async () => {
@@ -134,7 +162,13 @@ describe('a stdio server', () => {
 
   it('starts the server with the environment the subprocess policy builds, even what the SDK would add', async () => {
     await subprocessFiber.dispose()
-    const policy: EnvironmentPolicyConfig = { inherit: 'core', ignoreDefaultExcludes: false, exclude: ['HOME'], includeOnly: [], set: { FROM_POLICY: 'set' } }
+    const policy: EnvironmentPolicyConfig = {
+      inherit: 'core',
+      ignoreDefaultExcludes: false,
+      exclude: ['HOME'],
+      includeOnly: [],
+      set: { FROM_POLICY: 'set' },
+    }
     await root.plugin(subprocess, { environment: policy } as LocalSubprocessConfig)
     process.env.FIXTURE_PLAIN = 'not core'
     try {
@@ -158,24 +192,42 @@ describe('a stdio server', () => {
     expect(mcpTools()).not.toContain('mcp__fx__bad_props')
     expect(warnings).toEqual([
       expect.stringMatching(/server "fx": tool "stringly" skipped, its definition is malformed: inputSchema\.type: /),
-      expect.stringMatching(/server "fx": tool "bad_props" skipped, its definition is malformed: inputSchema\.properties: /),
+      expect.stringMatching(
+        /server "fx": tool "bad_props" skipped, its definition is malformed: inputSchema\.properties: /,
+      ),
     ])
   })
 
   it('reports a server that fails to start with its stderr, retries with backoff, then gives up', async () => {
     await boot({ servers: { broken: stdio('--crash-on-start'), fx: stdio() }, reconnect: { ...fast, maxAttempts: 1 } })
     await firstStep()
-    expect(warnings[0]).toMatch(/server "broken" failed to start \(.*Connection closed; stderr: fixture: cannot start, the database is missing\); retrying in 5ms/)
-    await until(() => root.mcp.list().find((s) => s.name === 'broken')?.status === 'failed', 'the broken server to be given up')
+    expect(warnings[0]).toMatch(
+      /server "broken" failed to start \(.*Connection closed; stderr: fixture: cannot start, the database is missing\); retrying in 5ms/,
+    )
+    await until(
+      () => root.mcp.list().find((s) => s.name === 'broken')?.status === 'failed',
+      'the broken server to be given up',
+    )
     expect(warnings.at(-1)).toMatch(/server "broken" failed to start \(.*\); giving up after 2 attempts/)
-    expect(mcpTools()).toEqual(['mcp__fx__add', 'mcp__fx__env', 'mcp__fx__fail', 'mcp__fx__pixel', 'mcp__fx__write_marker'])
+    expect(mcpTools()).toEqual([
+      'mcp__fx__add',
+      'mcp__fx__env',
+      'mcp__fx__fail',
+      'mcp__fx__pixel',
+      'mcp__fx__write_marker',
+    ])
     expect(text(await invoke('mcp__fx__add', { a: 1, b: 1 }))).toBe('2')
   })
 
   it('reports a command that does not exist', async () => {
-    await boot({ servers: { ghost: { command: path.join(dir, 'no-such-server') } }, reconnect: { ...fast, maxAttempts: 0 } })
+    await boot({
+      servers: { ghost: { command: path.join(dir, 'no-such-server') } },
+      reconnect: { ...fast, maxAttempts: 0 },
+    })
     await firstStep()
-    expect(warnings).toEqual([expect.stringMatching(/server "ghost" failed to start \(.*ENOENT.*\); giving up after 1 attempts/)])
+    expect(warnings).toEqual([
+      expect.stringMatching(/server "ghost" failed to start \(.*ENOENT.*\); giving up after 1 attempts/),
+    ])
   })
 
   it('removes the tools of a server that died and brings them back when it reconnects', async () => {
@@ -185,9 +237,14 @@ describe('a stdio server', () => {
     const present: boolean[] = []
     root.on('tools/changed', () => void present.push(root.tools.get('mcp__fx__add') !== undefined))
     expect(text(await invoke('mcp__fx__add', { a: 2, b: 2 }))).toBe('4')
-    await until(() => present.includes(false) && present.at(-1) === true && root.mcp.list()[0]?.status === 'connected', 'the server to come back')
+    await until(
+      () => present.includes(false) && present.at(-1) === true && root.mcp.list()[0]?.status === 'connected',
+      'the server to come back',
+    )
     expect(readFileSync(starts, 'utf8').trim().split('\n')).toHaveLength(2)
-    expect(warnings).toEqual([expect.stringMatching(/server "fx" stopped \(the connection closed\); its tools are gone until it reconnects/)])
+    expect(warnings).toEqual([
+      expect.stringMatching(/server "fx" stopped \(the connection closed\); its tools are gone until it reconnects/),
+    ])
     expect(text(await invoke('mcp__fx__add', { a: 3, b: 3 }))).toBe('6')
   })
 
@@ -239,8 +296,12 @@ describe('a streamable HTTP server', () => {
 
 describe('config', () => {
   it('refuses a bad server name or a server with neither command nor url, naming it', async () => {
-    await expect(root.plugin(mcp, settings({ servers: { 'bad name': stdio() } }))).rejects.toThrow(/server name "bad name" must be/)
-    await expect(root.plugin(mcp, settings({ servers: { web: { url: 'ftp://example.com' } } }))).rejects.toThrow(/server "web": url "ftp:\/\/example.com" must be http or https/)
+    await expect(root.plugin(mcp, settings({ servers: { 'bad name': stdio() } }))).rejects.toThrow(
+      /server name "bad name" must be/,
+    )
+    await expect(root.plugin(mcp, settings({ servers: { web: { url: 'ftp://example.com' } } }))).rejects.toThrow(
+      /server "web": url "ftp:\/\/example.com" must be http or https/,
+    )
     warnings.length = 0
   })
 
@@ -280,7 +341,9 @@ describe('servers connected at runtime', () => {
   it('resolve even when the server fails to start, which is reported', async () => {
     await boot({ reconnect: { ...fast, maxAttempts: 0 } })
     await root.mcp.connect(root, 'broken', stdio('--crash-on-start'))
-    expect(root.mcp.list()).toMatchObject([{ name: 'broken', status: 'failed', tools: [], error: expect.stringContaining('database is missing') }])
+    expect(root.mcp.list()).toMatchObject([
+      { name: 'broken', status: 'failed', tools: [], error: expect.stringContaining('database is missing') },
+    ])
     expect(warnings).toEqual([expect.stringContaining('server "broken" failed to start')])
   })
 })

@@ -40,7 +40,11 @@ export function matchesHost(host: string, patterns: readonly HostPattern[]): boo
 
 /** Lowercase, no trailing dot, no IPv6 brackets. */
 export function normalizeHost(host: string): string {
-  return host.trim().toLowerCase().replace(/\.$/, '').replace(/^\[(.*)\]$/, '$1')
+  return host
+    .trim()
+    .toLowerCase()
+    .replace(/\.$/, '')
+    .replace(/^\[(.*)\]$/, '$1')
 }
 
 /** Package registries and code hosts a build commonly needs. */

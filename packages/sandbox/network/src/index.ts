@@ -39,7 +39,11 @@ export const Config: Schema<SandboxNetworkConfig> = Schema.object({
   publicRanges: Schema.array(Schema.string())
     .default([])
     .description('CIDR ranges the proxy treats as public although they are private or local (an on-site mirror).'),
-  proxyPort: Schema.natural().min(1).max(65_535).default(3128).description("The proxy's port on the namespace's own 127.0.0.1."),
+  proxyPort: Schema.natural()
+    .min(1)
+    .max(65_535)
+    .default(3128)
+    .description("The proxy's port on the namespace's own 127.0.0.1."),
   bwrapPath: Schema.string().min(1).default('bwrap').description('bubblewrap, which makes the network namespaces.'),
   slirp4netnsPath: Schema.string()
     .min(1)
@@ -78,7 +82,8 @@ export class LocalSandboxNetwork extends SandboxNetwork {
     ]
     const staticHosts = new Map<string, string>()
     for (const [host, address] of Object.entries(config.staticHosts)) {
-      if (isIP(address) === 0) throw new Error(`sandbox-network: staticHosts.${host}: ${JSON.stringify(address)} is not an IP address`)
+      if (isIP(address) === 0)
+        throw new Error(`sandbox-network: staticHosts.${host}: ${JSON.stringify(address)} is not an IP address`)
       staticHosts.set(host.toLowerCase(), address)
     }
     const publicRanges = config.publicRanges.map((range, index): AddressRange => {
@@ -86,7 +91,9 @@ export class LocalSandboxNetwork extends SandboxNetwork {
       const family = isIP(address ?? '')
       const prefix = Number(bits)
       if (family === 0 || !/^\d+$/.test(bits ?? '') || prefix > (family === 4 ? 32 : 128)) {
-        throw new Error(`sandbox-network: publicRanges[${index}]: ${JSON.stringify(range)} is not a CIDR range such as 10.1.0.0/16`)
+        throw new Error(
+          `sandbox-network: publicRanges[${index}]: ${JSON.stringify(range)} is not a CIDR range such as 10.1.0.0/16`,
+        )
       }
       return { address: address as string, prefix, family: family === 4 ? 'ipv4' : 'ipv6' }
     })

@@ -50,7 +50,9 @@ export function openNamespace(options: NamespaceOptions): Promise<NetworkNamespa
   const asRoot = typeof process.getuid === 'function' && process.getuid() === 0
   const args = [
     ...(asRoot ? [] : ['--unshare-user']),
-    '--dev-bind', '/', '/',
+    '--dev-bind',
+    '/',
+    '/',
     '--unshare-net',
     '--die-with-parent',
     '--',
@@ -62,7 +64,10 @@ export function openNamespace(options: NamespaceOptions): Promise<NetworkNamespa
   return new Promise((resolve, reject) => {
     let child: ChildProcess
     try {
-      child = spawn(options.bwrap, args, { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+      child = spawn(options.bwrap, args, {
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      })
     } catch (error) {
       reject(error)
       return
@@ -71,7 +76,10 @@ export function openNamespace(options: NamespaceOptions): Promise<NetworkNamespa
     child.stderr?.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8')
     })
-    const timer = setTimeout(() => fail(`the namespace helper did not answer within ${options.timeoutMs}ms`), options.timeoutMs)
+    const timer = setTimeout(
+      () => fail(`the namespace helper did not answer within ${options.timeoutMs}ms`),
+      options.timeoutMs,
+    )
     let settled = false
     const fail = (why: string) => {
       if (settled) return
@@ -81,10 +89,13 @@ export function openNamespace(options: NamespaceOptions): Promise<NetworkNamespa
       reject(new Error(why))
     }
     child.on('error', (error) => fail(`the namespace helper could not start: ${error.message}`))
-    child.on('exit', (code) => fail(`the namespace helper exited (${code ?? 'signal'}) before it was ready: ${stderr.trim() || 'no message'}`))
+    child.on('exit', (code) =>
+      fail(`the namespace helper exited (${code ?? 'signal'}) before it was ready: ${stderr.trim() || 'no message'}`),
+    )
     child.on('message', (message: { pid?: number; error?: string }, handle?: Server) => {
       if (settled) return
-      if (message.error || typeof message.pid !== 'number') return fail(`the namespace helper failed: ${message.error ?? 'no pid'}`)
+      if (message.error || typeof message.pid !== 'number')
+        return fail(`the namespace helper failed: ${message.error ?? 'no pid'}`)
       let fd: number
       let userFd: number | undefined
       try {

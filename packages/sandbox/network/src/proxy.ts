@@ -64,7 +64,10 @@ export class FilteringProxy {
     const { createServer, request } = await import('node:http')
     this.request = request
     const server = (this.server ??= createServer((request, response) => void this.forward(request, response)))
-    server.on('connect', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.tunnel(request, socket, head))
+    server.on(
+      'connect',
+      (request: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.tunnel(request, socket, head),
+    )
     server.on('clientError', (_error, socket) => socket.destroy())
     listener.on('connection', (socket) => server.emit('connection', socket))
   }
@@ -94,7 +97,9 @@ export class FilteringProxy {
     const header = request.headers['proxy-authorization']
     const match = typeof header === 'string' ? /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header.trim()) : null
     if (!match) return undefined
-    const [user, token] = Buffer.from(match[1] as string, 'base64').toString('utf8').split(':', 2)
+    const [user, token] = Buffer.from(match[1] as string, 'base64')
+      .toString('utf8')
+      .split(':', 2)
     if (user !== PROXY_USER || !token) return undefined
     return this.grants.get(token)
   }
@@ -115,7 +120,8 @@ export class FilteringProxy {
       socket.pipe(upstream)
     })
     upstream.on('error', (error) => {
-      if (socket.writable && !upstream.readable) refuseSocket(socket, 502, `dsh network proxy: ${target.host}: ${error.message}`)
+      if (socket.writable && !upstream.readable)
+        refuseSocket(socket, 502, `dsh network proxy: ${target.host}: ${error.message}`)
       else socket.destroy()
     })
     socket.on('close', () => upstream.destroy())
@@ -136,7 +142,9 @@ export class FilteringProxy {
     }
     if (url.protocol !== 'http:') {
       response.writeHead(400, { 'content-type': 'text/plain' })
-      response.end(`dsh network proxy: only absolute http:// URLs are forwarded (use CONNECT for https), got ${JSON.stringify(request.url)}\n`)
+      response.end(
+        `dsh network proxy: only absolute http:// URLs are forwarded (use CONNECT for https), got ${JSON.stringify(request.url)}\n`,
+      )
       return
     }
     const target = { host: normalizeHost(url.hostname), port: Number(url.port || 80) }
@@ -180,7 +188,13 @@ export class FilteringProxy {
         const reason = grant.request.ask
           ? `dsh network proxy: ${host} is not on the allowlist and the user did not allow it`
           : `dsh network proxy: ${host} is not on the allowlist, and no one can be asked here`
-        this.record(grant, { host, port: target.port, decision: 'deny', by: grant.request.ask ? 'user' : 'policy', reason })
+        this.record(grant, {
+          host,
+          port: target.port,
+          decision: 'deny',
+          by: grant.request.ask ? 'user' : 'policy',
+          reason,
+        })
         return { allow: false, status: 403, reason }
       }
       grant.allowedHosts.add(host)
@@ -232,13 +246,15 @@ export class FilteringProxy {
     }
     if (!this.publicRanges) {
       this.publicRanges = new net.BlockList()
-      for (const range of this.rules.publicRanges) this.publicRanges.addSubnet(range.address, range.prefix, range.family)
+      for (const range of this.rules.publicRanges)
+        this.publicRanges.addSubnet(range.address, range.prefix, range.family)
     }
     for (const address of addresses) {
       const family = isIP(address) === 6 ? 'ipv6' : 'ipv4'
       if (this.publicRanges.check(address, family)) continue
       const why = nonPublicReason(address)
-      if (why) return { reason: `it resolves to ${address}, ${why}, which sandboxed commands may not reach`, status: 403 }
+      if (why)
+        return { reason: `it resolves to ${address}, ${why}, which sandboxed commands may not reach`, status: 403 }
     }
     const first = addresses[0]
     if (!first) return { reason: 'the name has no address', status: 502 }
@@ -266,7 +282,12 @@ export function parseAuthority(authority: string): NetworkTarget | undefined {
   return { host: normalizeHost(match[1] as string), port }
 }
 
-const STATUS_TEXT: Readonly<Record<number, string>> = { 400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 502: 'Bad Gateway' }
+const STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  403: 'Forbidden',
+  407: 'Proxy Authentication Required',
+  502: 'Bad Gateway',
+}
 
 function refuseSocket(socket: Duplex, status: number, reason: string): void {
   const text = `${reason}\n`

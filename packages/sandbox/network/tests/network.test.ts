@@ -45,7 +45,12 @@ async function boot(config: Partial<SandboxNetworkConfig> = {}) {
   await root.plugin(sandboxPlugin, {} as BwrapSandboxConfig)
   await root.plugin(networkPlugin, {
     allowedHosts: ['registry.test', '*.allowed.test', 'localhost.test'],
-    staticHosts: { 'registry.test': TEST_HOST, 'other.test': TEST_HOST, 'deep.allowed.test': TEST_HOST, 'localhost.test': '127.0.0.1' },
+    staticHosts: {
+      'registry.test': TEST_HOST,
+      'other.test': TEST_HOST,
+      'deep.allowed.test': TEST_HOST,
+      'localhost.test': '127.0.0.1',
+    },
     publicRanges: [`${TEST_HOST}/32`],
     ...config,
   } as SandboxNetworkConfig)
@@ -117,14 +122,21 @@ describe('network proxy', () => {
     const deniedTunnel = await run(curl(`http://other.test:${testHost.port}/x`, '--proxytunnel'), headless.policy)
     expect(deniedTunnel.stdout).not.toContain('hello')
     expect(testHost.hits).toEqual([])
-    expect(headless.decisions).toEqual([expect.objectContaining({ host: 'other.test', decision: 'deny', by: 'policy' })])
+    expect(headless.decisions).toEqual([
+      expect.objectContaining({ host: 'other.test', decision: 'deny', by: 'policy' }),
+    ])
 
     const refused = proxied(false)
-    expect((await run(curl(`http://other.test:${testHost.port}/x`), refused.policy)).stdout).toContain('the user did not allow it')
+    expect((await run(curl(`http://other.test:${testHost.port}/x`), refused.policy)).stdout).toContain(
+      'the user did not allow it',
+    )
     expect(refused.asked).toEqual([{ host: 'other.test', port: testHost.port }])
 
     const allowed = proxied(true)
-    const ok = await run(`${curl(`http://other.test:${testHost.port}/a`)}; ${curl(`http://other.test:${testHost.port}/b`)}`, allowed.policy)
+    const ok = await run(
+      `${curl(`http://other.test:${testHost.port}/a`)}; ${curl(`http://other.test:${testHost.port}/b`)}`,
+      allowed.policy,
+    )
     expect(ok.stdout).toBe('hello from the test host [exit 0]\nhello from the test host [exit 0]\n')
     expect(testHost.hits).toEqual([`other.test:${testHost.port}/a`, `other.test:${testHost.port}/b`])
     // Asked once for the command, not per request.
@@ -144,24 +156,34 @@ describe('network proxy', () => {
     expect(direct.stdout).not.toContain('loopback service')
     expect(loopback.hits).toEqual([])
     expect(decisions.filter((d) => d.decision === 'allow')).toEqual([])
-    expect(decisions).toEqual(expect.arrayContaining([expect.objectContaining({ host: 'localhost.test', decision: 'deny', by: 'address' })]))
+    expect(decisions).toEqual(
+      expect.arrayContaining([expect.objectContaining({ host: 'localhost.test', decision: 'deny', by: 'address' })]),
+    )
   })
 
   it('refuses a command whose token it does not know', async () => {
     await boot()
-    const result = await run(curl(`http://registry.test:${testHost.port}/`), policy({ network: 'proxy', proxyToken: 'made-up' }))
+    const result = await run(
+      curl(`http://registry.test:${testHost.port}/`),
+      policy({ network: 'proxy', proxyToken: 'made-up' }),
+    )
     expect(result.stdout).not.toContain('hello')
     expect(testHost.hits).toEqual([])
   })
 
   it('fails at load on an allowlist entry that is not a domain, a bad range or a bad static address', async () => {
     for (const [config, message] of [
-      [{ extraAllowedHosts: ['ok.test', 'http://x.test/'] }, /extraAllowedHosts\[1\]: "http:\/\/x.test\/" is not a domain name/],
+      [
+        { extraAllowedHosts: ['ok.test', 'http://x.test/'] },
+        /extraAllowedHosts\[1\]: "http:\/\/x.test\/" is not a domain name/,
+      ],
       [{ allowedHosts: ['10.0.0.1'] }, /allowedHosts\[0\]: "10.0.0.1" is not a domain name/],
       [{ publicRanges: ['10.0.0.0'] }, /publicRanges\[0\]: "10.0.0.0" is not a CIDR range/],
       [{ staticHosts: { 'a.test': 'nope' } }, /staticHosts.a.test: "nope" is not an IP address/],
     ] as const) {
-      expect(() => new networkPlugin.LocalSandboxNetwork(new Context(), networkPlugin.Config(config as never))).toThrow(message)
+      expect(() => new networkPlugin.LocalSandboxNetwork(new Context(), networkPlugin.Config(config as never))).toThrow(
+        message,
+      )
     }
   })
 })
@@ -169,9 +191,15 @@ describe('network proxy', () => {
 describe('network on', () => {
   it('never reaches the host loopback', async () => {
     await boot()
-    const result = await run(curl(`http://10.0.2.2:${loopback.port}/`, '--connect-timeout 3'), policy({ network: 'on' }))
+    const result = await run(
+      curl(`http://10.0.2.2:${loopback.port}/`, '--connect-timeout 3'),
+      policy({ network: 'on' }),
+    )
     expect(result.stdout).not.toContain('loopback service')
-    const direct = await run(curl(`http://127.0.0.1:${loopback.port}/`, '--connect-timeout 3'), policy({ network: 'on' }))
+    const direct = await run(
+      curl(`http://127.0.0.1:${loopback.port}/`, '--connect-timeout 3'),
+      policy({ network: 'on' }),
+    )
     expect(direct.stdout).not.toContain('loopback service')
     expect(loopback.hits).toEqual([])
   })

@@ -42,7 +42,7 @@ export const Config: Schema<BwrapSandboxConfig> = Schema.object({
   hiddenPaths: Schema.array(Schema.string())
     .default([])
     .description(
-      'Absolute folders or files that sandboxed commands see as empty and read-only (the base bundle hides dsh\'s home). ' +
+      "Absolute folders or files that sandboxed commands see as empty and read-only (the base bundle hides dsh's home). " +
         'A folder holding the working directory or a writable root stays visible; secretFiles inside it are still hidden.',
     ),
   secretFiles: Schema.array(Schema.string())
@@ -81,7 +81,8 @@ export class BwrapSandbox extends Sandbox {
       ['secretFiles', config.secretFiles],
     ] as const) {
       const bad = list.find((item) => !path.isAbsolute(item))
-      if (bad !== undefined) throw new Error(`sandbox: ${field} holds ${JSON.stringify(bad)}, which is not an absolute path`)
+      if (bad !== undefined)
+        throw new Error(`sandbox: ${field} holds ${JSON.stringify(bad)}, which is not an absolute path`)
     }
     ctx.effect(
       () => () => {
@@ -107,7 +108,9 @@ export class BwrapSandbox extends Sandbox {
     }
     if (!availability.ok || this.program === undefined || this.filterFolder === undefined) {
       const reason = availability.ok ? 'bubblewrap was not located' : availability.reason
-      return { refused: `the command needs the ${policy.mode} sandbox, which is unavailable here (${reason}), so it was not run` }
+      return {
+        refused: `the command needs the ${policy.mode} sandbox, which is unavailable here (${reason}), so it was not run`,
+      }
     }
     const states = await protectedPathStates(policy)
     const planted = states.find((item) => item.state === 'symlink')
@@ -125,7 +128,9 @@ export class BwrapSandbox extends Sandbox {
     for (const item of states.filter((entry) => entry.state === 'missing')) {
       if (!(await this.placeholders.acquire(item.path))) {
         await release()
-        return { refused: `the protected path ${item.path} could not be guarded (its placeholder could not be created), so the command was not run` }
+        return {
+          refused: `the protected path ${item.path} could not be guarded (its placeholder could not be created), so the command was not run`,
+        }
       }
       created.push(item.path)
     }
@@ -159,10 +164,15 @@ export class BwrapSandbox extends Sandbox {
     }
     const nsenter = await findExecutable(this.settings.nsenterPath)
     if (!nsenter) {
-      return { refused: `the command asks for network "${mode}", which needs nsenter (util-linux), and it was not found, so it was not run` }
+      return {
+        refused: `the command asks for network "${mode}", which needs nsenter (util-linux), and it was not found, so it was not run`,
+      }
     }
     const attached = await service.attach(mode, policy.proxyToken)
-    if ('refused' in attached) return { refused: `the command asks for network "${mode}", which is unavailable here (${attached.refused}), so it was not run` }
+    if ('refused' in attached)
+      return {
+        refused: `the command asks for network "${mode}", which is unavailable here (${attached.refused}), so it was not run`,
+      }
     const user = attached.userNamespace ? [`--user=${attached.userNamespace}`, '--preserve-credentials'] : []
     return { network: attached, prefix: [nsenter, ...user, `--net=${attached.namespace}`, '--'] }
   }
@@ -192,7 +202,9 @@ export class BwrapSandbox extends Sandbox {
         (error, _stdout, stderr) => {
           if (!error) return resolve(undefined)
           const said = stderr.trim().split('\n')[0]
-          const how = error.killed ? `did not finish within ${this.settings.probeTimeoutMs}ms` : `failed (${said || error.message})`
+          const how = error.killed
+            ? `did not finish within ${this.settings.probeTimeoutMs}ms`
+            : `failed (${said || error.message})`
           resolve(how)
         },
       )
@@ -226,7 +238,8 @@ function isRoot(): boolean {
 }
 
 function checkRequest(argv: string[], policy: SandboxPolicy, cwd: string): string | undefined {
-  if (!Array.isArray(argv) || argv.length === 0 || !argv.every((arg) => typeof arg === 'string')) return 'argv must be a non-empty list of strings'
+  if (!Array.isArray(argv) || argv.length === 0 || !argv.every((arg) => typeof arg === 'string'))
+    return 'argv must be a non-empty list of strings'
   if (!policy || !SANDBOX_MODES.includes(policy.mode)) return `unknown sandbox mode ${JSON.stringify(policy?.mode)}`
   if (!NETWORK_MODES.includes(policy.network)) {
     return `unknown network setting ${JSON.stringify(policy.network)}; expected one of ${NETWORK_MODES.join(', ')}`
@@ -245,7 +258,8 @@ function checkRequest(argv: string[], policy: SandboxPolicy, cwd: string): strin
   if (policy.tempDir !== undefined && (typeof policy.tempDir !== 'string' || !path.isAbsolute(policy.tempDir))) {
     return `the policy's tempDir ${JSON.stringify(policy.tempDir)} is not an absolute path`
   }
-  if (typeof cwd !== 'string' || !path.isAbsolute(cwd)) return `the working directory ${JSON.stringify(cwd)} is not an absolute path`
+  if (typeof cwd !== 'string' || !path.isAbsolute(cwd))
+    return `the working directory ${JSON.stringify(cwd)} is not an absolute path`
   return undefined
 }
 
@@ -253,7 +267,10 @@ function checkRequest(argv: string[], policy: SandboxPolicy, cwd: string): strin
 async function findExecutable(name: string): Promise<string | undefined> {
   const candidates = name.includes('/')
     ? [path.resolve(name)]
-    : (process.env.PATH ?? '').split(path.delimiter).filter(Boolean).map((dir) => path.join(dir, name))
+    : (process.env.PATH ?? '')
+        .split(path.delimiter)
+        .filter(Boolean)
+        .map((dir) => path.join(dir, name))
   for (const candidate of candidates) {
     try {
       await access(candidate, constants.X_OK)

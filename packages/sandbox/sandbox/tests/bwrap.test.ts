@@ -91,7 +91,10 @@ describe('sandbox (bubblewrap)', () => {
     await boot()
     await writeFile(join(workspace, 'hello.txt'), 'hi there')
     const marker = `dsh-sandbox-private-${process.pid}-${Date.now()}`
-    const result = await run(`pwd; cat hello.txt; echo; touch /tmp/${marker} && echo wrote-tmp`, policy({ mode: 'read-only' }))
+    const result = await run(
+      `pwd; cat hello.txt; echo; touch /tmp/${marker} && echo wrote-tmp`,
+      policy({ mode: 'read-only' }),
+    )
     expect(result.code).toBe(0)
     expect(result.stdout).toBe(`${workspace}\nhi there\nwrote-tmp\n`)
     expect(await exists(join('/tmp', marker))).toBe(false)
@@ -187,7 +190,13 @@ describe('sandbox (bubblewrap)', () => {
       }
       const tmpfs = await run('mount -t tmpfs none /mnt && echo mounted', policy())
       expect(tmpfs.stdout).not.toContain('mounted')
-      for (const command of ['unshare -m true', 'unshare -U true', 'unshare -Ur true', 'unshare -n true', 'bwrap --ro-bind / / true']) {
+      for (const command of [
+        'unshare -m true',
+        'unshare -U true',
+        'unshare -Ur true',
+        'unshare -n true',
+        'bwrap --ro-bind / / true',
+      ]) {
         const result = await run(`${command} && echo escaped`, policy())
         expect(result.stdout, command).not.toContain('escaped')
         expect(result.code, command).not.toBe(0)
@@ -213,7 +222,10 @@ describe('sandbox (bubblewrap)', () => {
           expect(result.stderr).toMatch(/Operation not permitted|No such file/)
         }
         expect(connections).toEqual([])
-        const pair = await run(`python3 -c 'import socket; a, b = socket.socketpair(); a.send(b"hi"); print(b.recv(2).decode())'`, policy())
+        const pair = await run(
+          `python3 -c 'import socket; a, b = socket.socketpair(); a.send(b"hi"); print(b.recv(2).decode())'`,
+          policy(),
+        )
         expect(pair).toMatchObject({ code: 0, stdout: 'hi\n' })
       } finally {
         for (const server of servers) server.close()
@@ -223,14 +235,19 @@ describe('sandbox (bubblewrap)', () => {
 
     it('cannot trace another process or read its memory', async () => {
       await boot()
-      const result = await run('sleep 100 & python3 -c "import ctypes,sys; libc = ctypes.CDLL(None); print(libc.ptrace(16, int(sys.argv[1]), 0, 0))" $!', policy())
+      const result = await run(
+        'sleep 100 & python3 -c "import ctypes,sys; libc = ctypes.CDLL(None); print(libc.ptrace(16, int(sys.argv[1]), 0, 0))" $!',
+        policy(),
+      )
       expect(result.stdout.trim()).toBe('-1')
     })
 
     it('a missing .git cannot be created, and the stand-in is gone afterwards; other files can', async () => {
       await boot()
       await rm(join(workspace, '.git'), { recursive: true })
-      const protectedPaths = ['.git', '.dsh', '.claude', '.codex', '.agents', '.mcp.json'].map((name) => join(workspace, name))
+      const protectedPaths = ['.git', '.dsh', '.claude', '.codex', '.agents', '.mcp.json'].map((name) =>
+        join(workspace, name),
+      )
       const rules = policy({ protectedPaths })
       const attack = await run(
         'mkdir -p .git/hooks; echo "id > /tmp/pwned" > .git/hooks/post-checkout; mkdir .claude; echo {} > .mcp.json; ' +
@@ -277,13 +294,20 @@ describe('sandbox (bubblewrap)', () => {
         await mkdir(join(home, 'profiles', 'web'), { recursive: true })
         await writeFile(join(home, 'profiles', 'web', '.env'), 'OTHER_KEY=sk-hidden-profile\n')
         await writeFile(join(home, 'settings.yaml'), 'visible: true\n')
-        await boot({ hiddenPaths: [home], secretFiles: [join(home, '.credentials.yaml'), join(home, 'profiles', '*', '.env')] })
+        await boot({
+          hiddenPaths: [home],
+          secretFiles: [join(home, '.credentials.yaml'), join(home, 'profiles', '*', '.env')],
+        })
         const away = await run(`cat ${home}/.credentials.yaml; ls -A ${home}; echo end`, policy())
         expect(away.stdout).not.toContain('sk-hidden')
         expect(away.stdout.trim()).toBe('end')
         const project = join(home, 'project')
         await mkdir(project)
-        const inside = await run(`cat ../.credentials.yaml ../profiles/web/.env ../settings.yaml; touch ../.credentials.yaml`, policy({ writableRoots: [project] }), project)
+        const inside = await run(
+          `cat ../.credentials.yaml ../profiles/web/.env ../settings.yaml; touch ../.credentials.yaml`,
+          policy({ writableRoots: [project] }),
+          project,
+        )
         expect(inside.stdout).toBe('visible: true\n')
         expect(inside.stdout).not.toContain('sk-hidden')
       } finally {
@@ -297,7 +321,10 @@ describe('sandbox (bubblewrap)', () => {
     const wrapped = await root.sandbox.wrap(['bash', '-c', 'true'], policy({ mode: 'off' }), workspace)
     expect(wrapped).toHaveProperty('argv')
     const tag = `dsh-sandbox-reaped-${process.pid}`
-    const result = await run(`nohup setsid bash -c 'exec -a ${tag} sleep 1000' >/dev/null 2>&1 & touch ${outside}/written; echo done`, policy({ mode: 'off' }))
+    const result = await run(
+      `nohup setsid bash -c 'exec -a ${tag} sleep 1000' >/dev/null 2>&1 & touch ${outside}/written; echo done`,
+      policy({ mode: 'off' }),
+    )
     expect(result).toMatchObject({ code: 0, stdout: 'done\n' })
     // Unconfined: it wrote outside the workspace.
     expect(await exists(join(outside, 'written'))).toBe(true)
@@ -307,7 +334,9 @@ describe('sandbox (bubblewrap)', () => {
   it('refuses a malformed policy', async () => {
     await boot()
     const relative = await root.sandbox.wrap(['true'], policy({ writableRoots: ['relative/dir'] }), workspace)
-    expect(relative).toEqual({ refused: expect.stringMatching(/writableRoots holds "relative\/dir", which is not an absolute path/) })
+    expect(relative).toEqual({
+      refused: expect.stringMatching(/writableRoots holds "relative\/dir", which is not an absolute path/),
+    })
     const mode = await root.sandbox.wrap(['true'], policy({ mode: 'full' as never }), workspace)
     expect(mode).toEqual({ refused: expect.stringMatching(/unknown sandbox mode "full"/) })
   })
@@ -315,10 +344,17 @@ describe('sandbox (bubblewrap)', () => {
   it('when bwrap is missing: unavailable with the reason, confined modes refused, off still passes', async () => {
     await boot({ bwrapPath: join(workspace, 'no-such-bwrap') })
     const availability = await root.sandbox.available()
-    expect(availability).toEqual({ ok: false, reason: expect.stringContaining(`not found at ${join(workspace, 'no-such-bwrap')}`) })
+    expect(availability).toEqual({
+      ok: false,
+      reason: expect.stringContaining(`not found at ${join(workspace, 'no-such-bwrap')}`),
+    })
     for (const mode of ['read-only', 'workspace-write'] as const) {
       const wrapped = await root.sandbox.wrap(['bash', '-c', 'true'], policy({ mode }), workspace)
-      expect(wrapped).toEqual({ refused: expect.stringMatching(new RegExp(`needs the ${mode} sandbox, which is unavailable here .*not found.*so it was not run`)) })
+      expect(wrapped).toEqual({
+        refused: expect.stringMatching(
+          new RegExp(`needs the ${mode} sandbox, which is unavailable here .*not found.*so it was not run`),
+        ),
+      })
     }
     // Mode off never needs bwrap: without it the command runs as given.
     expect(await root.sandbox.wrap(['true'], policy({ mode: 'off' }), workspace)).toEqual({ argv: ['true'] })
@@ -326,9 +362,14 @@ describe('sandbox (bubblewrap)', () => {
 
   it('when bwrap fails its self-check: unavailable, and confined commands are refused', async () => {
     const fake = join(workspace, 'broken-bwrap')
-    await writeFile(fake, '#!/bin/sh\necho "bwrap: No permissions to creating new namespace" >&2\nexit 1\n', { mode: 0o755 })
+    await writeFile(fake, '#!/bin/sh\necho "bwrap: No permissions to creating new namespace" >&2\nexit 1\n', {
+      mode: 0o755,
+    })
     await boot({ bwrapPath: fake })
-    expect(await root.sandbox.available()).toEqual({ ok: false, reason: expect.stringMatching(/failed its self-check.*No permissions/) })
+    expect(await root.sandbox.available()).toEqual({
+      ok: false,
+      reason: expect.stringMatching(/failed its self-check.*No permissions/),
+    })
     expect(await root.sandbox.wrap(['true'], policy(), workspace)).toHaveProperty('refused')
   })
 })

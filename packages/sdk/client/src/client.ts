@@ -70,7 +70,11 @@ export interface AttachOptions extends ClientOptions {
 export class RunError extends Error {
   override name = 'RunError'
   constructor(readonly result: PromptResult) {
-    super(result.error ? `the prompt ended with ${result.stopReason}: ${result.error.code}: ${result.error.message}` : `the prompt ended with ${result.stopReason}`)
+    super(
+      result.error
+        ? `the prompt ended with ${result.stopReason}: ${result.error.code}: ${result.error.message}`
+        : `the prompt ended with ${result.stopReason}`,
+    )
   }
 }
 
@@ -124,14 +128,20 @@ export class DshClient {
     })
     const client = new DshClient(
       options,
-      { input: child.stdout as NodeJS.ReadableStream, output: child.stdin as NodeJS.WritableStream, ownsInputEnd: true },
+      {
+        input: child.stdout as NodeJS.ReadableStream,
+        output: child.stdin as NodeJS.WritableStream,
+        ownsInputEnd: true,
+      },
       () => stopChild(child, exited, options.exitTimeoutMs ?? 5000),
       path.resolve(options.cwd ?? process.cwd()),
     )
     child.once('error', (error) => client.gone(new ConnectionClosedError(`could not run ${command}: ${error.message}`)))
     child.once('close', (code, signal) => {
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
-      client.gone(new ConnectionClosedError(`dsh ${how}${stderr.trim() ? `; its last output on stderr:\n${stderr.trim()}` : ''}`))
+      client.gone(
+        new ConnectionClosedError(`dsh ${how}${stderr.trim() ? `; its last output on stderr:\n${stderr.trim()}` : ''}`),
+      )
     })
     return client.start()
   }
@@ -187,7 +197,9 @@ export class DshClient {
 
   /** A new session holding `sessionId`'s events up to the end of `turn` (default: all). */
   async forkSession(sessionId: string, turn?: number): Promise<Session> {
-    return this.session((await this.request('session/fork', { sessionId, ...(turn === undefined ? {} : { turn }) })).sessionId)
+    return this.session(
+      (await this.request('session/fork', { sessionId, ...(turn === undefined ? {} : { turn }) })).sessionId,
+    )
   }
 
   listSessions(params: SessionListParams = {}): Promise<SessionListResult> {
@@ -328,7 +340,8 @@ export class Session {
 
 /** Ends the child's stdin, then escalates to SIGTERM and SIGKILL until it has exited. */
 async function stopChild(child: ChildProcess, exited: Promise<void>, graceMs: number): Promise<void> {
-  const within = (ms: number) => Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())])
+  const within = (ms: number) =>
+    Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())])
   if (child.exitCode !== null || child.signalCode !== null) return
   child.stdin?.end()
   if (await within(graceMs)) return

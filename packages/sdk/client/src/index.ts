@@ -1,4 +1,12 @@
-export { type AttachOptions, type ClientOptions, DshClient, RunError, Session, type SessionUpdate, type SpawnOptions } from './client.ts'
+export {
+  type AttachOptions,
+  type ClientOptions,
+  DshClient,
+  RunError,
+  Session,
+  type SessionUpdate,
+  type SpawnOptions,
+} from './client.ts'
 export {
   type ApprovalRequestParams,
   type ApprovalResult,

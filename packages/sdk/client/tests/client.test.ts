@@ -7,7 +7,14 @@ import path from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { type MockLlm, reply, startMockLlm } from '../../../test-support/llm-mock/src/index.ts'
 import { assertBuilt, dshBin, tempDir } from '../../../test-support/testkit/src/index.ts'
-import { ConnectionClosedError, DshClient, RpcError, RunError, type SessionUpdate, type SpawnOptions } from '../src/index.ts'
+import {
+  ConnectionClosedError,
+  DshClient,
+  RpcError,
+  RunError,
+  type SessionUpdate,
+  type SpawnOptions,
+} from '../src/index.ts'
 
 let mock: MockLlm
 let home: string
@@ -36,18 +43,28 @@ afterEach(async () => {
 /** The environment of a dsh child: no developer DSH_ or DEEPSEEK_ settings, a temp home, the mock. */
 function env(): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('DSH_') && !key.startsWith('DEEPSEEK_')) out[key] = value
+  for (const [key, value] of Object.entries(process.env))
+    if (!key.startsWith('DSH_') && !key.startsWith('DEEPSEEK_')) out[key] = value
   return { ...out, DSH_HOME: home, DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-client-test' }
 }
 
 /** Sessions go in the temp workspace: `newSession()` without a cwd would use this process's folder (the repository). */
 async function connect(options: SpawnOptions = {}): Promise<DshClient> {
-  const client = await DshClient.spawn({ command: process.execPath, args: [dshBin, '--profile', options.profile ?? 'sdk'], cwd: work, env: env(), ...options })
+  const client = await DshClient.spawn({
+    command: process.execPath,
+    args: [dshBin, '--profile', options.profile ?? 'sdk'],
+    cwd: work,
+    env: env(),
+    ...options,
+  })
   clients.push(client)
   return client
 }
 
-async function collect(stream: AsyncIterableIterator<SessionUpdate>, until: (u: SessionUpdate) => boolean): Promise<SessionUpdate[]> {
+async function collect(
+  stream: AsyncIterableIterator<SessionUpdate>,
+  until: (u: SessionUpdate) => boolean,
+): Promise<SessionUpdate[]> {
   const out: SessionUpdate[] = []
   for await (const update of stream) {
     out.push(update)
@@ -58,16 +75,25 @@ async function collect(stream: AsyncIterableIterator<SessionUpdate>, until: (u: 
 
 describe('DshClient', () => {
   it('spawns dsh, streams a session’s events and deltas, and runs a prompt to its final text', async () => {
-    mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'echo from-client' } }]), reply.text('It printed from-client.'))
+    mock.enqueue(
+      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo from-client' } }]),
+      reply.text('It printed from-client.'),
+    )
     const client = await connect({ clientInfo: { name: 'client-test', version: '1' } })
-    expect(client.server).toMatchObject({ protocolVersion: 1, serverInfo: { name: 'dsh' }, capabilities: { approvals: false, questions: false } })
+    expect(client.server).toMatchObject({
+      protocolVersion: 1,
+      serverInfo: { name: 'dsh' },
+      capabilities: { approvals: false, questions: false },
+    })
     const session = await client.newSession({ cwd: work })
     const updates = collect(session.events(), (u) => u.type === 'event' && u.event.type === 'turn/end')
     expect(await session.run('What does echo print?')).toBe('It printed from-client.')
     const seen = await updates
     const text = seen.flatMap((u) => (u.type === 'delta' && u.kind === 'text' ? [u.delta] : [])).join('')
     expect(text).toBe('It printed from-client.')
-    expect(seen.filter((u) => u.type === 'status').map((u) => (u.type === 'status' ? u.status : ''))).toEqual(['running'])
+    expect(seen.filter((u) => u.type === 'status').map((u) => (u.type === 'status' ? u.status : ''))).toEqual([
+      'running',
+    ])
     const events = seen.flatMap((u) => (u.type === 'event' ? [u.event.type] : []))
     expect(events).toContain('tool/result')
     expect(events.at(-1)).toBe('turn/end')
@@ -106,7 +132,9 @@ describe('DshClient', () => {
     expect(await resumed.run('c')).toBe('three')
     const fork = await resumed.fork(1)
     expect(await fork.run('d')).toBe('forked')
-    const users = mock.requests[3]?.body.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content)
+    const users = mock.requests[3]?.body.messages
+      .filter((m: { role: string }) => m.role === 'user')
+      .map((m: { content: string }) => m.content)
     expect(users).toEqual(['a', 'd'])
     await fork.close()
     const listed = await second.listSessions({ cwd: work })
@@ -120,7 +148,9 @@ describe('DshClient', () => {
     const client = await connect({
       onApproval: (request) => {
         asked.push(request.toolCall.arguments)
-        return request.toolCall.arguments.includes('yes.txt') ? { decision: 'allow-once' } : { decision: 'reject', message: 'no' }
+        return request.toolCall.arguments.includes('yes.txt')
+          ? { decision: 'allow-once' }
+          : { decision: 'reject', message: 'no' }
       },
     })
     expect(client.server.capabilities.approvals).toBe(true)
@@ -134,8 +164,15 @@ describe('DshClient', () => {
 
   it('answers the model’s questions with onQuestion', async () => {
     const question = { question: 'Pick one', options: [{ label: 'left' }, { label: 'right' }] }
-    mock.enqueue(reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]), reply.text('right then'))
-    const client = await connect({ onQuestion: (request) => ({ answers: request.questions.map((q) => ({ question: q.question, selected: ['right'] })) }) })
+    mock.enqueue(
+      reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]),
+      reply.text('right then'),
+    )
+    const client = await connect({
+      onQuestion: (request) => ({
+        answers: request.questions.map((q) => ({ question: q.question, selected: ['right'] })),
+      }),
+    })
     expect(await client.run('ask me', { cwd: work })).toBe('right then')
     expect(mock.requests[1]?.body.messages.find((m: { role: string }) => m.role === 'tool').content).toContain('right')
   })
@@ -150,7 +187,11 @@ describe('DshClient', () => {
 
   it('attaches to given streams', async () => {
     mock.enqueue(reply.text('attached'))
-    const child = spawn(process.execPath, [dshBin, '--profile', 'sdk'], { cwd: work, env: env(), stdio: ['pipe', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, [dshBin, '--profile', 'sdk'], {
+      cwd: work,
+      env: env(),
+      stdio: ['pipe', 'pipe', 'inherit'],
+    })
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
     const client = await DshClient.attach({ input: child.stdout, output: child.stdin })
     expect(await client.run('hello', { cwd: work })).toBe('attached')
@@ -184,7 +225,10 @@ describe('README example', () => {
     const example = readme.match(/```js\n([\s\S]*?)```/)?.[1]
     expect(example, 'the README has a ```js example').toBeDefined()
     expect(example?.trim().split('\n').length).toBeLessThanOrEqual(10)
-    mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'ls | wc -l' } }]), reply.text('There are 2 files.'))
+    mock.enqueue(
+      reply.toolCalls([{ name: 'bash', arguments: { command: 'ls | wc -l' } }]),
+      reply.text('There are 2 files.'),
+    )
     const shim = path.join(work, '..', 'bin')
     await mkdir(shim, { recursive: true })
     const { writeFile, chmod } = await import('node:fs/promises')
@@ -195,7 +239,11 @@ describe('README example', () => {
     const lib = new URL('../lib/index.js', import.meta.url).href
     const script = path.join(work, '..', 'example.mjs')
     await writeFile(script, (example as string).replace("'@dsh/sdk-client'", JSON.stringify(lib)))
-    const run = spawn(process.execPath, [script], { cwd: work, env: { ...env(), PATH: `${shim}:${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const run = spawn(process.execPath, [script], {
+      cwd: work,
+      env: { ...env(), PATH: `${shim}:${process.env.PATH}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     run.stdout.on('data', (chunk) => (stdout += chunk))

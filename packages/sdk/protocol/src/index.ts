@@ -1,6 +1,13 @@
 export { ConnectionClosedError, type ErrorCode, ErrorCodes, PROTOCOL_VERSION, RpcError } from './codes.ts'
 export { LineSplitter } from './lines.ts'
-export { DEFAULT_MAX_LINE_BYTES, JsonRpcPeer, type PeerOptions, type RequestContext, type RequestOptions, RequestTimeoutError } from './peer.ts'
+export {
+  DEFAULT_MAX_LINE_BYTES,
+  JsonRpcPeer,
+  type PeerOptions,
+  type RequestContext,
+  type RequestOptions,
+  RequestTimeoutError,
+} from './peer.ts'
 export { peekRequestId, REQUEST_ID_SCAN_CHARS } from './request-id.ts'
 /** The zod schema of every params, result, notification and shared shape, by the type's name. */
 export * as schemas from './schemas.ts'

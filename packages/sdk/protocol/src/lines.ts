@@ -54,7 +54,9 @@ export class LineSplitter {
 
   private finishLine(): void {
     const { oversized, size, head } = this
-    const text = oversized ? '' : (this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts, size)).toString('utf8')
+    const text = oversized
+      ? ''
+      : (this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts, size)).toString('utf8')
     this.parts = []
     this.size = 0
     this.oversized = false

@@ -46,8 +46,10 @@ interface Pending {
 
 export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value)
-const isId = (value: unknown): value is RequestId => typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
+const isId = (value: unknown): value is RequestId =>
+  typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /**
@@ -114,7 +116,8 @@ export class JsonRpcPeer {
   request(method: string, params?: unknown, options: RequestOptions = {}): Promise<unknown> {
     if (this.closedWith) return Promise.reject(this.closedWith)
     const { signal, timeoutMs } = options
-    if (signal?.aborted) return Promise.reject(new RpcError(ErrorCodes.RequestCancelled, `${method} was cancelled before it was sent`))
+    if (signal?.aborted)
+      return Promise.reject(new RpcError(ErrorCodes.RequestCancelled, `${method} was cancelled before it was sent`))
     const id = this.nextId++
     return new Promise<unknown>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined
@@ -141,7 +144,11 @@ export class JsonRpcPeer {
         },
       })
       signal?.addEventListener('abort', onAbort, { once: true })
-      if (timeoutMs !== undefined) timer = setTimeout(() => giveUp(new RequestTimeoutError(`${method} got no answer within ${timeoutMs} ms`)), timeoutMs)
+      if (timeoutMs !== undefined)
+        timer = setTimeout(
+          () => giveUp(new RequestTimeoutError(`${method} got no answer within ${timeoutMs} ms`)),
+          timeoutMs,
+        )
       this.write({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) })
     })
   }
@@ -230,7 +237,11 @@ export class JsonRpcPeer {
       this.receiveResponse(message)
       return
     }
-    this.sendError(id, ErrorCodes.InvalidRequest, 'a message needs a "method" (a request or notification) or a "result" or "error" (a response)')
+    this.sendError(
+      id,
+      ErrorCodes.InvalidRequest,
+      'a message needs a "method" (a request or notification) or a "result" or "error" (a response)',
+    )
   }
 
   private receiveNotification(method: string, params: unknown): void {
@@ -249,7 +260,8 @@ export class JsonRpcPeer {
   private async receiveRequest(id: RequestId, method: string, params: unknown): Promise<void> {
     const handler = this.options.onRequest
     if (!handler) return this.sendError(id, ErrorCodes.MethodNotFound, `unknown method: ${method}`)
-    if (this.handling.has(id)) return this.sendError(id, ErrorCodes.InvalidRequest, `request id ${JSON.stringify(id)} is already in use`)
+    if (this.handling.has(id))
+      return this.sendError(id, ErrorCodes.InvalidRequest, `request id ${JSON.stringify(id)} is already in use`)
     const controller = new AbortController()
     this.handling.set(id, controller)
     try {
@@ -275,7 +287,9 @@ export class JsonRpcPeer {
     if ('error' in message) {
       const error = isObject(message.error) ? message.error : {}
       const code = typeof error.code === 'number' ? error.code : ErrorCodes.InternalError
-      entry.reject(new RpcError(code, typeof error.message === 'string' ? error.message : `${entry.method} failed`, error.data))
+      entry.reject(
+        new RpcError(code, typeof error.message === 'string' ? error.message : `${entry.method} failed`, error.data),
+      )
     } else {
       entry.resolve(message.result)
     }

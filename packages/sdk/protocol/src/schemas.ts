@@ -8,7 +8,11 @@ const sessionId = z.string().superRefine((id, context) => {
   if (problem) context.addIssue({ code: 'custom', message: problem })
 })
 const absolutePath = z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path')
-const presets = z.enum(['read-only', 'workspace-write', 'danger-full-access']) satisfies z.ZodType<Wire.PermissionPreset>
+const presets = z.enum([
+  'read-only',
+  'workspace-write',
+  'danger-full-access',
+]) satisfies z.ZodType<Wire.PermissionPreset>
 /** The network of a session's sandboxed commands (`@dsh/sandbox`'s NETWORK_MODES). */
 const networkModes = z.enum(['off', 'proxy', 'on'])
 const empty = z.object({})

@@ -42,10 +42,16 @@ export function parseParams<S extends z.ZodType>(method: string, schema: S, para
   if (result.success) return result.data
   const issues = fieldIssues(result.error)
   const first = issues[0] ?? { field: '', message: 'invalid' }
-  throw new RpcError(ErrorCodes.InvalidParams, `${method}: ${first.field || 'params'}: ${first.message}`, { field: first.field, issues })
+  throw new RpcError(ErrorCodes.InvalidParams, `${method}: ${first.field || 'params'}: ${first.message}`, {
+    field: first.field,
+    issues,
+  })
 }
 
 /** An `InvalidParams` error about one field, for checks a schema cannot make. */
 export function invalidField(method: string, field: string, message: string): RpcError {
-  return new RpcError(ErrorCodes.InvalidParams, `${method}: ${field}: ${message}`, { field, issues: [{ field, message }] })
+  return new RpcError(ErrorCodes.InvalidParams, `${method}: ${field}: ${message}`, {
+    field,
+    issues: [{ field, message }],
+  })
 }

@@ -1,6 +1,14 @@
 import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { ConnectionClosedError, ErrorCodes, JsonRpcPeer, LineSplitter, type PeerOptions, RequestTimeoutError, RpcError } from '../src/index.ts'
+import {
+  ConnectionClosedError,
+  ErrorCodes,
+  JsonRpcPeer,
+  LineSplitter,
+  type PeerOptions,
+  RequestTimeoutError,
+  RpcError,
+} from '../src/index.ts'
 
 /** Two peers wired back to back. */
 function pair(a: Partial<PeerOptions> = {}, b: Partial<PeerOptions> = {}) {
@@ -16,7 +24,11 @@ function raw(options: Partial<PeerOptions> = {}) {
   const input = new PassThrough()
   const output = new PassThrough()
   const written: unknown[] = []
-  const splitter = new LineSplitter(Infinity, (line) => written.push(JSON.parse(line)), () => {})
+  const splitter = new LineSplitter(
+    Infinity,
+    (line) => written.push(JSON.parse(line)),
+    () => {},
+  )
   output.on('data', (chunk: Buffer) => splitter.push(chunk))
   const peer = new JsonRpcPeer({ input, output, ...options })
   const until = async (count: number) => {
@@ -49,7 +61,12 @@ describe('JsonRpcPeer', () => {
         },
       },
     )
-    await expect(left.request('bad')).rejects.toMatchObject({ name: 'RpcError', code: -32602, message: 'x: wrong', data: { field: 'x' } })
+    await expect(left.request('bad')).rejects.toMatchObject({
+      name: 'RpcError',
+      code: -32602,
+      message: 'x: wrong',
+      data: { field: 'x' },
+    })
     await expect(left.request('other')).rejects.toMatchObject({ code: -32603, message: 'boom' })
   })
 
@@ -66,7 +83,11 @@ describe('JsonRpcPeer', () => {
     const out = await until(8)
     expect(out).toEqual([
       { jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32700 }) },
-      { jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32600, message: expect.stringContaining('batches') }) },
+      {
+        jsonrpc: '2.0',
+        id: null,
+        error: expect.objectContaining({ code: -32600, message: expect.stringContaining('batches') }),
+      },
       { jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32600 }) },
       { jsonrpc: '2.0', id: 1, error: expect.objectContaining({ code: -32600, message: '"jsonrpc" must be "2.0"' }) },
       { jsonrpc: '2.0', id: 2, error: expect.objectContaining({ code: -32600 }) },
@@ -79,7 +100,9 @@ describe('JsonRpcPeer', () => {
   it('answers -32601 when it has no request handler', async () => {
     const { input, until } = raw()
     input.write('{"jsonrpc":"2.0","id":"a","method":"anything"}\n')
-    expect(await until(1)).toEqual([{ jsonrpc: '2.0', id: 'a', error: { code: -32601, message: 'unknown method: anything' } }])
+    expect(await until(1)).toEqual([
+      { jsonrpc: '2.0', id: 'a', error: { code: -32601, message: 'unknown method: anything' } },
+    ])
   })
 
   it('drops a line over the limit with -32600 (carrying the id its first bytes show) and reads the next one', async () => {
@@ -88,7 +111,11 @@ describe('JsonRpcPeer', () => {
     input.write(`${'y'.repeat(100)}"}\n{"jsonrpc":"2.0","id":2,"method":"m"}\n`)
     input.write(`{"jsonrpc":"2.0","method":"m","params":{"id":5,"text":"${'z'.repeat(100)}"}}\n`)
     const out = await until(3)
-    expect(out).toContainEqual({ jsonrpc: '2.0', id: 1, error: { code: -32600, message: expect.stringContaining('longer than the limit of 64 bytes') } })
+    expect(out).toContainEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: -32600, message: expect.stringContaining('longer than the limit of 64 bytes') },
+    })
     expect(out).toContainEqual({ jsonrpc: '2.0', id: 2, result: 'fine' })
     expect(out).toContainEqual({ jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32600 }) })
   })
@@ -153,7 +180,11 @@ describe('JsonRpcPeer', () => {
 describe('LineSplitter', () => {
   it('joins chunks into lines, across split UTF-8 characters, and keeps a last line without newline', () => {
     const lines: string[] = []
-    const splitter = new LineSplitter(1000, (line) => lines.push(line), () => {})
+    const splitter = new LineSplitter(
+      1000,
+      (line) => lines.push(line),
+      () => {},
+    )
     const bytes = Buffer.from('héllo\nwörld\r\nlast')
     for (let i = 0; i < bytes.length; i++) splitter.push(bytes.subarray(i, i + 1))
     splitter.end()

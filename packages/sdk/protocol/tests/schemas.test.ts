@@ -13,14 +13,26 @@ const fail = (method: keyof typeof ClientMethods, params: unknown) => {
 
 describe('params', () => {
   it('name the first bad field in the message and in data.field', () => {
-    expect(fail('session/new', { cwd: 'relative' })).toMatchObject({ code: -32602, message: 'session/new: cwd: must be an absolute path', data: { field: 'cwd' } })
+    expect(fail('session/new', { cwd: 'relative' })).toMatchObject({
+      code: -32602,
+      message: 'session/new: cwd: must be an absolute path',
+      data: { field: 'cwd' },
+    })
     expect(fail('session/new', {}).data).toMatchObject({ field: 'cwd' })
-    expect(fail('session/new', { cwd: '/x', permissionPreset: 'yolo' }).data).toMatchObject({ field: 'permissionPreset' })
+    expect(fail('session/new', { cwd: '/x', permissionPreset: 'yolo' }).data).toMatchObject({
+      field: 'permissionPreset',
+    })
     expect(fail('session/prompt', { sessionId: 's', content: 1 }).data).toMatchObject({ field: 'content' })
     expect(fail('session/prompt', { sessionId: 's', content: [] }).data).toMatchObject({ field: 'content' })
-    expect(fail('session/prompt', { sessionId: 's', content: [{ type: 'text' }] }).data).toMatchObject({ field: 'content.0.text' })
-    expect(fail('session/prompt', { sessionId: 's', content: [{ type: 'audio' }] }).data).toMatchObject({ field: 'content.0.type' })
-    expect(fail('session/prompt', { sessionId: 's', content: 1 }).message).toContain('must be a string or a list of content blocks')
+    expect(fail('session/prompt', { sessionId: 's', content: [{ type: 'text' }] }).data).toMatchObject({
+      field: 'content.0.text',
+    })
+    expect(fail('session/prompt', { sessionId: 's', content: [{ type: 'audio' }] }).data).toMatchObject({
+      field: 'content.0.type',
+    })
+    expect(fail('session/prompt', { sessionId: 's', content: 1 }).message).toContain(
+      'must be a string or a list of content blocks',
+    )
     expect(fail('session/fork', { sessionId: 's', turn: 0 }).data).toMatchObject({ field: 'turn' })
     expect(fail('session/events', { sessionId: 's', afterSeq: 1.5 }).data).toMatchObject({ field: 'afterSeq' })
     expect(fail('session/resume', { sessionId: '../x' }).data).toMatchObject({ field: 'sessionId' })

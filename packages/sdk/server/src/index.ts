@@ -27,7 +27,9 @@ function stdio(guard: boolean): SdkStreams & { release(): void } {
       raw.call(stdout, chunk, encoding, callback)
     },
   })
-  if (guard) stdout.write = ((...args: Parameters<typeof stdout.write>) => process.stderr.write(...(args as [string]))) as typeof stdout.write
+  if (guard)
+    stdout.write = ((...args: Parameters<typeof stdout.write>) =>
+      process.stderr.write(...(args as [string]))) as typeof stdout.write
   return {
     input: process.stdin,
     output,

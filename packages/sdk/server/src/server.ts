@@ -101,7 +101,9 @@ export class SdkServer {
       maxLineBytes: config.maxLineBytes,
       onRequest: (method, params) => this.dispatch(method, params),
       onNotification: (method, params) => {
-        this.dispatch(method, params).catch((error) => this.logger.warn('notification %s failed: %s', method, describe(error)))
+        this.dispatch(method, params).catch((error) =>
+          this.logger.warn('notification %s failed: %s', method, describe(error)),
+        )
       },
       onInputEnd: () => {
         this.peer.close()
@@ -113,13 +115,23 @@ export class SdkServer {
       if (this.initialized) this.peer.notify(method, params)
     }
     ctx.on('session/published', (session, event) => notify('session/event', { sessionId: session.id, event }))
-    ctx.on('agent/delta', (agent, d) => notify('session/delta', { sessionId: agent.id, turn: d.turn, step: d.step, index: d.index, kind: d.kind, delta: d.delta }))
+    ctx.on('agent/delta', (agent, d) =>
+      notify('session/delta', {
+        sessionId: agent.id,
+        turn: d.turn,
+        step: d.step,
+        index: d.index,
+        kind: d.kind,
+        delta: d.delta,
+      }),
+    )
     ctx.on('agent/status', (agent, status) => notify('session/status', { sessionId: agent.id, status }))
     ctx.effect(() => () => this.peer.close(), 'sdk connection')
   }
 
   private async dispatch(method: string, params: unknown): Promise<unknown> {
-    if (!Object.hasOwn(ClientMethods, method)) throw new RpcError(ErrorCodes.MethodNotFound, `unknown method: ${method}`)
+    if (!Object.hasOwn(ClientMethods, method))
+      throw new RpcError(ErrorCodes.MethodNotFound, `unknown method: ${method}`)
     const name = method as ClientMethod
     if (this.closing && name !== 'shutdown') throw new RpcError(ErrorCodes.ShuttingDown, 'the server is shutting down')
     if (!this.initialized && name !== 'initialize' && name !== 'shutdown') {
@@ -149,9 +161,12 @@ export class SdkServer {
       const { problems } = await this.conversations.resume(p.sessionId)
       return problems.length ? { sessionId: p.sessionId, problems } : { sessionId: p.sessionId }
     },
-    'session/fork': async (p) => ({ sessionId: (await this.conversations.fork(p.sessionId, p.turn === undefined ? {} : { turn: p.turn })).id }),
+    'session/fork': async (p) => ({
+      sessionId: (await this.conversations.fork(p.sessionId, p.turn === undefined ? {} : { turn: p.turn })).id,
+    }),
     'session/list': async (p) => {
-      if (p.limit !== undefined && p.limit > this.config.maxListLimit) throw invalidField('session/list', 'limit', `must be at most ${this.config.maxListLimit}`)
+      if (p.limit !== undefined && p.limit > this.config.maxListLimit)
+        throw invalidField('session/list', 'limit', `must be at most ${this.config.maxListLimit}`)
       const page = await this.conversations.list({ ...p, limit: p.limit ?? this.config.listLimit })
       return { sessions: page.sessions.map(summary), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
     },
@@ -177,9 +192,14 @@ export class SdkServer {
   }
 
   private async initialize(p: Params<'initialize'>): Promise<ResultOf<'initialize'>> {
-    if (this.initialized || this.initializing) throw new RpcError(ErrorCodes.AlreadyInitialized, 'initialize was already called')
+    if (this.initialized || this.initializing)
+      throw new RpcError(ErrorCodes.AlreadyInitialized, 'initialize was already called')
     if (p.protocolVersion !== PROTOCOL_VERSION) {
-      throw invalidField('initialize', 'protocolVersion', `this server speaks protocol version ${PROTOCOL_VERSION}, not ${p.protocolVersion}`)
+      throw invalidField(
+        'initialize',
+        'protocolVersion',
+        `this server speaks protocol version ${PROTOCOL_VERSION}, not ${p.protocolVersion}`,
+      )
     }
     this.initializing = true
     await (this.ctx.get('loader') as LoaderLike | undefined)?.settle(this.config.settleTimeoutMs)
@@ -217,9 +237,11 @@ export class SdkServer {
       }
       const answer = await this.peer.request('approval/request', params, { signal: run.signal })
       const parsed = schemas.ApprovalResult.safeParse(answer)
-      if (!parsed.success) throw new Error(`the client answered approval/request with ${JSON.stringify(answer)}, not {decision, message?}`)
+      if (!parsed.success)
+        throw new Error(`the client answered approval/request with ${JSON.stringify(answer)}, not {decision, message?}`)
       const { decision, message } = parsed.data
-      const result: ApprovalAnswer = decision === 'reject' ? { kind: 'reject', ...(message ? { message } : {}) } : decision
+      const result: ApprovalAnswer =
+        decision === 'reject' ? { kind: 'reject', ...(message ? { message } : {}) } : decision
       return result
     }
     const permission = this.ctx.get('permission')
@@ -233,9 +255,16 @@ export class SdkServer {
     const questions = this.ctx.get('questions')
     if (!questions) return false
     questions.setAsker(this.ctx, async (request, signal) => {
-      const answer = await this.peer.request('question/ask', { sessionId: request.sessionId, callId: request.callId, questions: request.questions }, { signal })
+      const answer = await this.peer.request(
+        'question/ask',
+        { sessionId: request.sessionId, callId: request.callId, questions: request.questions },
+        { signal },
+      )
       const parsed = schemas.QuestionAskResult.safeParse(answer)
-      if (!parsed.success) throw new Error(`the client answered question/ask with ${JSON.stringify(answer)}, not {answers: [{question, selected, text?}]}`)
+      if (!parsed.success)
+        throw new Error(
+          `the client answered question/ask with ${JSON.stringify(answer)}, not {answers: [{question, selected, text?}]}`,
+        )
       return parsed.data.answers
     })
     return true
@@ -245,7 +274,11 @@ export class SdkServer {
     const agent = this.conversations.agent(p.sessionId, NOT_OPEN)
     const bytes = promptBytes(p.content)
     if (bytes > this.config.maxPromptBytes) {
-      throw invalidField('session/prompt', 'content', `the prompt is ${bytes} bytes, more than the limit of ${this.config.maxPromptBytes} (maxPromptBytes)`)
+      throw invalidField(
+        'session/prompt',
+        'content',
+        `the prompt is ${bytes} bytes, more than the limit of ${this.config.maxPromptBytes} (maxPromptBytes)`,
+      )
     }
     const text = promptText(p.content)
     if (text !== undefined && text.trim() === '') throw invalidField('session/prompt', 'content', 'the prompt is empty')
@@ -255,7 +288,12 @@ export class SdkServer {
 
   /** `/compact`: the answer says what the compaction did. */
   private async compact(id: string): Promise<PromptResult> {
-    const failed = (code: string, message: string): PromptResult => ({ stopReason: 'error', text: message, usage: noUsage(), error: { code, message } })
+    const failed = (code: string, message: string): PromptResult => ({
+      stopReason: 'error',
+      text: message,
+      usage: noUsage(),
+      error: { code, message },
+    })
     let outcome: CompactOutcome
     try {
       outcome = await this.conversations.compact(id)

@@ -12,7 +12,10 @@ export function userMessage(content: Content): Message {
 /** UTF-8 bytes of the text plus the base64 characters of the images. */
 export function promptBytes(content: Content): number {
   if (typeof content === 'string') return Buffer.byteLength(content)
-  return content.reduce((sum, block) => sum + (block.type === 'text' ? Buffer.byteLength(block.text) : block.data.length), 0)
+  return content.reduce(
+    (sum, block) => sum + (block.type === 'text' ? Buffer.byteLength(block.text) : block.data.length),
+    0,
+  )
 }
 
 /** The prompt's text when it is text only, else undefined. */

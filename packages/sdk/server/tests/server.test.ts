@@ -22,7 +22,12 @@ beforeEach(async () => {
   root = new Context()
   await root.plugin(session)
   await root.plugin(tools, {} as never)
-  await root.plugin(permission, { preset: 'workspace-write', approval: 'ask', network: { 'read-only': 'off', 'workspace-write': 'off' }, extraWritableRoots: [] })
+  await root.plugin(permission, {
+    preset: 'workspace-write',
+    approval: 'ask',
+    network: { 'read-only': 'off', 'workspace-write': 'off' },
+    extraWritableRoots: [],
+  })
   await root.plugin(agent, { provider: 'deepseek', model: 'deepseek-v4-flash' })
   await root.plugin(conversations)
   lines = []
@@ -33,7 +38,11 @@ afterEach(() => root.fiber.dispose())
 function mount(): Fiber {
   input = new PassThrough()
   output = new PassThrough()
-  const splitter = new LineSplitter(Infinity, (line) => lines.push(JSON.parse(line)), () => {})
+  const splitter = new LineSplitter(
+    Infinity,
+    (line) => lines.push(JSON.parse(line)),
+    () => {},
+  )
   output.on('data', (chunk: Buffer) => splitter.push(chunk))
   return root.plugin({
     name: 'sdk-test',
@@ -85,7 +94,9 @@ describe('SdkServer', () => {
     const later = root.sessions.create({ cwd: '/tmp' })
     later.append('turn/start', { turn: 1 })
     await new Promise((resolve) => setImmediate(resolve))
-    expect(lines.filter((line) => line.method === 'session/event').map((line) => line.params.sessionId)).toEqual([later.id])
+    expect(lines.filter((line) => line.method === 'session/event').map((line) => line.params.sessionId)).toEqual([
+      later.id,
+    ])
   })
 
   it('answers shutdown, then reports that it stopped', async () => {

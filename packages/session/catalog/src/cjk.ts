@@ -26,7 +26,8 @@ export function joinCjk(snippet: string, open: string, close: string): string {
   if (open && close) {
     const pair = close + open
     for (let at = text.indexOf(pair); at !== -1; at = text.indexOf(pair, at)) {
-      if (CJK.test(text[at - 1] ?? '') && CJK.test(text[at + pair.length] ?? '')) text = text.slice(0, at) + text.slice(at + pair.length)
+      if (CJK.test(text[at - 1] ?? '') && CJK.test(text[at + pair.length] ?? ''))
+        text = text.slice(0, at) + text.slice(at + pair.length)
       else at += pair.length
     }
   }

@@ -50,9 +50,18 @@ class UsageError extends Error {}
 
 type Flags = Record<string, string | boolean | undefined>
 
-function parse(command: string, args: readonly string[], options: Record<string, { type: 'string' | 'boolean'; short?: string }>) {
+function parse(
+  command: string,
+  args: readonly string[],
+  options: Record<string, { type: 'string' | 'boolean'; short?: string }>,
+) {
   try {
-    const { values, positionals } = parseArgs({ args: [...args], options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })
+    const { values, positionals } = parseArgs({
+      args: [...args],
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    })
     return { flags: values as Flags, positionals }
   } catch (error) {
     throw new UsageError(`sessions ${command}: ${(error as Error).message.split('. ')[0]}`)
@@ -64,7 +73,9 @@ function limitOf(command: string, flags: Flags, max: number): number | undefined
   if (text === undefined) return undefined
   const value = Number(text)
   if (typeof text !== 'string' || !/^\d+$/.test(text) || value < 1 || value > max) {
-    throw new UsageError(`sessions ${command}: --limit needs a whole number from 1 to ${max}, got ${JSON.stringify(text)}`)
+    throw new UsageError(
+      `sessions ${command}: --limit needs a whole number from 1 to ${max}, got ${JSON.stringify(text)}`,
+    )
   }
   return value
 }
@@ -76,7 +87,8 @@ function noExtra(command: string, positionals: string[], allowed: number): void 
 
 function idOf(command: string, positionals: string[]): SessionId {
   const id = positionals[0]
-  if (id === undefined || id === '') throw new UsageError(`sessions ${command}: give a session id (see dsh sessions list)`)
+  if (id === undefined || id === '')
+    throw new UsageError(`sessions ${command}: give a session id (see dsh sessions list)`)
   noExtra(command, positionals, 1)
   return id as SessionId
 }
@@ -84,7 +96,9 @@ function idOf(command: string, positionals: string[]): SessionId {
 function entryLine(entry: CatalogEntry & { openIn?: SessionHolder }): string {
   const label = entry.title ?? (entry.preview ? `"${entry.preview}"` : '(no prompt)')
   const messages = entry.userMessages + entry.assistantMessages
-  const open = entry.openIn ? ` · open in process ${entry.openIn.pid}${entry.openIn.host === hostname() ? '' : ` on ${entry.openIn.host}`}` : ''
+  const open = entry.openIn
+    ? ` · open in process ${entry.openIn.pid}${entry.openIn.host === hostname() ? '' : ` on ${entry.openIn.host}`}`
+    : ''
   return `${formatTime(entry.updatedAt)}  ${entry.sessionId}  ${oneLine(label, 80)}  · ${entry.cwd} · ${messages} message${messages === 1 ? '' : 's'}${open}`
 }
 
@@ -108,9 +122,16 @@ async function openStores(options: SessionsCommandOptions) {
      * `rebuild` is set, else caught up with the logs modified since it last was.
      */
     async catalog(rebuild = false): Promise<{ store: CatalogStore; built?: { sessions: number; ms: number } }> {
-      const build = { concurrency: config.reindexConcurrency, batchSize: config.reindexBatch, onProblem: (message: string) => options.writeErr(`dsh: ${message}\n`) }
+      const build = {
+        concurrency: config.reindexConcurrency,
+        batchSize: config.reindexBatch,
+        onProblem: (message: string) => options.writeErr(`dsh: ${message}\n`),
+      }
       if (!catalog) {
-        const { db, needsBuild } = await openDatabase(config.path, { busyTimeoutMs: config.busyTimeoutMs, onReplace: (reason) => options.writeErr(`dsh: ${reason}\n`) })
+        const { db, needsBuild } = await openDatabase(config.path, {
+          busyTimeoutMs: config.busyTimeoutMs,
+          onReplace: (reason) => options.writeErr(`dsh: ${reason}\n`),
+        })
         catalog = { store: new CatalogStore(db, storeOptions(config)), needsBuild }
         if (!needsBuild && !rebuild) await catchUpWithLogs(catalog.store, persistence, build)
       }
@@ -129,9 +150,18 @@ async function openStores(options: SessionsCommandOptions) {
 
 type Stores = Awaited<ReturnType<typeof openStores>>
 
-const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options: SessionsCommandOptions) => Promise<void>> = {
+const COMMANDS: Record<
+  string,
+  (args: readonly string[], stores: Stores, options: SessionsCommandOptions) => Promise<void>
+> = {
   async list(args, stores, { cwd, writeOut, writeErr }) {
-    const { flags, positionals } = parse('list', args, { cwd: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' }, json: { type: 'boolean' } })
+    const { flags, positionals } = parse('list', args, {
+      cwd: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+      all: { type: 'boolean' },
+      json: { type: 'boolean' },
+    })
     noExtra('list', positionals, 0)
     const limit = limitOf('list', flags, stores.config.maxLimit)
     const { store } = await stores.catalog()
@@ -149,12 +179,19 @@ const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options
   },
 
   async search(args, stores, { cwd, writeOut, writeErr }) {
-    const { flags, positionals } = parse('search', args, { cwd: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } })
+    const { flags, positionals } = parse('search', args, {
+      cwd: { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+    })
     const text = positionals.join(' ')
     if (!text.trim()) throw new UsageError('sessions search: give the words to search for')
     const limit = limitOf('search', flags, stores.config.maxLimit)
     const { store } = await stores.catalog()
-    const hits = store.search(text, { ...(typeof flags.cwd === 'string' ? { cwd: path.resolve(cwd, flags.cwd) } : {}), ...(limit ? { limit } : {}) })
+    const hits = store.search(text, {
+      ...(typeof flags.cwd === 'string' ? { cwd: path.resolve(cwd, flags.cwd) } : {}),
+      ...(limit ? { limit } : {}),
+    })
     const held = await stores.persistence.withHolders(hits)
     if (flags.json) return writeOut(`${JSON.stringify(held, null, 2)}\n`)
     for (const hit of held) writeOut(`${entryLine(hit)}\n    ${oneLine(hit.snippet, 200)}\n`)
@@ -165,14 +202,20 @@ const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options
     const { positionals } = parse('show', args, {})
     const id = idOf('show', positionals)
     const log = await stores.persistence.open(id)
-    writeOut(renderShow(digestEvents(log.meta, log.events).digest, log.events, log.file, await stores.persistence.holder(id)))
+    writeOut(
+      renderShow(digestEvents(log.meta, log.events).digest, log.events, log.file, await stores.persistence.holder(id)),
+    )
   },
 
   async export(args, stores, { cwd, writeOut, writeErr }) {
-    const { flags, positionals } = parse('export', args, { format: { type: 'string' }, output: { type: 'string', short: 'o' } })
+    const { flags, positionals } = parse('export', args, {
+      format: { type: 'string' },
+      output: { type: 'string', short: 'o' },
+    })
     const id = idOf('export', positionals)
     const kind = flags.format ?? 'jsonl'
-    if (kind !== 'jsonl' && kind !== 'markdown') throw new UsageError(`sessions export: --format must be jsonl or markdown, got ${JSON.stringify(kind)}`)
+    if (kind !== 'jsonl' && kind !== 'markdown')
+      throw new UsageError(`sessions export: --format must be jsonl or markdown, got ${JSON.stringify(kind)}`)
     let text: string
     if (kind === 'jsonl') text = await stores.persistence.export(id)
     else {
@@ -187,7 +230,8 @@ const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options
 
   async delete(args, stores, { writeOut }) {
     const { positionals } = parse('delete', args, {})
-    if (positionals.length === 0) throw new UsageError('sessions delete: give the ids of the sessions to delete (see dsh sessions list)')
+    if (positionals.length === 0)
+      throw new UsageError('sessions delete: give the ids of the sessions to delete (see dsh sessions list)')
     const { store } = await stores.catalog()
     for (const id of positionals) {
       const removed = await removeSessionTree(store, stores.persistence, id)
@@ -211,7 +255,14 @@ const COMMANDS: Record<string, (args: readonly string[], stores: Stores, options
  */
 export async function sessionsCommand(options: SessionsCommandOptions): Promise<number> {
   const [name, ...rest] = options.args
-  if (name === undefined || name === 'help' || name === '--help' || name === '-h' || rest.includes('--help') || rest.includes('-h')) {
+  if (
+    name === undefined ||
+    name === 'help' ||
+    name === '--help' ||
+    name === '-h' ||
+    rest.includes('--help') ||
+    rest.includes('-h')
+  ) {
     if (name === undefined) {
       options.writeErr(`dsh: sessions needs a command: ${Object.keys(COMMANDS).join(', ')}\n\n${SESSIONS_HELP}`)
       return 1
@@ -221,7 +272,9 @@ export async function sessionsCommand(options: SessionsCommandOptions): Promise<
   }
   const run = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
   if (!run) {
-    options.writeErr(`dsh: unknown sessions command ${JSON.stringify(name)} (use ${Object.keys(COMMANDS).join(', ')})\n`)
+    options.writeErr(
+      `dsh: unknown sessions command ${JSON.stringify(name)} (use ${Object.keys(COMMANDS).join(', ')})\n`,
+    )
     return 1
   }
   let stores: Stores | undefined

@@ -89,7 +89,10 @@ export function foldEvent(digest: SessionDigest, event: SessionEvent): string | 
 }
 
 /** The digest of a whole log, and the texts to index, in order. */
-export function digestEvents(meta: SessionMeta, events: readonly SessionEvent[]): { digest: SessionDigest; texts: string[] } {
+export function digestEvents(
+  meta: SessionMeta,
+  events: readonly SessionEvent[],
+): { digest: SessionDigest; texts: string[] } {
   const digest = newDigest(meta)
   const texts: string[] = []
   for (const event of events) {

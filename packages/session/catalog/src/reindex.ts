@@ -43,7 +43,12 @@ function digestLog(log: OpenedLog, stored?: StoredSession): Digested {
 export const MTIME_SLACK_MS = 2000
 
 /** Reads and indexes `stored` logs in batches; resolves with the number indexed, or undefined when stopped. */
-async function indexLogs(store: CatalogStore, source: LogSource, stored: readonly StoredSession[], options: BuildOptions): Promise<number | undefined> {
+async function indexLogs(
+  store: CatalogStore,
+  source: LogSource,
+  stored: readonly StoredSession[],
+  options: BuildOptions,
+): Promise<number | undefined> {
   let next = 0
   let indexed = 0
   let batch: Digested[] = []
@@ -62,12 +67,15 @@ async function indexLogs(store: CatalogStore, source: LogSource, stored: readonl
       try {
         log = await source.open(session.id)
       } catch (error) {
-        if (!(error instanceof SessionNotFoundError)) options.onProblem(`skipped session ${session.id}: ${describe(error)}`)
+        if (!(error instanceof SessionNotFoundError))
+          options.onProblem(`skipped session ${session.id}: ${describe(error)}`)
         continue
       }
       if (log.problems.length) {
         const more = log.problems.length > 1 ? ` (and ${log.problems.length - 1} more)` : ''
-        options.onProblem(`session ${session.id}: indexed the readable lines; skipped ${(log.problems[0] as { message: string }).message}${more}`)
+        options.onProblem(
+          `session ${session.id}: indexed the readable lines; skipped ${(log.problems[0] as { message: string }).message}${more}`,
+        )
       }
       batch.push(digestLog(log, session))
       if (batch.length >= options.batchSize) write()
@@ -86,7 +94,11 @@ async function indexLogs(store: CatalogStore, source: LogSource, stored: readonl
  * when every log was visited. Resolves with the number of sessions indexed,
  * or undefined when stopped.
  */
-export async function buildFromLogs(store: CatalogStore, source: LogSource, options: BuildOptions): Promise<number | undefined> {
+export async function buildFromLogs(
+  store: CatalogStore,
+  source: LogSource,
+  options: BuildOptions,
+): Promise<number | undefined> {
   const started = Date.now()
   store.reset()
   const indexed = await indexLogs(store, source, await source.list(), options)
@@ -102,10 +114,16 @@ export async function buildFromLogs(store: CatalogStore, source: LogSource, opti
  * without the catalog (headless runs), or by another process. Resolves with
  * the number of sessions indexed, or undefined when stopped.
  */
-export async function catchUpWithLogs(store: CatalogStore, source: LogSource, options: BuildOptions): Promise<number | undefined> {
+export async function catchUpWithLogs(
+  store: CatalogStore,
+  source: LogSource,
+  options: BuildOptions,
+): Promise<number | undefined> {
   const started = Date.now()
   const changed = await source.list({ changedSince: store.syncedAt() - MTIME_SLACK_MS })
-  const stale = changed.filter((session) => !store.hasLog(session.id, { file: session.file, bytes: session.bytes, mtime: session.updatedAt }))
+  const stale = changed.filter(
+    (session) => !store.hasLog(session.id, { file: session.file, bytes: session.bytes, mtime: session.updatedAt }),
+  )
   const indexed = await indexLogs(store, source, stale, options)
   if (indexed === undefined) return undefined
   store.markSynced(started)

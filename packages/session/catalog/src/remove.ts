@@ -10,7 +10,11 @@ import type { CatalogStore } from './store.ts'
  * Throws `SessionNotFoundError` when neither a log nor an entry exists.
  * Resolves with the ids deleted, the session's own last.
  */
-export async function removeSessionTree(store: CatalogStore, persistence: SessionPersistence, id: string): Promise<string[]> {
+export async function removeSessionTree(
+  store: CatalogStore,
+  persistence: SessionPersistence,
+  id: string,
+): Promise<string[]> {
   const removed: string[] = []
   for (const child of store.children(id)) removed.push(...(await removeSessionTree(store, persistence, child)))
   try {

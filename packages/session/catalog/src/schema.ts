@@ -86,8 +86,12 @@ function connect(Driver: Driver, file: string, busyTimeoutMs: number): Db {
 export function resetSchema(db: Db): void {
   db.transaction(() => {
     const names = (type: string) =>
-      (db.prepare(`SELECT name, sql FROM sqlite_schema WHERE type = ? AND name NOT LIKE 'sqlite_%'`).all(type) as { name: string; sql: string | null }[])
-    for (const table of names('table').filter((t) => /^CREATE VIRTUAL TABLE/i.test(t.sql ?? ''))) db.exec(`DROP TABLE IF EXISTS "${table.name}"`)
+      db.prepare(`SELECT name, sql FROM sqlite_schema WHERE type = ? AND name NOT LIKE 'sqlite_%'`).all(type) as {
+        name: string
+        sql: string | null
+      }[]
+    for (const table of names('table').filter((t) => /^CREATE VIRTUAL TABLE/i.test(t.sql ?? '')))
+      db.exec(`DROP TABLE IF EXISTS "${table.name}"`)
     for (const view of names('view')) db.exec(`DROP VIEW IF EXISTS "${view.name}"`)
     for (const table of names('table')) db.exec(`DROP TABLE IF EXISTS "${table.name}"`)
     db.exec(DDL)
@@ -106,7 +110,10 @@ export function markBuilt(db: Db): void {
  * anew, and `needsBuild` says so. The native driver is loaded on the first
  * call, so importing this package costs no start-up time.
  */
-export async function openDatabase(file: string, options: { busyTimeoutMs: number; onReplace?: (reason: string) => void }): Promise<OpenedDatabase> {
+export async function openDatabase(
+  file: string,
+  options: { busyTimeoutMs: number; onReplace?: (reason: string) => void },
+): Promise<OpenedDatabase> {
   const Driver = (await import('better-sqlite3')).default
   let db: Db
   let version: number
@@ -128,7 +135,10 @@ export async function openDatabase(file: string, options: { busyTimeoutMs: numbe
     version = 0
   }
   if (version === SCHEMA_VERSION) return { db, needsBuild: false }
-  if (version !== 0) options.onReplace?.(`${file} has schema version ${version}, this dsh uses ${SCHEMA_VERSION}; rebuilding it from the session logs`)
+  if (version !== 0)
+    options.onReplace?.(
+      `${file} has schema version ${version}, this dsh uses ${SCHEMA_VERSION}; rebuilding it from the session logs`,
+    )
   resetSchema(db)
   return { db, needsBuild: true }
 }

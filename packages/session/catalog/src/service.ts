@@ -133,7 +133,10 @@ export class SessionCatalog extends Service {
     this.opening ??= (async () => {
       clearTimeout(this.openTimer)
       try {
-        const { db, needsBuild } = await openDatabase(this.file, { busyTimeoutMs: this.config.busyTimeoutMs, onReplace: (reason) => this.logger.warn(reason) })
+        const { db, needsBuild } = await openDatabase(this.file, {
+          busyTimeoutMs: this.config.busyTimeoutMs,
+          onReplace: (reason) => this.logger.warn(reason),
+        })
         const store = new CatalogStore(db, storeOptions(this.config))
         this.store = store
         // Disposed meanwhile: dispose writes what is pending and closes it.
@@ -198,7 +201,9 @@ export class SessionCatalog extends Service {
 
   /** The sessions with events the catalog has not written. */
   private dirty(): LiveSession[] {
-    return [...this.live.values()].filter((live) => live.session.events.length && (!live.indexed || live.pending.length))
+    return [...this.live.values()].filter(
+      (live) => live.session.events.length && (!live.indexed || live.pending.length),
+    )
   }
 
   private write(store: CatalogStore, live: LiveSession): void {
@@ -230,7 +235,10 @@ export class SessionCatalog extends Service {
       onProblem: (message) => this.logger.warn(message),
       stopped: () => this.stopped,
     }
-    const run = kind === 'rebuild' ? buildFromLogs(store, this.home.sessionPersistence, options) : catchUpWithLogs(store, this.home.sessionPersistence, options)
+    const run =
+      kind === 'rebuild'
+        ? buildFromLogs(store, this.home.sessionPersistence, options)
+        : catchUpWithLogs(store, this.home.sessionPersistence, options)
     const building = run
       .then((sessions) => {
         if (sessions === undefined) throw new Error(`the session catalog was disposed during its ${kind}`)
@@ -238,7 +246,10 @@ export class SessionCatalog extends Service {
       })
       .catch((error: unknown) => {
         if (!this.stopped) {
-          const what = kind === 'rebuild' ? 'rebuilding the session catalog from the logs' : 'catching up the session catalog with the logs'
+          const what =
+            kind === 'rebuild'
+              ? 'rebuilding the session catalog from the logs'
+              : 'catching up the session catalog with the logs'
           this.logger.error('%s failed: %s', what, describe(error))
         }
         throw error

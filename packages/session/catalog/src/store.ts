@@ -46,7 +46,8 @@ interface SessionRow {
   output_tokens: number
 }
 
-const COLUMNS = 's.num, s.id, s.title, s.preview, s.cwd, s.created_at, s.updated_at, s.parent, s.user_messages, s.assistant_messages, s.input_tokens, s.output_tokens'
+const COLUMNS =
+  's.num, s.id, s.title, s.preview, s.cwd, s.created_at, s.updated_at, s.parent, s.user_messages, s.assistant_messages, s.input_tokens, s.output_tokens'
 const CHUNK_SEPARATOR = '\n\n'
 
 function entryOf(row: SessionRow): CatalogEntry {
@@ -68,7 +69,8 @@ function entryOf(row: SessionRow): CatalogEntry {
 
 function checkLimit(value: number | undefined, fallback: number, max: number): number {
   if (value === undefined) return fallback
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`invalid limit ${JSON.stringify(value)}: use a whole number from 1 to ${max}`)
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new Error(`invalid limit ${JSON.stringify(value)}: use a whole number from 1 to ${max}`)
   return Math.min(value, max)
 }
 
@@ -110,13 +112,17 @@ export class CatalogStore {
 
   /** When the catalog last caught up with the logs (epoch ms); 0 when it never did. */
   syncedAt(): number {
-    const row = this.sql(`SELECT value FROM catalog_state WHERE key = 'synced_at'`).get() as { value: number } | undefined
+    const row = this.sql(`SELECT value FROM catalog_state WHERE key = 'synced_at'`).get() as
+      | { value: number }
+      | undefined
     return row?.value ?? 0
   }
 
   /** Records that every log modified before `time` (epoch ms) is indexed. */
   markSynced(time: number): void {
-    this.sql(`INSERT INTO catalog_state (key, value) VALUES ('synced_at', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(Math.round(time))
+    this.sql(
+      `INSERT INTO catalog_state (key, value) VALUES ('synced_at', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+    ).run(Math.round(time))
   }
 
   /** Whether the session was indexed from exactly this log file (same path, size and mtime). */
@@ -134,10 +140,18 @@ export class CatalogStore {
 
   /** Writes a session from scratch: its row, its title and `texts`, replacing whatever was indexed for it. */
   replace(digest: SessionDigest, texts: readonly string[], file?: LogFileInfo): IndexedSession {
-    const old = this.sql('SELECT num, chunks FROM sessions WHERE id = ?').get(digest.sessionId) as { num: number; chunks: number } | undefined
+    const old = this.sql('SELECT num, chunks FROM sessions WHERE id = ?').get(digest.sessionId) as
+      | { num: number; chunks: number }
+      | undefined
     if (old) this.deleteRows(old.num, old.chunks)
     const num = old?.num ?? this.upsert(digest, 0)
-    if (file) this.sql('UPDATE sessions SET log_file = ?, log_bytes = ?, log_mtime = ? WHERE num = ?').run(file.file, file.bytes, Math.round(file.mtime), num)
+    if (file)
+      this.sql('UPDATE sessions SET log_file = ?, log_bytes = ?, log_mtime = ? WHERE num = ?').run(
+        file.file,
+        file.bytes,
+        Math.round(file.mtime),
+        num,
+      )
     const indexed: IndexedSession = { num, title: undefined, chunk: 0, chunkChars: 0 }
     this.update(indexed, digest, texts)
     return indexed
@@ -148,7 +162,11 @@ export class CatalogStore {
     const titleRow = indexed.num * CHUNKS_PER_SESSION
     if (digest.title !== indexed.title) {
       this.sql('DELETE FROM text_index WHERE rowid = ?').run(titleRow)
-      if (digest.title) this.sql(`INSERT INTO text_index (rowid, title, body) VALUES (?, ?, '')`).run(titleRow, separateCjk(digest.title))
+      if (digest.title)
+        this.sql(`INSERT INTO text_index (rowid, title, body) VALUES (?, ?, '')`).run(
+          titleRow,
+          separateCjk(digest.title),
+        )
       indexed.title = digest.title
     }
     this.appendText(indexed, texts)
@@ -157,7 +175,9 @@ export class CatalogStore {
 
   /** Whether `indexed` still matches the stored rows: another process may have rebuilt the catalog meanwhile. */
   isCurrent(sessionId: string, indexed: IndexedSession): boolean {
-    const row = this.sql('SELECT num, chunks FROM sessions WHERE id = ?').get(sessionId) as { num: number; chunks: number } | undefined
+    const row = this.sql('SELECT num, chunks FROM sessions WHERE id = ?').get(sessionId) as
+      | { num: number; chunks: number }
+      | undefined
     return row?.num === indexed.num && row.chunks === indexed.chunk
   }
 
@@ -187,7 +207,10 @@ export class CatalogStore {
     }
     const base = indexed.num * CHUNKS_PER_SESSION
     if (grow) {
-      const changed = this.sql('UPDATE text_index SET body = body || ? WHERE rowid = ?').run(grow, base + indexed.chunk).changes
+      const changed = this.sql('UPDATE text_index SET body = body || ? WHERE rowid = ?').run(
+        grow,
+        base + indexed.chunk,
+      ).changes
       // The row is gone: the text starts a new chunk.
       if (changed === 0) fresh.unshift(grow.slice(CHUNK_SEPARATOR.length))
     }
@@ -227,7 +250,9 @@ export class CatalogStore {
 
   /** Forgets a session; whether it was indexed. */
   remove(sessionId: string): boolean {
-    const row = this.sql('SELECT num, chunks FROM sessions WHERE id = ?').get(sessionId) as { num: number; chunks: number } | undefined
+    const row = this.sql('SELECT num, chunks FROM sessions WHERE id = ?').get(sessionId) as
+      | { num: number; chunks: number }
+      | undefined
     if (!row) return false
     this.transaction(() => {
       this.deleteRows(row.num, row.chunks)
@@ -238,7 +263,9 @@ export class CatalogStore {
 
   /** The ids of the sessions whose parent is `sessionId` (its subagents). */
   children(sessionId: string): string[] {
-    return (this.sql('SELECT id FROM sessions WHERE parent = ?').all(sessionId) as { id: string }[]).map((row) => row.id)
+    return (this.sql('SELECT id FROM sessions WHERE parent = ?').all(sessionId) as { id: string }[]).map(
+      (row) => row.id,
+    )
   }
 
   get(sessionId: string): CatalogEntry | undefined {
@@ -305,9 +332,13 @@ export class CatalogStore {
        ORDER BY hits.score, s.updated_at DESC LIMIT ?`,
     ).all(...params, limit) as (SessionRow & { hit: number })[]
     const { snippetOpen, snippetClose, snippetTokens } = this.options
-    const snippet = this.sql(`SELECT snippet(text_index, -1, ?, ?, '…', ?) AS text FROM text_index WHERE text_index MATCH ? AND rowid = ?`)
+    const snippet = this.sql(
+      `SELECT snippet(text_index, -1, ?, ?, '…', ?) AS text FROM text_index WHERE text_index MATCH ? AND rowid = ?`,
+    )
     return rows.map((row) => {
-      const found = snippet.get(snippetOpen, snippetClose, snippetTokens, match, row.hit) as { text: string } | undefined
+      const found = snippet.get(snippetOpen, snippetClose, snippetTokens, match, row.hit) as
+        | { text: string }
+        | undefined
       return { ...entryOf(row), snippet: joinCjk(found?.text ?? '', snippetOpen, snippetClose) }
     })
   }

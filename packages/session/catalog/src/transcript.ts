@@ -38,7 +38,12 @@ export function transcriptOf(events: readonly SessionEvent[]): TranscriptItem[] 
     } else if (event.type === 'turn/end') {
       const data = (event as SessionEvent<'turn/end'>).data
       if (data?.reason !== 'completed') {
-        const item: TranscriptItem = { kind: 'turn-end', time: event.time, turn: data?.turn, reason: String(data?.reason) }
+        const item: TranscriptItem = {
+          kind: 'turn-end',
+          time: event.time,
+          turn: data?.turn,
+          reason: String(data?.reason),
+        }
         if (data?.error?.message) item.error = data.error.message
         items.push(item)
       }
@@ -62,12 +67,17 @@ export function oneLine(text: string, max: number): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 
-const callLine = (call: ToolCallLine) => `${call.name} ${oneLine(call.arguments, 100)}${call.error ? `  [failed: ${oneLine(call.error, 80)}]` : ''}`
+const callLine = (call: ToolCallLine) =>
+  `${call.name} ${oneLine(call.arguments, 100)}${call.error ? `  [failed: ${oneLine(call.error, 80)}]` : ''}`
 
 function facts(digest: SessionDigest, file?: string): [string, string][] {
   const rows: [string, string][] = [['session', digest.sessionId]]
   if (digest.title) rows.push(['title', digest.title])
-  rows.push(['folder', digest.cwd], ['started', formatTime(digest.createdAt, true)], ['updated', formatTime(digest.updatedAt, true)])
+  rows.push(
+    ['folder', digest.cwd],
+    ['started', formatTime(digest.createdAt, true)],
+    ['updated', formatTime(digest.updatedAt, true)],
+  )
   if (digest.parentSession) rows.push(['parent', digest.parentSession])
   rows.push(['messages', `${digest.userMessages} from the user, ${digest.assistantMessages} from the model`])
   rows.push(['tokens', `${digest.inputTokens} in, ${digest.outputTokens} out`])
@@ -76,7 +86,12 @@ function facts(digest: SessionDigest, file?: string): [string, string][] {
 }
 
 /** `dsh sessions show`: the facts (with the dsh process that has the session open, if another one does), then the conversation. */
-export function renderShow(digest: SessionDigest, events: readonly SessionEvent[], file: string, openIn?: SessionHolder): string {
+export function renderShow(
+  digest: SessionDigest,
+  events: readonly SessionEvent[],
+  file: string,
+  openIn?: SessionHolder,
+): string {
   const rows = facts(digest, file)
   if (openIn) rows.push(['open', `in process ${openIn.pid} on ${openIn.host}, since ${formatTime(openIn.since, true)}`])
   const out = rows.map(([key, value]) => `${key.padEnd(9)}${value}`)
@@ -103,7 +118,10 @@ function code(text: string): string {
 /** `dsh sessions export --format markdown`: a readable document of the session. */
 export function renderMarkdown(digest: SessionDigest, events: readonly SessionEvent[]): string {
   const out = [`# ${digest.title ?? `Session ${digest.sessionId}`}`, '']
-  for (const [key, value] of facts(digest)) out.push(`- ${key[0]?.toUpperCase()}${key.slice(1)}: ${key === 'session' || key === 'folder' || key === 'parent' ? code(value) : value}`)
+  for (const [key, value] of facts(digest))
+    out.push(
+      `- ${key[0]?.toUpperCase()}${key.slice(1)}: ${key === 'session' || key === 'folder' || key === 'parent' ? code(value) : value}`,
+    )
   for (const item of transcriptOf(events)) {
     out.push('')
     if (item.kind === 'turn-end') {
@@ -114,7 +132,10 @@ export function renderMarkdown(digest: SessionDigest, events: readonly SessionEv
     if (item.text) out.push(item.text)
     if (item.kind === 'assistant' && item.calls.length) {
       if (item.text) out.push('')
-      for (const call of item.calls) out.push(`- Tool ${code(call.name)} ${code(oneLine(call.arguments, 300))}${call.error ? ` failed: ${oneLine(call.error, 200)}` : ''}`)
+      for (const call of item.calls)
+        out.push(
+          `- Tool ${code(call.name)} ${code(oneLine(call.arguments, 300))}${call.error ? ` failed: ${oneLine(call.error, 200)}` : ''}`,
+        )
     }
   }
   return `${out.join('\n').trimEnd()}\n`

@@ -24,21 +24,39 @@ async function storeSessions(): Promise<void> {
   const p = h.root.sessionPersistence
   const folders = ['/work/a', '/work/b', '/work/a', '/work/b', '/work/a']
   for (const [i, id] of ['a', 'b', 'c', 'd', 'e'].entries()) {
-    await p.append(meta(id, { cwd: folders[i] as string, createdAt: 1000 * i }), storedTurn(0, 1000 * i + 10, `prompt about topic${id}`, `answer number ${id}`))
+    await p.append(
+      meta(id, { cwd: folders[i] as string, createdAt: 1000 * i }),
+      storedTurn(0, 1000 * i + 10, `prompt about topic${id}`, `answer number ${id}`),
+    )
   }
-  await p.append(meta('c-child', { parentSession: 'c' as SessionId, createdAt: 2500 }), storedTurn(0, 2510, 'child task on topicc', 'child done'))
+  await p.append(
+    meta('c-child', { parentSession: 'c' as SessionId, createdAt: 2500 }),
+    storedTurn(0, 2510, 'child task on topicc', 'child done'),
+  )
 }
 
 describe('session catalog', () => {
   it('defaults its config, and needs an absolute path', async () => {
-    expect(Config({ path: '/x/catalog.sqlite' })).toMatchObject({ openDelayMs: 1000, flushDelayMs: 1000, chunkChars: 16_000, defaultLimit: 50, snippetOpen: '«' })
-    await expect(h.mountCatalog({ path: 'relative.sqlite' })).rejects.toThrow('session-catalog: path must be an absolute path, got "relative.sqlite"')
+    expect(Config({ path: '/x/catalog.sqlite' })).toMatchObject({
+      openDelayMs: 1000,
+      flushDelayMs: 1000,
+      chunkChars: 16_000,
+      defaultLimit: 50,
+      snippetOpen: '«',
+    })
+    await expect(h.mountCatalog({ path: 'relative.sqlite' })).rejects.toThrow(
+      'session-catalog: path must be an absolute path, got "relative.sqlite"',
+    )
   })
 
   it('indexes a session as its events arrive: counts, tokens, title, text', async () => {
     await h.mountCatalog()
     const session = h.root.sessions.create({ cwd: '/work/a' })
-    turn(session, 1, 'Why does the zebra test fail?', 'Because the fixture is stale.', { inputTokens: 100, outputTokens: 20, cacheReadTokens: 7 })
+    turn(session, 1, 'Why does the zebra test fail?', 'Because the fixture is stale.', {
+      inputTokens: 100,
+      outputTokens: 20,
+      cacheReadTokens: 7,
+    })
     turn(session, 2, 'Fix it please', 'Done: regenerated the giraffe fixture.', { inputTokens: 50, outputTokens: 10 })
     session.append('session/title' as 'turn/start', { title: 'Zebra test repair', source: 'model' } as never)
 
@@ -103,7 +121,21 @@ describe('session catalog', () => {
     expect(ids(await catalog.search('topicd'))).toEqual(['d'])
     expect(ids(await catalog.search('answer number', { cwd: '/work/b' })).sort()).toEqual(['b', 'd'])
     expect(ids(await catalog.search('prompt topica'))).toEqual(['a']) // every word must match
-    for (const text of ['"', 'topica"', 'AND', 'topica OR', 'NEAR(topica', '(topica', 'topic*', '-topica', 'title:x', '^topica', '', '  ', '***']) {
+    for (const text of [
+      '"',
+      'topica"',
+      'AND',
+      'topica OR',
+      'NEAR(topica',
+      '(topica',
+      'topic*',
+      '-topica',
+      'title:x',
+      '^topica',
+      '',
+      '  ',
+      '***',
+    ]) {
       await expect(catalog.search(text), text).resolves.toBeInstanceOf(Array)
     }
     expect(ids(await catalog.search('(topica)'))).toEqual(['a'])
@@ -147,8 +179,14 @@ describe('session catalog', () => {
 
     // Another run without the catalog (a headless task) adds a session and continues one.
     const p = h.root.sessionPersistence
-    await p.append(meta('f', { cwd: '/work/b', createdAt: 9000 }), storedTurn(0, 9010, 'prompt about platypus', 'answer f'))
-    await p.append(meta('b', { cwd: '/work/b', createdAt: 1000 }), storedTurn(4, 9020, 'follow-up on echidnas', 'answer again'))
+    await p.append(
+      meta('f', { cwd: '/work/b', createdAt: 9000 }),
+      storedTurn(0, 9010, 'prompt about platypus', 'answer f'),
+    )
+    await p.append(
+      meta('b', { cwd: '/work/b', createdAt: 1000 }),
+      storedTurn(4, 9020, 'follow-up on echidnas', 'answer again'),
+    )
 
     const opened: string[] = []
     const open = p.open.bind(p)
@@ -190,12 +228,19 @@ describe('session catalog', () => {
     db.close()
     await h.mountCatalog()
     expect(ids((await h.root.sessionCatalog.list()).sessions)).toEqual(['e', 'd', 'c', 'b', 'a'])
-    expect(h.logs).toContainEqual(expect.stringContaining(`has schema version ${SCHEMA_VERSION + 1}, this dsh uses ${SCHEMA_VERSION}; rebuilding it from the session logs`))
+    expect(h.logs).toContainEqual(
+      expect.stringContaining(
+        `has schema version ${SCHEMA_VERSION + 1}, this dsh uses ${SCHEMA_VERSION}; rebuilding it from the session logs`,
+      ),
+    )
   })
 
   it('replaces a database file that is not SQLite', async () => {
     await storeSessions()
-    await writeFile(h.dbFile, 'this is not a database, just some text that is long enough to look like a header '.repeat(20))
+    await writeFile(
+      h.dbFile,
+      'this is not a database, just some text that is long enough to look like a header '.repeat(20),
+    )
     await h.mountCatalog()
     expect((await h.root.sessionCatalog.list()).sessions).toHaveLength(5)
     expect(h.logs).toContainEqual(expect.stringContaining('is not a readable SQLite database'))
@@ -206,12 +251,18 @@ describe('session catalog', () => {
     await h.mountCatalog()
     await writeFile(path.join(h.sessionsDir, 'broken.jsonl'), 'not json at all\n{"seq":0}\n', { mode: 0o600 })
     const damaged = path.join(h.sessionsDir, 'd.jsonl')
-    await writeFile(damaged, `${(await h.root.sessionPersistence.export('d' as SessionId)).trimEnd()}\n{oops\n`, { mode: 0o600 })
+    await writeFile(damaged, `${(await h.root.sessionPersistence.export('d' as SessionId)).trimEnd()}\n{oops\n`, {
+      mode: 0o600,
+    })
     const result = await h.root.sessionCatalog.reindex()
     expect(result.sessions).toBe(6)
     expect(result.ms).toBeGreaterThanOrEqual(0)
-    expect(h.logs).toContainEqual(expect.stringMatching(/skipping session broken .*line 1: the header is not valid JSON/))
-    expect(h.logs).toContainEqual(expect.stringMatching(/session d: indexed the readable lines; skipped .*d\.jsonl:6: invalid JSON/))
+    expect(h.logs).toContainEqual(
+      expect.stringMatching(/skipping session broken .*line 1: the header is not valid JSON/),
+    )
+    expect(h.logs).toContainEqual(
+      expect.stringMatching(/session d: indexed the readable lines; skipped .*d\.jsonl:6: invalid JSON/),
+    )
     expect(ids(await h.root.sessionCatalog.search('topicd'))).toEqual(['d'])
   })
 
@@ -265,7 +316,13 @@ describe('session catalog', () => {
     await storeSessions()
     await h.mountCatalog()
     const log = await h.root.sessionPersistence.open('a' as SessionId)
-    const resumed = h.root.sessions.create({ id: log.meta.id, cwd: log.meta.cwd, createdAt: log.meta.createdAt, seed: log.events, seedStored: true })
+    const resumed = h.root.sessions.create({
+      id: log.meta.id,
+      cwd: log.meta.cwd,
+      createdAt: log.meta.createdAt,
+      seed: log.events,
+      seedStored: true,
+    })
     turn(resumed, 2, 'one more thing about ostriches', 'sure')
     const entry = await h.root.sessionCatalog.get('a')
     expect(entry).toMatchObject({ userMessages: 2, assistantMessages: 2 })
@@ -280,7 +337,8 @@ describe('session catalog', () => {
       turn(session, i, `question ${i} ${'filler '.repeat(20)} marker${i}`, `answer ${i}`)
       await h.root.sessions.flush(session)
     }
-    for (const word of ['marker1', 'marker7', 'marker12']) expect(ids(await h.root.sessionCatalog.search(word))).toEqual([session.id])
+    for (const word of ['marker1', 'marker7', 'marker12'])
+      expect(ids(await h.root.sessionCatalog.search(word))).toEqual([session.id])
     const db = new Database(h.dbFile, { readonly: true })
     try {
       expect((db.prepare('SELECT count(*) AS n FROM text_index').get() as { n: number }).n).toBeGreaterThan(3)

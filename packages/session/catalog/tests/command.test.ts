@@ -20,7 +20,13 @@ afterEach(() => rm(home, { recursive: true, force: true }))
 async function run(...args: string[]) {
   let stdout = ''
   let stderr = ''
-  const code = await sessionsCommand({ args, home, cwd: '/work', writeOut: (t) => void (stdout += t), writeErr: (t) => void (stderr += t) })
+  const code = await sessionsCommand({
+    args,
+    home,
+    cwd: '/work',
+    writeOut: (t) => void (stdout += t),
+    writeErr: (t) => void (stderr += t),
+  })
   return { code, stdout, stderr }
 }
 
@@ -29,7 +35,10 @@ async function store(logs: Array<{ id: string; cwd?: string; events: SessionEven
   const root = new Context()
   await root.plugin(jsonl, { root: path.join(home, 'sessions') })
   for (const log of logs) {
-    await root.sessionPersistence.append(meta(log.id, { cwd: log.cwd ?? '/work/a', createdAt: log.events[0]?.time ?? 0 }), log.events)
+    await root.sessionPersistence.append(
+      meta(log.id, { cwd: log.cwd ?? '/work/a', createdAt: log.events[0]?.time ?? 0 }),
+      log.events,
+    )
     if (log.seal) await root.sessionPersistence.seal(log.id as never)
   }
   await root.fiber.dispose()
@@ -37,7 +46,10 @@ async function store(logs: Array<{ id: string; cwd?: string; events: SessionEven
 
 function toolTurn(): SessionEvent[] {
   const call = { type: 'tool-call' as const, id: 'call_1' as never, name: 'read', arguments: '{"path":"notes.txt"}' }
-  const assistant = { ...reply(1, 'Let me look.'), message: { ...textMessage('assistant', 'Let me look.', { kind: 'model', provider: 'p', model: 'm' }) } }
+  const assistant = {
+    ...reply(1, 'Let me look.'),
+    message: { ...textMessage('assistant', 'Let me look.', { kind: 'model', provider: 'p', model: 'm' }) },
+  }
   assistant.message.content = [...assistant.message.content, call]
   const events = [
     { type: 'turn/start', data: { turn: 1 } },
@@ -46,7 +58,14 @@ function toolTurn(): SessionEvent[] {
     { type: 'tool/call', data: { turn: 1, step: 1, callId: 'call_1', name: 'read', arguments: call.arguments } },
     {
       type: 'tool/result',
-      data: { turn: 1, step: 1, callId: 'call_1', name: 'read', message: textMessage('user', 'no', { kind: 'tool', name: 'read' }), error: { code: 'NOT_FOUND', message: 'notes.txt does not exist' } },
+      data: {
+        turn: 1,
+        step: 1,
+        callId: 'call_1',
+        name: 'read',
+        message: textMessage('user', 'no', { kind: 'tool', name: 'read' }),
+        error: { code: 'NOT_FOUND', message: 'notes.txt does not exist' },
+      },
     },
     { type: 'assistant/message', data: reply(1, 'There are no notes.') },
     { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
@@ -62,7 +81,12 @@ describe('dsh sessions (command module)', () => {
     ])
     const list = await run('list')
     expect(list).toMatchObject({ code: 0, stderr: '' })
-    expect(list.stdout.split('\n').filter(Boolean).map((line) => line.split('  ')[1])).toEqual(['newer', 'older'])
+    expect(
+      list.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.split('  ')[1]),
+    ).toEqual(['newer', 'older'])
     expect(existsSync(path.join(home, 'catalog.sqlite'))).toBe(true)
     expect(statSync(path.join(home, 'catalog.sqlite')).mode & 0o777).toBe(0o600)
 
@@ -78,8 +102,14 @@ describe('dsh sessions (command module)', () => {
     expect(search.stdout).toContain('older')
     expect(search.stdout).toContain('«penguins»')
     expect(search.stdout).not.toContain('newer')
-    expect(JSON.parse((await run('search', 'eucalyptus', '--json')).stdout)).toEqual([expect.objectContaining({ sessionId: 'newer', snippet: expect.stringContaining('«eucalyptus»') })])
-    expect(await run('search', 'walrus')).toMatchObject({ code: 0, stdout: '', stderr: 'dsh: no session matches "walrus"\n' })
+    expect(JSON.parse((await run('search', 'eucalyptus', '--json')).stdout)).toEqual([
+      expect.objectContaining({ sessionId: 'newer', snippet: expect.stringContaining('«eucalyptus»') }),
+    ])
+    expect(await run('search', 'walrus')).toMatchObject({
+      code: 0,
+      stdout: '',
+      stderr: 'dsh: no session matches "walrus"\n',
+    })
   })
 
   it('shows a session: facts, prompts, answers and tool calls one line each', async () => {
@@ -116,8 +146,14 @@ describe('dsh sessions (command module)', () => {
     ])
     const root = new Context()
     await root.plugin(jsonl, { root: path.join(home, 'sessions') })
-    await root.sessionPersistence.append(meta('child', { parentSession: 'parent' as never }), storedTurn(0, 1500, 'do a part', 'done'))
-    await root.sessionPersistence.append(meta('grandchild', { parentSession: 'child' as never }), storedTurn(0, 1600, 'a smaller part', 'done'))
+    await root.sessionPersistence.append(
+      meta('child', { parentSession: 'parent' as never }),
+      storedTurn(0, 1500, 'do a part', 'done'),
+    )
+    await root.sessionPersistence.append(
+      meta('grandchild', { parentSession: 'child' as never }),
+      storedTurn(0, 1600, 'a smaller part', 'done'),
+    )
     await root.fiber.dispose()
 
     const deleted = await run('delete', 'parent')
@@ -135,10 +171,14 @@ describe('dsh sessions (command module)', () => {
       expect((await run('list')).stdout).toMatch(new RegExp(`  other  .* · open in process ${holder.pid}\n$`))
       const listed = JSON.parse((await run('list', '--json')).stdout)
       expect(listed.sessions[0].openIn).toEqual({ pid: holder.pid, host: os.hostname(), since: 1_700_000_000_000 })
-      expect((await run('show', 'other')).stdout).toContain(`\nopen     in process ${holder.pid} on ${os.hostname()}, since `)
+      expect((await run('show', 'other')).stdout).toContain(
+        `\nopen     in process ${holder.pid} on ${os.hostname()}, since `,
+      )
       const refused = await run('delete', 'other')
       expect(refused.code).toBe(1)
-      expect(refused.stderr).toBe(`dsh: session other is open in another dsh (process ${holder.pid} on ${os.hostname()}, since 2023-11-14T22:13:20.000Z); finish or close it there first (if that process is gone, remove ${lease})\n`)
+      expect(refused.stderr).toBe(
+        `dsh: session other is open in another dsh (process ${holder.pid} on ${os.hostname()}, since 2023-11-14T22:13:20.000Z); finish or close it there first (if that process is gone, remove ${lease})\n`,
+      )
       expect(existsSync(path.join(home, 'sessions', 'other.jsonl'))).toBe(true)
     } finally {
       holder.kill()
@@ -147,7 +187,10 @@ describe('dsh sessions (command module)', () => {
 
   it('reindexes, reporting a log it cannot read', async () => {
     await store([{ id: 'one', events: storedTurn(0, 1000, 'alpha', 'beta') }])
-    await writeFile(path.join(home, 'sessions', 'bad.jsonl'), '{"type":"session","format":99,"id":"bad","createdAt":1,"cwd":"/"}\n')
+    await writeFile(
+      path.join(home, 'sessions', 'bad.jsonl'),
+      '{"type":"session","format":99,"id":"bad","createdAt":1,"cwd":"/"}\n',
+    )
     const result = await run('reindex')
     expect(result.code).toBe(0)
     expect(result.stdout).toMatch(/^indexed 1 session\(s\) in \d+ ms\n$/)
@@ -156,7 +199,10 @@ describe('dsh sessions (command module)', () => {
 
   it.each([
     [[], /^dsh: sessions needs a command: list, search, show, export, delete, reindex\n/],
-    [['frobnicate'], /^dsh: unknown sessions command "frobnicate" \(use list, search, show, export, delete, reindex\)\n$/],
+    [
+      ['frobnicate'],
+      /^dsh: unknown sessions command "frobnicate" \(use list, search, show, export, delete, reindex\)\n$/,
+    ],
     [['list', '--limit', 'ten'], /^dsh: sessions list: --limit needs a whole number from 1 to 1000, got "ten"\n$/],
     [['list', '--bogus'], /^dsh: sessions list: Unknown option '--bogus'\n$/],
     [['list', 'extra'], /^dsh: sessions list: unexpected argument "extra"\n$/],
@@ -165,7 +211,10 @@ describe('dsh sessions (command module)', () => {
     [['show'], /^dsh: sessions show: give a session id/],
     [['show', 'nobody'], /^dsh: no session nobody under /],
     [['show', '../etc'], /^dsh: invalid session id "..\/etc"/],
-    [['export', 'nobody', '--format', 'pdf'], /^dsh: sessions export: --format must be jsonl or markdown, got "pdf"\n$/],
+    [
+      ['export', 'nobody', '--format', 'pdf'],
+      /^dsh: sessions export: --format must be jsonl or markdown, got "pdf"\n$/,
+    ],
     [['export', 'nobody'], /^dsh: no session nobody under /],
     [['delete'], /^dsh: sessions delete: give the ids of the sessions to delete \(see dsh sessions list\)\n$/],
     [['delete', 'nobody'], /^dsh: no session nobody under /],

@@ -4,7 +4,14 @@ import path from 'node:path'
 import { format } from 'node:util'
 import { Context } from '@dsh/cordis'
 import type { TokenUsage } from '@dsh/llm'
-import { type Session, type SessionEvent, type SessionId, type SessionMeta, SessionStore, textMessage } from '@dsh/session'
+import {
+  type Session,
+  type SessionEvent,
+  type SessionId,
+  type SessionMeta,
+  SessionStore,
+  textMessage,
+} from '@dsh/session'
 import * as writer from '@dsh/session-persistence'
 import * as jsonl from '@dsh/session-persistence-jsonl'
 import * as catalog from '../src/index.ts'

@@ -80,7 +80,11 @@ export async function completeLength(handle: FileHandle, size: number, chunkSize
  * offset each starts at. Reads backwards in chunks, so finding the last
  * record of a long log reads only its tail.
  */
-export async function* linesBackward(handle: FileHandle, end: number, chunkSize = 64 * 1024): AsyncGenerator<{ text: string; start: number }> {
+export async function* linesBackward(
+  handle: FileHandle,
+  end: number,
+  chunkSize = 64 * 1024,
+): AsyncGenerator<{ text: string; start: number }> {
   let position = end
   let carry = Buffer.alloc(0)
   let size = chunkSize
@@ -123,7 +127,12 @@ const WHOLE_DECOMPRESS_BYTES = 256 * 1024
  * that a small compressed file (`size` known and at most 256 KiB) is
  * decompressed whole.
  */
-export async function readFirstLine(file: string, compressed: boolean, limit = 1024 * 1024, size?: number): Promise<string | undefined> {
+export async function readFirstLine(
+  file: string,
+  compressed: boolean,
+  limit = 1024 * 1024,
+  size?: number,
+): Promise<string | undefined> {
   if (compressed && size !== undefined && size <= WHOLE_DECOMPRESS_BYTES) {
     const data = (await zstd()).decompress(await readFile(file))
     const index = data.indexOf(NEWLINE)

@@ -30,14 +30,20 @@ function startTicks(pid: number): string | undefined {
 
 let self: LeaseRecord | undefined
 function selfRecord(): LeaseRecord {
-  self ??= { pid: process.pid, host: os.hostname(), since: 0, ...(startTicks(process.pid) ? { start: startTicks(process.pid) } : {}) }
+  self ??= {
+    pid: process.pid,
+    host: os.hostname(),
+    since: 0,
+    ...(startTicks(process.pid) ? { start: startTicks(process.pid) } : {}),
+  }
   return self
 }
 
 function parseRecord(text: string): LeaseRecord | undefined {
   try {
     const value = JSON.parse(text) as Partial<LeaseRecord>
-    if (!Number.isInteger(value.pid) || typeof value.host !== 'string' || typeof value.since !== 'number') return undefined
+    if (!Number.isInteger(value.pid) || typeof value.host !== 'string' || typeof value.since !== 'number')
+      return undefined
     return value as LeaseRecord
   } catch {
     return undefined
@@ -115,7 +121,11 @@ async function isOldAndUnreadable(file: string): Promise<boolean> {
  * (it was stale and is gone now). Throws `SessionBusyError` when another
  * live process holds it.
  */
-async function settle(file: string, sessionId: string, current: { text: string; record: LeaseRecord | null }): Promise<'ours' | 'cleared'> {
+async function settle(
+  file: string,
+  sessionId: string,
+  current: { text: string; record: LeaseRecord | null },
+): Promise<'ours' | 'cleared'> {
   const { record, text } = current
   if (record && isThisProcess(record)) return 'ours'
   const stale = record ? isGone(record) : await isOldAndUnreadable(file)

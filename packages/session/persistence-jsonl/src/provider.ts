@@ -15,7 +15,17 @@ import {
   SessionPersistence,
   type StoredSession,
 } from '@dsh/session-persistence'
-import { completeLength, isMissing, isTempName, linesBackward, publishFile, readFirstLine, syncDir, writeAll, zstd } from './files.ts'
+import {
+  completeLength,
+  isMissing,
+  isTempName,
+  linesBackward,
+  publishFile,
+  readFirstLine,
+  syncDir,
+  writeAll,
+  zstd,
+} from './files.ts'
 import { acquireLease, checkNotHeldElsewhere, liveHolder, releaseLease } from './lease.ts'
 
 /** The log format this dsh writes and the newest it reads. */
@@ -55,7 +65,9 @@ const ID_CHARS = /^[A-Za-z0-9._:@+=-]{1,200}$/
 /** Throws unless `id` is safe to use as a file name inside the root. */
 export function checkSessionId(id: string): string {
   if (typeof id !== 'string' || !ID_CHARS.test(id) || id.startsWith('.') || id.includes('..')) {
-    throw new Error(`invalid session id ${JSON.stringify(id)}: use letters, digits and . _ : @ + = - (no path separators, no "..", not starting with ".")`)
+    throw new Error(
+      `invalid session id ${JSON.stringify(id)}: use letters, digits and . _ : @ + = - (no path separators, no "..", not starting with ".")`,
+    )
   }
   return id
 }
@@ -110,9 +122,13 @@ function parseHeader(file: string, line: string | undefined, id: string): Sessio
     throw new SessionLogError(file, `line 1: the header has no valid format version (${JSON.stringify(format)})`)
   }
   if (format > SESSION_LOG_FORMAT) {
-    throw new SessionLogVersionError(file, `written by a newer dsh (log format ${format}; this dsh reads up to ${SESSION_LOG_FORMAT}); upgrade dsh to open it`)
+    throw new SessionLogVersionError(
+      file,
+      `written by a newer dsh (log format ${format}; this dsh reads up to ${SESSION_LOG_FORMAT}); upgrade dsh to open it`,
+    )
   }
-  if (value.id !== id) throw new SessionLogError(file, `line 1: the header names session ${JSON.stringify(value.id)}, not ${id}`)
+  if (value.id !== id)
+    throw new SessionLogError(file, `line 1: the header names session ${JSON.stringify(value.id)}, not ${id}`)
   if (typeof value.createdAt !== 'number' || typeof value.cwd !== 'string') {
     throw new SessionLogError(file, 'line 1: the header lacks createdAt or cwd')
   }
@@ -170,7 +186,11 @@ export function parseLog(file: string, text: string, id: string): OpenedLog {
     events.push(event)
     last = event.seq
   }
-  if (torn !== '') report(lines.length + 1, 'the last line is incomplete (the writer stopped mid-line); it is dropped before the next append')
+  if (torn !== '')
+    report(
+      lines.length + 1,
+      'the last line is incomplete (the writer stopped mid-line); it is dropped before the next append',
+    )
   return { meta, events, problems, file }
 }
 
@@ -237,7 +257,11 @@ export class JsonlSessionPersistence extends SessionPersistence {
     const id = checkSessionId(meta.id)
     for (let i = 1; i < events.length; i++) {
       const [a, b] = [events[i - 1] as SessionEvent, events[i] as SessionEvent]
-      if (b.seq <= a.seq) throw new SessionLogError(this.plainPath(id), `cannot append: event seq ${b.seq} follows ${a.seq} in the same batch`)
+      if (b.seq <= a.seq)
+        throw new SessionLogError(
+          this.plainPath(id),
+          `cannot append: event seq ${b.seq} follows ${a.seq} in the same batch`,
+        )
     }
     await this.exclusive(id, async () => {
       try {
@@ -260,7 +284,10 @@ export class JsonlSessionPersistence extends SessionPersistence {
   private async appendTo(id: string, tail: Tail, events: readonly SessionEvent[]): Promise<void> {
     const first = events[0] as SessionEvent
     if (first.seq !== tail.lastSeq + 1) {
-      throw new SessionLogError(this.plainPath(id), `cannot append event ${first.seq}: the log ends at seq ${tail.lastSeq}, so the next event must be ${tail.lastSeq + 1}`)
+      throw new SessionLogError(
+        this.plainPath(id),
+        `cannot append event ${first.seq}: the log ends at seq ${tail.lastSeq}, so the next event must be ${tail.lastSeq + 1}`,
+      )
     }
     const data = Buffer.from(eventLines(events))
     try {
@@ -295,7 +322,11 @@ export class JsonlSessionPersistence extends SessionPersistence {
     const files = new Map<string, string[]>()
     for (const name of names) {
       if (isTempName(name)) continue
-      const id = name.endsWith(SEALED) ? name.slice(0, -SEALED.length) : name.endsWith(PLAIN) ? name.slice(0, -PLAIN.length) : undefined
+      const id = name.endsWith(SEALED)
+        ? name.slice(0, -SEALED.length)
+        : name.endsWith(PLAIN)
+          ? name.slice(0, -PLAIN.length)
+          : undefined
       if (id !== undefined && isValidId(id)) files.set(id, [...(files.get(id) ?? []), name])
     }
     const { changedSince } = options
@@ -324,7 +355,14 @@ export class JsonlSessionPersistence extends SessionPersistence {
     const changed: string[] = []
     let statted = 0
     for (const [id, names] of files) {
-      if (names.some((name) => (statSync(path.join(this.root, name), { throwIfNoEntry: false })?.mtimeMs ?? Number.NEGATIVE_INFINITY) >= time)) changed.push(id)
+      if (
+        names.some(
+          (name) =>
+            (statSync(path.join(this.root, name), { throwIfNoEntry: false })?.mtimeMs ?? Number.NEGATIVE_INFINITY) >=
+            time,
+        )
+      )
+        changed.push(id)
       statted += names.length
       if (statted >= STAT_SLICE) {
         statted = 0
@@ -339,7 +377,11 @@ export class JsonlSessionPersistence extends SessionPersistence {
     return this.exclusive(id, async () => {
       const located = await this.locate(id)
       const info = await stat(located.file)
-      const meta = parseHeader(located.file, await readFirstLine(located.file, located.sealed, undefined, info.size), id)
+      const meta = parseHeader(
+        located.file,
+        await readFirstLine(located.file, located.sealed, undefined, info.size),
+        id,
+      )
       return { ...meta, file: located.file, updatedAt: info.mtimeMs, bytes: info.size, sealed: located.sealed }
     })
   }

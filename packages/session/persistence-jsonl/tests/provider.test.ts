@@ -5,7 +5,13 @@ import os from 'node:os'
 import path from 'node:path'
 import { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId, SessionMeta } from '@dsh/session'
-import { SessionBusyError, SessionLogError, SessionLogVersionError, SessionNotFoundError, type SessionPersistence } from '@dsh/session-persistence'
+import {
+  SessionBusyError,
+  SessionLogError,
+  SessionLogVersionError,
+  SessionNotFoundError,
+  type SessionPersistence,
+} from '@dsh/session-persistence'
 import { afterEach, describe, expect, it } from 'vitest'
 import { decompress } from 'zstd-napi'
 import * as jsonl from '../src/index.ts'
@@ -23,8 +29,14 @@ async function setup() {
 }
 
 const id = (s: string) => s as SessionId
-const meta = (sessionId: string, extra: Partial<SessionMeta> = {}): SessionMeta => ({ id: id(sessionId), createdAt: 1000, cwd: '/work', ...extra })
-const ev = (seq: number, type = 'turn/start', data: unknown = { turn: seq + 1 }) => ({ seq, time: 2000 + seq, type, data }) as SessionEvent
+const meta = (sessionId: string, extra: Partial<SessionMeta> = {}): SessionMeta => ({
+  id: id(sessionId),
+  createdAt: 1000,
+  cwd: '/work',
+  ...extra,
+})
+const ev = (seq: number, type = 'turn/start', data: unknown = { turn: seq + 1 }) =>
+  ({ seq, time: 2000 + seq, type, data }) as SessionEvent
 const events = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => ev(from + i))
 const fileOf = (sessionId: string) => path.join(h.sessionsDir, `${sessionId}.jsonl`)
 
@@ -37,14 +49,21 @@ describe('JSONL session persistence', () => {
     expect(lines[0]).toEqual({ type: 'session', format: 1, id: 's1', createdAt: 1000, cwd: '/work', title: 'first' })
     expect(lines.slice(1).map((l) => l.seq)).toEqual([0, 1, 2, 3, 4])
     const log = await p.open(id('s1'))
-    expect(log).toEqual({ meta: meta('s1', { title: 'first' }), events: events(0, 4), problems: [], file: fileOf('s1') })
+    expect(log).toEqual({
+      meta: meta('s1', { title: 'first' }),
+      events: events(0, 4),
+      problems: [],
+      file: fileOf('s1'),
+    })
     expect(await p.export(id('s1'))).toBe(await readFile(fileOf('s1'), 'utf8'))
   })
 
   it('creates a log holding its header alone from an append of no events, and continues it at seq 0', async () => {
     await setup()
     await p.append(meta('s0'), [])
-    expect(await readLines(fileOf('s0'))).toEqual([{ type: 'session', format: 1, id: 's0', createdAt: 1000, cwd: '/work' }])
+    expect(await readLines(fileOf('s0'))).toEqual([
+      { type: 'session', format: 1, id: 's0', createdAt: 1000, cwd: '/work' },
+    ])
     expect(await p.open(id('s0'))).toEqual({ meta: meta('s0'), events: [], problems: [], file: fileOf('s0') })
     await p.append(meta('s0'), []) // the log exists: nothing to write
     await p.append(meta('s0'), events(0, 1))
@@ -54,7 +73,9 @@ describe('JSONL session persistence', () => {
   it('refuses an append whose first seq does not follow the stored last seq', async () => {
     await setup()
     await p.append(meta('s1'), events(0, 2))
-    await expect(p.append(meta('s1'), events(5, 6))).rejects.toThrow(`${fileOf('s1')}: cannot append event 5: the log ends at seq 2, so the next event must be 3`)
+    await expect(p.append(meta('s1'), events(5, 6))).rejects.toThrow(
+      `${fileOf('s1')}: cannot append event 5: the log ends at seq 2, so the next event must be 3`,
+    )
     await expect(p.append(meta('s1'), events(2, 3))).rejects.toThrow(SessionLogError)
     await expect(p.append(meta('s1'), [ev(3), ev(3)])).rejects.toThrow('event seq 3 follows 3 in the same batch')
     expect((await p.open(id('s1'))).events).toEqual(events(0, 2))
@@ -92,8 +113,13 @@ describe('JSONL session persistence', () => {
     expect(log.events.map((e) => e.seq)).toEqual([0, 3])
     expect(log.problems).toHaveLength(2)
     expect(log.problems[0]?.line).toBe(3)
-    expect(log.problems[0]?.message).toMatch(new RegExp(`^${fileOf('s1')}:3: invalid JSON, line skipped \\(.*JSON.*\\)$`))
-    expect(log.problems[1]).toEqual({ line: 4, message: `${fileOf('s1')}:4: not a session event (not a JSON object), line skipped` })
+    expect(log.problems[0]?.message).toMatch(
+      new RegExp(`^${fileOf('s1')}:3: invalid JSON, line skipped \\(.*JSON.*\\)$`),
+    )
+    expect(log.problems[1]).toEqual({
+      line: 4,
+      message: `${fileOf('s1')}:4: not a session event (not a JSON object), line skipped`,
+    })
     await p.append(meta('s1'), events(4, 4)) // the last readable seq was 3
     expect((await p.open(id('s1'))).events.map((e) => e.seq)).toEqual([0, 3, 4])
   })
@@ -104,12 +130,19 @@ describe('JSONL session persistence', () => {
     await appendFile(fileOf('s1'), '{"seq":3,"time":2003,"ty')
     const log = await p.open(id('s1'))
     expect(log.events).toEqual(events(0, 2))
-    expect(log.problems).toEqual([{ line: 5, message: expect.stringMatching(new RegExp(`^${fileOf('s1')}:5: the last line is incomplete`)) }])
+    expect(log.problems).toEqual([
+      { line: 5, message: expect.stringMatching(new RegExp(`^${fileOf('s1')}:5: the last line is incomplete`)) },
+    ])
 
     await p.append(meta('s1'), events(3, 4))
     const text = await readFile(fileOf('s1'), 'utf8')
     expect(text.endsWith('\n')).toBe(true)
-    expect(text.split('\n').filter(Boolean).map((line) => JSON.parse(line).seq)).toEqual([undefined, 0, 1, 2, 3, 4])
+    expect(
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line).seq),
+    ).toEqual([undefined, 0, 1, 2, 3, 4])
     expect((await p.open(id('s1'))).problems).toEqual([])
     expect(h.logs.some((l) => l.type === 'warn' && l.text.includes('dropped an incomplete last line'))).toBe(true)
   })
@@ -142,7 +175,10 @@ describe('JSONL session persistence', () => {
   it('refuses a log written by a newer dsh', async () => {
     await setup()
     await mkdir(h.sessionsDir, { recursive: true })
-    await writeFile(fileOf('s9'), `${JSON.stringify({ type: 'session', format: 2, id: 's9', createdAt: 1, cwd: '/' })}\n${JSON.stringify(ev(0))}\n`)
+    await writeFile(
+      fileOf('s9'),
+      `${JSON.stringify({ type: 'session', format: 2, id: 's9', createdAt: 1, cwd: '/' })}\n${JSON.stringify(ev(0))}\n`,
+    )
     await expect(p.open(id('s9'))).rejects.toThrow(SessionLogVersionError)
     await expect(p.open(id('s9'))).rejects.toThrow(/written by a newer dsh.*upgrade/)
     await expect(p.append(meta('s9'), events(1, 1))).rejects.toThrow(/written by a newer dsh/)
@@ -174,10 +210,20 @@ describe('JSONL session persistence', () => {
     expect(list.map((s) => s.id).sort()).toEqual(['a', 'b'])
     const a = list.find((s) => s.id === 'a')
     const b = list.find((s) => s.id === 'b')
-    expect(a).toMatchObject({ id: 'a', title: 'A', cwd: '/work', createdAt: 1000, file: fileOf('a'), sealed: false, bytes: (await stat(fileOf('a'))).size })
+    expect(a).toMatchObject({
+      id: 'a',
+      title: 'A',
+      cwd: '/work',
+      createdAt: 1000,
+      file: fileOf('a'),
+      sealed: false,
+      bytes: (await stat(fileOf('a'))).size,
+    })
     expect(b).toMatchObject({ id: 'b', parentSession: 'a', seedLength: 2, file: `${fileOf('b')}.zst`, sealed: true })
     expect(typeof a?.updatedAt).toBe('number')
-    expect(h.logs.filter((l) => l.type === 'warn').map((l) => l.text)).toContainEqual(expect.stringMatching(/skipping session broken .*header is not valid JSON/))
+    expect(h.logs.filter((l) => l.type === 'warn').map((l) => l.text)).toContainEqual(
+      expect.stringMatching(/skipping session broken .*header is not valid JSON/),
+    )
   })
 
   it('lists only the logs modified since a time when asked', async () => {
@@ -236,13 +282,19 @@ describe('session leases', () => {
   async function heldByOtherProcess(sessionId: string, edit: (record: Record<string, unknown>) => void = () => {}) {
     const child = spawn('sleep', ['30'], { stdio: 'ignore' })
     await new Promise((resolve) => child.once('spawn', resolve))
-    const record: Record<string, unknown> = { pid: child.pid, host: os.hostname(), since: 1_700_000_000_000, start: startTicks(child.pid as number) }
+    const record: Record<string, unknown> = {
+      pid: child.pid,
+      host: os.hostname(),
+      since: 1_700_000_000_000,
+      start: startTicks(child.pid as number),
+    }
     edit(record)
     await mkdir(h.sessionsDir, { recursive: true })
     await writeFile(leaseOf(sessionId), JSON.stringify(record))
     return {
       pid: child.pid as number,
-      stop: () => new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve).kill() : resolve(undefined))),
+      stop: () =>
+        new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve).kill() : resolve(undefined))),
     }
   }
 
@@ -313,4 +365,3 @@ describe('session leases', () => {
     await rm(h.dir, { recursive: true, force: true })
   })
 })
-

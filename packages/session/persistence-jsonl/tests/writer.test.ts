@@ -27,12 +27,30 @@ describe('session-persistence writer with the JSONL provider', () => {
     h = await harness()
     const session = h.store.create({ cwd: '/work', title: 'hello' })
     finishTurn(session, 1)
-    session.append('llm/retry', { turn: 1, step: 1, attempt: 1, delayMs: 5, error: { code: 'RATE_LIMIT', message: 'slow down' } })
+    session.append('llm/retry', {
+      turn: 1,
+      step: 1,
+      attempt: 1,
+      delayMs: 5,
+      error: { code: 'RATE_LIMIT', message: 'slow down' },
+    })
     await h.store.flush(session)
     const lines = await readLines(fileOf(session.id))
-    expect(lines[0]).toEqual({ type: 'session', format: 1, id: session.id, createdAt: session.meta.createdAt, cwd: '/work', title: 'hello' })
+    expect(lines[0]).toEqual({
+      type: 'session',
+      format: 1,
+      id: session.id,
+      createdAt: session.meta.createdAt,
+      cwd: '/work',
+      title: 'hello',
+    })
     expect(lines.slice(1)).toEqual(JSON.parse(JSON.stringify(session.events)))
-    expect(await storedEvents(fileOf(session.id))).toEqual(['0:turn/start', '1:user/message', '2:turn/end', '3:llm/retry'])
+    expect(await storedEvents(fileOf(session.id))).toEqual([
+      '0:turn/start',
+      '1:user/message',
+      '2:turn/end',
+      '3:llm/retry',
+    ])
   })
 
   it('batches the events of a window into one append', async () => {
@@ -65,7 +83,9 @@ describe('session-persistence writer with the JSONL provider', () => {
     h = await harness({ provider: CountingPersistence, writer: { batchDelayMs: 600_000 } })
     const session = h.store.create({ cwd: '/work' })
     finishTurn(session, 1)
-    await eventually(async () => expect(await storedEvents(fileOf(session.id))).toEqual(['0:turn/start', '1:user/message', '2:turn/end']))
+    await eventually(async () =>
+      expect(await storedEvents(fileOf(session.id))).toEqual(['0:turn/start', '1:user/message', '2:turn/end']),
+    )
     expect(counting().appends).toEqual([3])
   })
 
@@ -79,14 +99,28 @@ describe('session-persistence writer with the JSONL provider', () => {
 
     const log = await h.root.sessionPersistence.open(first.id)
     expect(log.problems).toEqual([])
-    const resumed = h.store.create({ id: log.meta.id, cwd: log.meta.cwd, createdAt: log.meta.createdAt, seed: log.events, seedStored: true })
+    const resumed = h.store.create({
+      id: log.meta.id,
+      cwd: log.meta.cwd,
+      createdAt: log.meta.createdAt,
+      seed: log.events,
+      seedStored: true,
+    })
     finishTurn(resumed, 2)
     await h.store.flush(resumed)
 
     const again = await h.root.sessionPersistence.open(first.id)
     expect(again.problems).toEqual([])
     expect(again.events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5, 6])
-    expect(again.events.map((e) => e.type)).toEqual(['turn/start', 'user/message', 'turn/end', 'session/end-seed', 'turn/start', 'user/message', 'turn/end'])
+    expect(again.events.map((e) => e.type)).toEqual([
+      'turn/start',
+      'user/message',
+      'turn/end',
+      'session/end-seed',
+      'turn/start',
+      'user/message',
+      'turn/end',
+    ])
     expect(again.file).toBe(fileOf(first.id))
     await expect(stat(`${fileOf(first.id)}.zst`)).rejects.toThrow(/ENOENT/)
   })
@@ -102,7 +136,13 @@ describe('session-persistence writer with the JSONL provider', () => {
     await h.store.flush(child)
     const lines = await readLines(fileOf(child.id))
     expect(lines[0]).toMatchObject({ type: 'session', id: child.id, forkedFrom: parent.id, seedLength: 3 })
-    expect(await storedEvents(fileOf(child.id))).toEqual(['0:turn/start', '1:user/message', '2:turn/end', '3:session/end-seed', '4:turn/start'])
+    expect(await storedEvents(fileOf(child.id))).toEqual([
+      '0:turn/start',
+      '1:user/message',
+      '2:turn/end',
+      '3:session/end-seed',
+      '4:turn/start',
+    ])
     expect(lines.slice(1, 4)).toEqual(JSON.parse(JSON.stringify(parent.events.slice(0, 3))))
     expect(await storedEvents(fileOf(parent.id))).toHaveLength(6)
   })
@@ -119,7 +159,9 @@ describe('session-persistence writer with the JSONL provider', () => {
     await writeFile(h.sessionsDir, 'not a folder')
     finishTurn(session, 2)
     await h.store.flush(session)
-    expect(h.logs.filter((l) => l.type === 'error').map((l) => l.text)).toContainEqual(expect.stringMatching(new RegExp(`session ${session.id}: writing 3 event\\(s\\) failed`)))
+    expect(h.logs.filter((l) => l.type === 'error').map((l) => l.text)).toContainEqual(
+      expect.stringMatching(new RegExp(`session ${session.id}: writing 3 event\\(s\\) failed`)),
+    )
 
     await rm(h.sessionsDir)
     await rename(`${h.sessionsDir}.away`, h.sessionsDir)
@@ -164,7 +206,13 @@ describe('session-persistence writer with the JSONL provider', () => {
     writer = await h.mountWriter({ batchDelayMs: 600_000 })
     session.append('turn/end', { turn: 2, reason: 'completed' })
     await h.store.flush(session)
-    expect(await storedEvents(fileOf(session.id))).toEqual(['0:turn/start', '1:user/message', '2:turn/end', '3:turn/start', '4:turn/end'])
+    expect(await storedEvents(fileOf(session.id))).toEqual([
+      '0:turn/start',
+      '1:user/message',
+      '2:turn/end',
+      '3:turn/start',
+      '4:turn/end',
+    ])
   })
 
   it('seals on close unless configured not to', async () => {

@@ -87,8 +87,12 @@ export class SessionBusyError extends Error {
     /** Where the hold is recorded, to remove by hand if its holder is known to be gone. */
     readonly lease: string,
   ) {
-    const who = holder ? `process ${holder.pid}${holder.host ? ` on ${holder.host}` : ''}, since ${new Date(holder.since).toISOString()}` : 'a process that left no readable record'
-    super(`session ${sessionId} is open in another dsh (${who}); finish or close it there first (if that process is gone, remove ${lease})`)
+    const who = holder
+      ? `process ${holder.pid}${holder.host ? ` on ${holder.host}` : ''}, since ${new Date(holder.since).toISOString()}`
+      : 'a process that left no readable record'
+    super(
+      `session ${sessionId} is open in another dsh (${who}); finish or close it there first (if that process is gone, remove ${lease})`,
+    )
   }
 }
 
@@ -180,7 +184,9 @@ export abstract class SessionPersistence extends Service {
    * holds its session (`holder`). A hold that cannot be read counts as none:
    * a listing shows what it can.
    */
-  async withHolders<E extends { sessionId: string }>(entries: readonly E[]): Promise<Array<E & { openIn?: SessionHolder }>> {
+  async withHolders<E extends { sessionId: string }>(
+    entries: readonly E[],
+  ): Promise<Array<E & { openIn?: SessionHolder }>> {
     return Promise.all(
       entries.map(async (entry) => {
         const openIn = await this.holder(entry.sessionId as SessionId).catch(() => undefined)

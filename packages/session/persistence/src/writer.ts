@@ -13,7 +13,9 @@ export interface SessionWriterConfig {
 export const Config: Schema<Partial<SessionWriterConfig>, SessionWriterConfig> = Schema.object({
   batchDelayMs: Schema.natural()
     .default(200)
-    .description('How long the first unwritten event waits for others to share its write, in milliseconds. A `turn/end` is written at once.'),
+    .description(
+      'How long the first unwritten event waits for others to share its write, in milliseconds. A `turn/end` is written at once.',
+    ),
   seal: Schema.boolean().default(true).description('Seal (compress) a session log when the session is closed.'),
 })
 
@@ -102,7 +104,12 @@ class SessionWriter {
       return true
     } catch (error) {
       this.pending = batch.concat(this.pending)
-      this.logger.error('session %s: writing %d event(s) failed (kept for the next try): %s', id, batch.length, describe(error))
+      this.logger.error(
+        'session %s: writing %d event(s) failed (kept for the next try): %s',
+        id,
+        batch.length,
+        describe(error),
+      )
       return false
     }
   }
@@ -183,7 +190,11 @@ export function apply(ctx: Context, config: SessionWriterConfig) {
       }
     }
     // Other processes may open the session now.
-    await persistence.release(session.id).catch((error: unknown) => logger.error('session %s: giving up its lease failed: %s', session.id, describe(error)))
+    await persistence
+      .release(session.id)
+      .catch((error: unknown) =>
+        logger.error('session %s: giving up its lease failed: %s', session.id, describe(error)),
+      )
   })
 
   // Dispose (also how Ctrl+C saves): write everything pending, then stop.

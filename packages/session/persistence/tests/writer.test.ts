@@ -3,7 +3,13 @@ import { type Context as ContextType, Context } from '@dsh/cordis'
 import { type SessionEvent, type SessionId, type SessionMeta, SessionStore, textMessage } from '@dsh/session'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as writer from '../src/index.ts'
-import { type OpenedLog, SessionInUseError, SessionNotFoundError, SessionPersistence, type StoredSession } from '../src/index.ts'
+import {
+  type OpenedLog,
+  SessionInUseError,
+  SessionNotFoundError,
+  SessionPersistence,
+  type StoredSession,
+} from '../src/index.ts'
 
 /**
  * A complete in-memory provider of the seam: enough to watch what the
@@ -104,7 +110,10 @@ describe('session-persistence writer', () => {
     session.append('user/message', user('b'))
     session.append('turn/end', { turn: 1, reason: 'completed' })
     await store.flush(session)
-    expect(memory.batches).toEqual([['0:turn/start', '1:user/message'], ['2:user/message', '3:turn/end']])
+    expect(memory.batches).toEqual([
+      ['0:turn/start', '1:user/message'],
+      ['2:user/message', '3:turn/end'],
+    ])
   })
 
   it('stores the header alone when a session with no events is flushed, and the first events after it', async () => {
@@ -124,7 +133,9 @@ describe('session-persistence writer', () => {
     memory.failing = true
     session.append('turn/start', { turn: 1 })
     await store.flush(session) // no throw into the session
-    expect(logs).toContainEqual(expect.stringMatching(/^error: session .*: writing 1 event\(s\) failed \(kept for the next try\): disk full$/))
+    expect(logs).toContainEqual(
+      expect.stringMatching(/^error: session .*: writing 1 event\(s\) failed \(kept for the next try\): disk full$/),
+    )
     memory.failing = false
     session.append('user/message', user('a'))
     await store.flush(session)
@@ -140,7 +151,11 @@ describe('session-persistence writer', () => {
     await store.flush(parent)
     const child = store.fork(parent)
     await store.flush(child)
-    expect(memory.logs.get(child.id)?.events.map((e) => `${e.seq}:${e.type}`)).toEqual(['0:turn/start', '1:turn/end', '2:session/end-seed'])
+    expect(memory.logs.get(child.id)?.events.map((e) => `${e.seq}:${e.type}`)).toEqual([
+      '0:turn/start',
+      '1:turn/end',
+      '2:session/end-seed',
+    ])
 
     await store.close(parent)
     const stored = await memory.open(parent.id)
@@ -188,7 +203,9 @@ describe('SessionPersistence.remove', () => {
     const session = store.create({ cwd: '/w' })
     session.append('turn/start', { turn: 1 })
     await store.flush(session)
-    await expect(memory.remove(session.id)).rejects.toThrow(`session ${session.id} is open in this process; close it before removing its log`)
+    await expect(memory.remove(session.id)).rejects.toThrow(
+      `session ${session.id} is open in this process; close it before removing its log`,
+    )
     await expect(memory.remove(session.id)).rejects.toBeInstanceOf(SessionInUseError)
     expect(memory.logs.has(session.id)).toBe(true)
     await store.close(session)

@@ -21,7 +21,9 @@ export const Config: Schema<RedactionConfig> = Schema.object({
     .description('Shorter credential values are not redacted: they would hit common words.'),
   env: Schema.array(Schema.string())
     .default(['DEEPSEEK_API_KEY'])
-    .description('Environment variables whose values are secrets even without ctx.credentials (sdk-minimal reads its key from the environment).'),
+    .description(
+      'Environment variables whose values are secrets even without ctx.credentials (sdk-minimal reads its key from the environment).',
+    ),
 })
 
 /**

@@ -16,7 +16,8 @@ export const placeholder = (name: string) => `[redacted: ${name}]`
  */
 export function redactable(secrets: readonly NamedSecret[], minLength: number): NamedSecret[] {
   const byValue = new Map<string, NamedSecret>()
-  for (const secret of secrets) if (secret.value.length >= minLength && !byValue.has(secret.value)) byValue.set(secret.value, secret)
+  for (const secret of secrets)
+    if (secret.value.length >= minLength && !byValue.has(secret.value)) byValue.set(secret.value, secret)
   return [...byValue.values()].sort((a, b) => b.value.length - a.value.length)
 }
 
@@ -50,7 +51,10 @@ type Delta = Extract<StreamChunk, { type: 'text-delta' | 'reasoning-delta' | 'to
  * shows whether it is one. A different run, usage or the finish lets the held
  * text go first, so the order of the stream is kept.
  */
-export async function* redactStream(source: AsyncIterable<StreamChunk>, secrets: readonly NamedSecret[]): AsyncIterable<StreamChunk> {
+export async function* redactStream(
+  source: AsyncIterable<StreamChunk>,
+  secrets: readonly NamedSecret[],
+): AsyncIterable<StreamChunk> {
   let held: { chunk: Delta; text: string } | undefined
   const release = (): Delta | undefined => {
     if (!held) return undefined

@@ -22,8 +22,17 @@ async function collect(chunks: StreamChunk[], secrets = [KEY, TOKEN]): Promise<S
 }
 
 /** Cuts `text` into deltas of `size` characters. */
-const deltas = (text: string, size: number, type: 'text-delta' | 'reasoning-delta' = 'text-delta', index = 0): StreamChunk[] =>
-  Array.from({ length: Math.ceil(text.length / size) }, (_, i) => ({ type, index, text: text.slice(i * size, (i + 1) * size) }))
+const deltas = (
+  text: string,
+  size: number,
+  type: 'text-delta' | 'reasoning-delta' = 'text-delta',
+  index = 0,
+): StreamChunk[] =>
+  Array.from({ length: Math.ceil(text.length / size) }, (_, i) => ({
+    type,
+    index,
+    text: text.slice(i * size, (i + 1) * size),
+  }))
 
 describe('redactText and redactable', () => {
   it('replaces every occurrence with the name, longest secret first, and leaves other text alone', () => {
@@ -43,7 +52,9 @@ describe('redactStream', () => {
     for (const size of [1, 2, 3, 5, 7, 64]) {
       const out = await collect([...deltas(text, size), { type: 'finish', reason: 'stop' }])
       const shown = out.filter((c) => c.type === 'text-delta').map((c) => (c as { text: string }).text)
-      expect(shown.join(''), `deltas of ${size}`).toBe('The key is [redacted: DEEPSEEK_API_KEY], and the token [redacted: OTHER_TOKEN]. Done.')
+      expect(shown.join(''), `deltas of ${size}`).toBe(
+        'The key is [redacted: DEEPSEEK_API_KEY], and the token [redacted: OTHER_TOKEN]. Done.',
+      )
       // No delta ever carries a piece of the key: its start is held back until the rest shows it is one.
       expect(shown.join('|')).not.toMatch(/sk-t|tok-9/)
       expect(out.at(-1)).toEqual({ type: 'finish', reason: 'stop' })
@@ -77,7 +88,9 @@ describe('redactStream', () => {
     const calls = out.filter((c) => c.type === 'tool-call-delta') as Extract<StreamChunk, { type: 'tool-call-delta' }>[]
     expect(calls[0]).toMatchObject({ id: 'call_1', name: 'bash' })
     expect(calls.slice(1).every((c) => c.id === undefined && c.name === undefined)).toBe(true)
-    expect(JSON.parse(calls.map((c) => c.argumentsDelta).join(''))).toEqual({ command: 'echo [redacted: DEEPSEEK_API_KEY]' })
+    expect(JSON.parse(calls.map((c) => c.argumentsDelta).join(''))).toEqual({
+      command: 'echo [redacted: DEEPSEEK_API_KEY]',
+    })
   })
 })
 
@@ -99,15 +112,29 @@ describe('the redaction plugin', () => {
     const fiber = root.plugin(redaction, { minLength: 8, env: [] })
     await fiber
     const session = root.sessions.create({ cwd: '/w' })
-    const event = session.append('user/message', { message: textMessage('user', `use ${KEY.value} and abc1234`, { kind: 'user' }) })
+    const event = session.append('user/message', {
+      message: textMessage('user', `use ${KEY.value} and abc1234`, { kind: 'user' }),
+    })
     expect(JSON.stringify(event)).not.toContain(KEY.value)
-    expect(session.deriveMessages()[0]?.content).toEqual([{ type: 'text', text: 'use [redacted: DEEPSEEK_API_KEY] and abc1234' }])
+    expect(session.deriveMessages()[0]?.content).toEqual([
+      { type: 'text', text: 'use [redacted: DEEPSEEK_API_KEY] and abc1234' },
+    ])
     // A seed (a resume of a log written before) is redacted too.
-    const stored = [{ seq: 0, time: 1, type: 'turn/start', data: { turn: 1 } }, { ...event, seq: 1, data: { message: textMessage('user', KEY.value, { kind: 'user' }) } }]
-    const resumed = root.sessions.create({ cwd: '/w', seed: JSON.parse(JSON.stringify(stored)), seedStored: true, adoptSeed: true })
+    const stored = [
+      { seq: 0, time: 1, type: 'turn/start', data: { turn: 1 } },
+      { ...event, seq: 1, data: { message: textMessage('user', KEY.value, { kind: 'user' }) } },
+    ]
+    const resumed = root.sessions.create({
+      cwd: '/w',
+      seed: JSON.parse(JSON.stringify(stored)),
+      seedStored: true,
+      adoptSeed: true,
+    })
     expect(JSON.stringify(resumed.events)).not.toContain(KEY.value)
     await fiber.dispose()
-    const after = root.sessions.create({ cwd: '/w' }).append('user/message', { message: textMessage('user', KEY.value, { kind: 'user' }) })
+    const after = root.sessions
+      .create({ cwd: '/w' })
+      .append('user/message', { message: textMessage('user', KEY.value, { kind: 'user' }) })
     expect(JSON.stringify(after)).toContain(KEY.value)
   })
 })

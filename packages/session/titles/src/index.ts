@@ -3,7 +3,6 @@ import { type Context, Schema, Service } from '@dsh/cordis'
 import { completeText, type Message } from '@dsh/llm'
 import { newMessageId, type Session, type SessionEvent } from '@dsh/session'
 
-
 /** The `session/title` event is a wire type (`@dsh/wire-types`). */
 export type { TitleSource } from '@dsh/wire-types'
 
@@ -30,13 +29,22 @@ export const DEFAULT_PROMPT =
   'trailing punctuation, no explanation.'
 
 export const Config: Schema<SessionTitlesConfig> = Schema.object({
-  enabled: Schema.boolean().default(true).description("Title new sessions with a model call when the user's first message arrives. `rename` works either way."),
+  enabled: Schema.boolean()
+    .default(true)
+    .description(
+      "Title new sessions with a model call when the user's first message arrives. `rename` works either way.",
+    ),
   provider: Schema.string().description("Route of the title call; default: the session's agent's."),
   model: Schema.string().description("Model of the title call; default: the session's agent's."),
   maxTokens: Schema.natural().min(1).default(60).description('Output token cap of the title call.'),
-  maxInputChars: Schema.natural().min(1).default(4000).description("Characters of the user's first message sent to the title call."),
+  maxInputChars: Schema.natural()
+    .min(1)
+    .default(4000)
+    .description("Characters of the user's first message sent to the title call."),
   maxTitleChars: Schema.natural().min(1).default(80).description('Longer titles are cut at a word boundary.'),
-  childSessions: Schema.boolean().default(false).description('Also title sessions that have a parent (subagents, forks).'),
+  childSessions: Schema.boolean()
+    .default(false)
+    .description('Also title sessions that have a parent (subagents, forks).'),
   prompt: Schema.string().default(DEFAULT_PROMPT).description('System prompt of the title call.'),
 })
 
@@ -117,7 +125,8 @@ export class SessionTitles extends Service {
     this.attempted.add(session)
     if (this.titleOf(session) !== undefined) return
     const first = session.events.find(
-      (e): e is SessionEvent<'user/message'> => e.type === 'user/message' && (e as SessionEvent<'user/message'>).data.message.source.kind === 'user',
+      (e): e is SessionEvent<'user/message'> =>
+        e.type === 'user/message' && (e as SessionEvent<'user/message'>).data.message.source.kind === 'user',
     )
     const text = first ? textOf(first.data.message).trim() : ''
     if (text) void this.generate(session, text)
@@ -132,7 +141,8 @@ export class SessionTitles extends Service {
       const options = agents?.get(session.id)?.options ?? agents?.defaults()
       const provider = this.config.provider ?? options?.provider
       const model = this.config.model ?? options?.model
-      if (!provider || !model) throw new Error('no model is configured for titles (set provider and model in the session-titles config)')
+      if (!provider || !model)
+        throw new Error('no model is configured for titles (set provider and model in the session-titles config)')
       const reply = await completeText(this.home.llm, {
         provider,
         model,
@@ -142,13 +152,28 @@ export class SessionTitles extends Service {
         sessionId: session.id,
         signal: controller.signal,
         messages: [
-          { id: newMessageId(), role: 'system', source: { kind: 'system' }, content: [{ type: 'text', text: this.config.prompt }] },
-          { id: newMessageId(), role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: text.slice(0, this.config.maxInputChars) }] },
+          {
+            id: newMessageId(),
+            role: 'system',
+            source: { kind: 'system' },
+            content: [{ type: 'text', text: this.config.prompt }],
+          },
+          {
+            id: newMessageId(),
+            role: 'user',
+            source: { kind: 'user' },
+            content: [{ type: 'text', text: text.slice(0, this.config.maxInputChars) }],
+          },
         ],
       })
       const title = normalizeTitle(reply.text, this.config.maxTitleChars)
       if (!title) throw new Error('the model returned an empty title')
-      if (controller.signal.aborted || this.home.sessions.get(session.id) !== session || this.titleOf(session) !== undefined) return
+      if (
+        controller.signal.aborted ||
+        this.home.sessions.get(session.id) !== session ||
+        this.titleOf(session) !== undefined
+      )
+        return
       session.append(TITLE_EVENT, { title, source: 'model' })
     } catch (error) {
       if (!controller.signal.aborted) logger.warn('session %s stays untitled: %s', session.id, errorText(error))

@@ -3,7 +3,13 @@ import { type Context, emitIsolated, type Fiber } from '@dsh/cordis'
 import type { SessionEvent } from '@dsh/session'
 import { describe, expect, it } from 'vitest'
 // The spine and the mock model server, as the agent loop's own tests mount them.
-import { type Harness, harnessPerTest, lastTurnEnd, ofType, wireMessages } from '../../../core/agent-loop/tests/harness.ts'
+import {
+  type Harness,
+  harnessPerTest,
+  lastTurnEnd,
+  ofType,
+  wireMessages,
+} from '../../../core/agent-loop/tests/harness.ts'
 import { type MockReply, type RecordedRequest, reply } from '../../../test-support/llm-mock/src/index.ts'
 import * as titles from '../src/index.ts'
 import { normalizeTitle, type SessionTitlesConfig } from '../src/index.ts'
@@ -11,17 +17,24 @@ import { normalizeTitle, type SessionTitlesConfig } from '../src/index.ts'
 /** A harness per test; afterwards it is disposed and must have logged no warning. */
 const startHarness = harnessPerTest()
 
-const isTitleCall = (request: RecordedRequest) => JSON.stringify(request.body.messages).includes('You name conversations')
+const isTitleCall = (request: RecordedRequest) =>
+  JSON.stringify(request.body.messages).includes('You name conversations')
 
 interface Setup {
   h: Harness
   fiber: Fiber
   titleCalls: () => RecordedRequest[]
   /** Scripts the agent's replies; title calls get `title`. */
-  script(agentReplies: MockReply[], title?: MockReply | ((request: RecordedRequest) => MockReply | Promise<MockReply>)): void
+  script(
+    agentReplies: MockReply[],
+    title?: MockReply | ((request: RecordedRequest) => MockReply | Promise<MockReply>),
+  ): void
 }
 
-async function setup(config: Partial<SessionTitlesConfig> = {}, options: { persistence?: boolean } = {}): Promise<Setup> {
+async function setup(
+  config: Partial<SessionTitlesConfig> = {},
+  options: { persistence?: boolean } = {},
+): Promise<Setup> {
   const h = await startHarness(options)
   const fiber = h.root.plugin(titles, config as SessionTitlesConfig)
   await fiber
@@ -124,7 +137,9 @@ describe('rename', () => {
     h.root.sessionTitles.rename(agent.session, '  My   session  ')
     await h.mock.waitForConnections(open - 1)
     expect(titleEvents(agent).map((e) => e.data)).toEqual([{ title: 'My session', source: 'user' }])
-    expect(() => h.root.sessionTitles.rename(agent.session, ' \n ')).toThrow(/a title needs at least one visible character/)
+    expect(() => h.root.sessionTitles.rename(agent.session, ' \n ')).toThrow(
+      /a title needs at least one visible character/,
+    )
   })
 
   it('works with model titles turned off', async () => {

@@ -9,7 +9,10 @@ export interface BashShellConfig {
 }
 
 export const Config: Schema<BashShellConfig> = Schema.object({
-  shell: Schema.string().min(1).default('bash').description('The shell that runs each command as `<shell> -c <command>`: a name looked up on PATH, or a path.'),
+  shell: Schema.string()
+    .min(1)
+    .default('bash')
+    .description('The shell that runs each command as `<shell> -c <command>`: a name looked up on PATH, or a path.'),
   env: Schema.dict(Schema.string())
     .default({ NO_COLOR: '1', TERM: 'dumb', PAGER: 'cat', GIT_PAGER: 'cat' })
     .description('Variables set for every command, on top of the scrubbed environment.'),
@@ -35,12 +38,16 @@ export class BashShell extends Shell {
     const { command, cwd, policy } = request
     if (typeof command !== 'string') throw new TypeError('shell: command must be a string')
     const info = await stat(cwd).catch(() => undefined)
-    if (!info?.isDirectory()) throw new ShellError('BAD_CWD', `the working directory ${cwd} does not exist or is not a directory`)
+    if (!info?.isDirectory())
+      throw new ShellError('BAD_CWD', `the working directory ${cwd} does not exist or is not a directory`)
     let argv = [this.settings.shell, '-c', command]
     let release: (() => Promise<void>) | undefined
     const sandbox = this.home.get('sandbox')
     if (policy?.mode !== 'off' && !sandbox) {
-      throw new ShellError('SANDBOX_REFUSED', `the command needs the ${policy?.mode} sandbox, but no sandbox service is running, so it was not run`)
+      throw new ShellError(
+        'SANDBOX_REFUSED',
+        `the command needs the ${policy?.mode} sandbox, but no sandbox service is running, so it was not run`,
+      )
     }
     if (sandbox) {
       // Mode off goes through the sandbox too: it reaps what an unconfined command leaves behind.

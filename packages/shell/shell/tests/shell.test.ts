@@ -26,7 +26,9 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-async function boot(options: { sandbox?: Partial<BwrapSandboxConfig> | false; subprocess?: Partial<LocalSubprocessConfig> } = {}) {
+async function boot(
+  options: { sandbox?: Partial<BwrapSandboxConfig> | false; subprocess?: Partial<LocalSubprocessConfig> } = {},
+) {
   const subprocess = root.plugin(subprocessPlugin, (options.subprocess ?? {}) as LocalSubprocessConfig)
   await subprocess
   if (options.sandbox !== false) await root.plugin(sandboxPlugin, (options.sandbox ?? {}) as BwrapSandboxConfig)
@@ -35,7 +37,13 @@ async function boot(options: { sandbox?: Partial<BwrapSandboxConfig> | false; su
 }
 
 function policy(overrides: Partial<SandboxPolicy> = {}): SandboxPolicy {
-  return { mode: 'workspace-write', writableRoots: [dir], protectedPaths: [join(dir, '.git')], network: 'off', ...overrides }
+  return {
+    mode: 'workspace-write',
+    writableRoots: [dir],
+    protectedPaths: [join(dir, '.git')],
+    network: 'off',
+    ...overrides,
+  }
 }
 
 function collect(stream: Readable): { text: () => string } {
@@ -52,7 +60,6 @@ async function run(command: string, rules: SandboxPolicy = policy()) {
   return { exit, stdout: out.text(), stderr: err.text() }
 }
 
-
 async function until(check: () => Promise<boolean>): Promise<void> {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 20))
 }
@@ -68,7 +75,10 @@ describe('ctx.shell (bash)', () => {
     await boot()
     process.env.SHELL_TEST_TOKEN = 'leak'
     try {
-      const first = await run('FOO=kept; echo "$NO_COLOR $TERM ${SHELL_TEST_TOKEN:-none}"; exit 4', policy({ mode: 'off' }))
+      const first = await run(
+        'FOO=kept; echo "$NO_COLOR $TERM ${SHELL_TEST_TOKEN:-none}"; exit 4',
+        policy({ mode: 'off' }),
+      )
       expect(first.exit).toMatchObject({ code: 4, timedOut: false, cancelled: false })
       expect(first.stdout).toBe('1 dumb none\n')
       const second = await run('echo "${FOO:-fresh}"', policy({ mode: 'off' }))
@@ -94,12 +104,17 @@ describe('ctx.shell (bash)', () => {
     await boot({ sandbox: { bwrapPath: join(dir, 'missing-bwrap') } })
     const refused = root.shell.run({ command: `touch ${dir}/should-not-exist`, cwd: dir, policy: policy() })
     await expect(refused).rejects.toBeInstanceOf(ShellError)
-    await expect(refused).rejects.toMatchObject({ code: 'SANDBOX_REFUSED', message: expect.stringMatching(/unavailable here .*not found/) })
+    await expect(refused).rejects.toMatchObject({
+      code: 'SANDBOX_REFUSED',
+      message: expect.stringMatching(/unavailable here .*not found/),
+    })
     await expect(readdir(dir)).resolves.toEqual(['.git'])
 
     await root.fiber.dispose()
     await boot({ sandbox: false })
-    await expect(root.shell.run({ command: 'true', cwd: dir, policy: policy({ mode: 'read-only' }) })).rejects.toMatchObject({
+    await expect(
+      root.shell.run({ command: 'true', cwd: dir, policy: policy({ mode: 'read-only' }) }),
+    ).rejects.toMatchObject({
       code: 'SANDBOX_REFUSED',
       message: expect.stringMatching(/no sandbox service is running/),
     })
@@ -109,7 +124,9 @@ describe('ctx.shell (bash)', () => {
 
   it('says when the working directory is unusable', async () => {
     await boot()
-    await expect(root.shell.run({ command: 'true', cwd: join(dir, 'nope'), policy: policy() })).rejects.toMatchObject({ code: 'BAD_CWD' })
+    await expect(root.shell.run({ command: 'true', cwd: join(dir, 'nope'), policy: policy() })).rejects.toMatchObject({
+      code: 'BAD_CWD',
+    })
   })
 
   it('kills every sandboxed process on timeout, leaving no survivor', async () => {
@@ -133,7 +150,12 @@ describe('ctx.shell (bash)', () => {
     const { subprocess } = await boot()
     const tag = marker()
     const abort = new AbortController()
-    const cancelled = await root.shell.run({ command: `exec -a ${tag} sleep 1000 & wait`, cwd: dir, policy: policy(), signal: abort.signal })
+    const cancelled = await root.shell.run({
+      command: `exec -a ${tag} sleep 1000 & wait`,
+      cwd: dir,
+      policy: policy(),
+      signal: abort.signal,
+    })
     await until(async () => (await liveWithMarker(tag)).length === 1)
     abort.abort()
     expect((await cancelled.done).cancelled).toBe(true)

@@ -1,7 +1,22 @@
 import { type Context, type JsonValue, Schema } from '@dsh/cordis'
 import type { Jobs } from '@dsh/jobs'
-import { type ProcessExit, type ProcessHandle, protectedProjectPaths, type SandboxMode, type SandboxPolicy, ShellError } from '@dsh/shell'
-import { defineTool, oneLine, textArgument, type ToolCall, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import {
+  type ProcessExit,
+  type ProcessHandle,
+  protectedProjectPaths,
+  type SandboxMode,
+  type SandboxPolicy,
+  ShellError,
+} from '@dsh/shell'
+import {
+  defineTool,
+  oneLine,
+  textArgument,
+  type ToolCall,
+  ToolError,
+  type ToolOutput,
+  type ToolRunContext,
+} from '@dsh/tools'
 import { z } from 'zod'
 import { StreamCapture } from './capture.ts'
 
@@ -30,23 +45,38 @@ export interface BashToolConfig {
 }
 
 export const Config: Schema<BashToolConfig> = Schema.object({
-  defaultTimeoutMs: Schema.natural().min(1).default(120_000).description('Timeout of a command when the call gives none, in milliseconds.'),
-  maxTimeoutMs: Schema.natural().min(1).default(600_000).description('The longest timeout a call may ask for, in milliseconds.'),
-  maxOutputBytes: Schema.natural().min(1).default(30_000).description('Bytes of stdout and of stderr each that the result shows (the tail).'),
+  defaultTimeoutMs: Schema.natural()
+    .min(1)
+    .default(120_000)
+    .description('Timeout of a command when the call gives none, in milliseconds.'),
+  maxTimeoutMs: Schema.natural()
+    .min(1)
+    .default(600_000)
+    .description('The longest timeout a call may ask for, in milliseconds.'),
+  maxOutputBytes: Schema.natural()
+    .min(1)
+    .default(30_000)
+    .description('Bytes of stdout and of stderr each that the result shows (the tail).'),
   maxSpillBytes: Schema.natural()
     .min(1)
     .default(16 * 1024 * 1024)
     .description('Bytes of stdout and of stderr each that are kept for the spill service when the output is cut.'),
   stopAllowanceMs: Schema.natural()
     .default(30_000)
-    .description('How much longer than the longest timeout the tool runtime lets a call take (killing the tree, spilling output), in milliseconds.'),
+    .description(
+      'How much longer than the longest timeout the tool runtime lets a call take (killing the tree, spilling output), in milliseconds.',
+    ),
   sandbox: Schema.object({
     mode: Schema.union(['read-only', 'workspace-write', 'off'] as const)
       .default('workspace-write')
-      .description('Confinement when no permission service says otherwise. workspace-write: the workspace and the temp folder are writable, <workspace>/.git is not.'),
+      .description(
+        'Confinement when no permission service says otherwise. workspace-write: the workspace and the temp folder are writable, <workspace>/.git is not.',
+      ),
     network: Schema.union(['off', 'on'] as const)
       .default('off')
-      .description('The network of confined commands: off, or on (outbound, never the host loopback; needs @dsh/sandbox-network).'),
+      .description(
+        'The network of confined commands: off, or on (outbound, never the host loopback; needs @dsh/sandbox-network).',
+      ),
   })
     .default({ mode: 'workspace-write', network: 'off' })
     .description('The sandbox policy used when `ctx.permission` is absent.'),
@@ -79,7 +109,10 @@ export function apply(ctx: Context, config: BashToolConfig) {
       try {
         return source.sandboxPolicy({ sessionId: run.sessionId, cwd: run.cwd }, { escalated, call: { call, run } })
       } catch (error) {
-        throw new ToolError('BASH_POLICY_FAILED', `could not work out the sandbox policy for this session: ${message(error)}`)
+        throw new ToolError(
+          'BASH_POLICY_FAILED',
+          `could not work out the sandbox policy for this session: ${message(error)}`,
+        )
       }
     }
     if (escalated && config.sandbox.mode !== 'off') {
@@ -97,7 +130,13 @@ export function apply(ctx: Context, config: BashToolConfig) {
     }
   }
 
-  async function start(args: { command: string }, run: ToolRunContext, policy: SandboxPolicy, timeoutMs?: number, signal?: AbortSignal) {
+  async function start(
+    args: { command: string },
+    run: ToolRunContext,
+    policy: SandboxPolicy,
+    timeoutMs?: number,
+    signal?: AbortSignal,
+  ) {
     try {
       return await ctx.shell.run({
         command: args.command,
@@ -152,24 +191,45 @@ export function apply(ctx: Context, config: BashToolConfig) {
             .optional()
             .describe(`Timeout in milliseconds. Default ${config.defaultTimeoutMs}, at most ${config.maxTimeoutMs}.`),
           description: z.string().optional().describe('A few words on what the command does, for the user.'),
-          run_in_background: z.boolean().optional().describe('Start the command as a background job and return its id at once.'),
-          escalate: z.boolean().optional().describe('Run outside the sandbox. Needs the user\'s approval and a justification.'),
-          justification: z.string().optional().describe('With escalate: one sentence on why the command must run outside the sandbox.'),
+          run_in_background: z
+            .boolean()
+            .optional()
+            .describe('Start the command as a background job and return its id at once.'),
+          escalate: z
+            .boolean()
+            .optional()
+            .describe("Run outside the sandbox. Needs the user's approval and a justification."),
+          justification: z
+            .string()
+            .optional()
+            .describe('With escalate: one sentence on why the command must run outside the sandbox.'),
         })
         .superRefine((args, issues) => {
           if (args.escalate && !args.justification?.trim()) {
-            issues.addIssue({ code: 'custom', path: ['justification'], message: 'escalate needs a justification: say in one sentence why the command must run outside the sandbox' })
+            issues.addIssue({
+              code: 'custom',
+              path: ['justification'],
+              message:
+                'escalate needs a justification: say in one sentence why the command must run outside the sandbox',
+            })
           }
         }),
       timeoutMs: config.maxTimeoutMs + config.stopAllowanceMs,
-      access: (args) => (args.escalate ? { kind: 'execute', escalated: true, summary: args.command } : { kind: 'execute', summary: args.command }),
+      access: (args) =>
+        args.escalate
+          ? { kind: 'execute', escalated: true, summary: args.command }
+          : { kind: 'execute', summary: args.command },
       async execute(args, run): Promise<ToolOutput> {
         const escalated = args.escalate === true
         const policy = policyFor(run, escalated, args)
 
         if (args.run_in_background) {
           const service = jobs()
-          if (!service) throw new ToolError('BASH_JOBS_UNAVAILABLE', 'background jobs are not available here (no jobs service is running); run the command in the foreground.')
+          if (!service)
+            throw new ToolError(
+              'BASH_JOBS_UNAVAILABLE',
+              'background jobs are not available here (no jobs service is running); run the command in the foreground.',
+            )
           const handle = await start(args, run, policy)
           const label = (args.description?.trim() || args.command).slice(0, 200)
           let id: string
@@ -207,13 +267,25 @@ export function apply(ctx: Context, config: BashToolConfig) {
           stdout: await spill(stdout, 'stdout', run),
           stderr: await spill(stderr, 'stderr', run),
         }
-        return render({ exit, stdout, stderr, spilled, timeoutMs, policy, canEscalate: !escalated && permission() !== undefined })
+        return render({
+          exit,
+          stdout,
+          stderr,
+          spilled,
+          timeoutMs,
+          policy,
+          canEscalate: !escalated && permission() !== undefined,
+        })
       },
     }),
   )
 
   /** Saves a cut stream in full through `ctx.spill`; the path, or a note on why there is none. */
-  async function spill(capture: StreamCapture, stream: 'stdout' | 'stderr', run: ToolRunContext): Promise<SpillNote | undefined> {
+  async function spill(
+    capture: StreamCapture,
+    stream: 'stdout' | 'stderr',
+    run: ToolRunContext,
+  ): Promise<SpillNote | undefined> {
     if (capture.tail.read().dropped === 0) return undefined
     const store = spillStore()
     if (!store) return undefined
@@ -261,7 +333,9 @@ function render({ exit, stdout: out, stderr: err, spilled, timeoutMs, policy, ca
   if (denied) {
     lines.push(
       `[sandbox: a write was denied under the ${policy.mode} sandbox` +
-        (canEscalate ? '; if the command must write there, call bash again with escalate: true and a justification]' : ']'),
+        (canEscalate
+          ? '; if the command must write there, call bash again with escalate: true and a justification]'
+          : ']'),
     )
   }
   if (exit.timedOut) lines.push(`[timed out after ${timeoutMs}ms; the command and its child processes were killed]`)
@@ -269,7 +343,9 @@ function render({ exit, stdout: out, stderr: err, spilled, timeoutMs, policy, ca
   if (exit.signal) lines.push(`[killed by signal: ${exit.signal}]`)
   if (exit.code !== null) lines.push(`[exit code: ${exit.code}]`)
   if (exit.lingering) {
-    lines.push('[background processes started by this command are still running; they are stopped when dsh shuts down. Use run_in_background for long-running commands]')
+    lines.push(
+      '[background processes started by this command are still running; they are stopped when dsh shuts down. Use run_in_background for long-running commands]',
+    )
   }
   const meta: Record<string, JsonValue> = {
     exitCode: exit.code,

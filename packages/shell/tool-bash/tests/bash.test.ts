@@ -82,7 +82,13 @@ async function provide(name: string, value: unknown): Promise<Fiber> {
 function options(overrides: Partial<ToolRunOptions> = {}): ToolRunOptions {
   const sessionId = overrides.sessionId ?? 'bash-session'
   if (!sessionStates.has(sessionId)) sessionStates.set(sessionId, new Map())
-  return { signal: new AbortController().signal, cwd: dir, sessionId, sessionState: sessionStates.get(sessionId)!, ...overrides }
+  return {
+    signal: new AbortController().signal,
+    cwd: dir,
+    sessionId,
+    sessionState: sessionStates.get(sessionId)!,
+    ...overrides,
+  }
 }
 
 async function call(name: string, args: Record<string, unknown>, run: ToolRunOptions = options()): Promise<ToolResult> {
@@ -95,8 +101,6 @@ const bash = (args: Record<string, unknown>, run?: ToolRunOptions) => call('bash
 function text(result: ToolResult): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
 }
-
-
 
 function pids(output: string): number[] {
   return output
@@ -177,7 +181,13 @@ describe('bash', () => {
   it('scrubs credential-like variables from the environment', async () => {
     await boot()
     const saved = { ...process.env }
-    Object.assign(process.env, { FOO_TOKEN: 'leak-1', my_api_key: 'leak-2', DB_PASSWORD: 'leak-3', AWS_SECRET_ACCESS_KEY: 'leak-4', PLAIN_SETTING: 'visible' })
+    Object.assign(process.env, {
+      FOO_TOKEN: 'leak-1',
+      my_api_key: 'leak-2',
+      DB_PASSWORD: 'leak-3',
+      AWS_SECRET_ACCESS_KEY: 'leak-4',
+      PLAIN_SETTING: 'visible',
+    })
     try {
       const out = text(await bash({ command: 'env' }))
       expect(out).not.toMatch(/leak-/)
@@ -185,7 +195,8 @@ describe('bash', () => {
       expect(out).toContain(`HOME=${process.env.HOME}`)
       expect(out).toContain('NO_COLOR=1')
     } finally {
-      for (const key of ['FOO_TOKEN', 'my_api_key', 'DB_PASSWORD', 'AWS_SECRET_ACCESS_KEY', 'PLAIN_SETTING']) delete process.env[key]
+      for (const key of ['FOO_TOKEN', 'my_api_key', 'DB_PASSWORD', 'AWS_SECRET_ACCESS_KEY', 'PLAIN_SETTING'])
+        delete process.env[key]
       Object.assign(process.env, saved)
     }
   })
@@ -217,7 +228,9 @@ describe('bash', () => {
     expect(saved[0]).toMatchObject({ sessionId: 'spilling', label: 'bash-stdout' })
     expect(saved[0]!.text).toBe(full)
     expect(out).toMatch(
-      new RegExp(`^\\[stdout truncated: the first ${Buffer.byteLength(full) - 1000} bytes were dropped; the full stdout is saved at /spill/1\\.txt \\(page through it with read\\)\\]\\n`),
+      new RegExp(
+        `^\\[stdout truncated: the first ${Buffer.byteLength(full) - 1000} bytes were dropped; the full stdout is saved at /spill/1\\.txt \\(page through it with read\\)\\]\\n`,
+      ),
     )
     expect(out).toMatch(/\n200000\n\[stderr\]\nsmall\n\[exit code: 0\]$/)
     expect(result.meta).toMatchObject({ stdoutPath: '/spill/1.txt' })
@@ -238,7 +251,10 @@ describe('bash', () => {
   it('kills every sandboxed process on timeout', async () => {
     await boot()
     const tag = `dsh-bash-marker-${process.pid}-timeout`
-    const result = await bash({ command: `bash -c 'touch started; exec -a ${tag} sleep 1000' & until [ -e started ]; do sleep 0.01; done; touch ready; wait`, timeout: 2000 })
+    const result = await bash({
+      command: `bash -c 'touch started; exec -a ${tag} sleep 1000' & until [ -e started ]; do sleep 0.01; done; touch ready; wait`,
+      timeout: 2000,
+    })
     expect(result.error?.code).toBe('BASH_TIMEOUT')
     expect(await exists(join(dir, 'ready'))).toBe(true)
     expect(await liveWithMarker(tag)).toEqual([])
@@ -300,7 +316,9 @@ describe('bash in the sandbox', () => {
     expect(await exists(join(dir, 'made.txt'))).toBe(true)
 
     const git = await bash({ command: 'touch .git/config' })
-    expect(text(git)).toMatch(/Read-only file system\n\[sandbox: a write was denied under the workspace-write sandbox\]\n\[exit code: 1\]$/)
+    expect(text(git)).toMatch(
+      /Read-only file system\n\[sandbox: a write was denied under the workspace-write sandbox\]\n\[exit code: 1\]$/,
+    )
     expect(await exists(join(dir, '.git', 'config'))).toBe(false)
 
     const away = await bash({ command: `touch ${outside}/escaped` })
@@ -324,7 +342,9 @@ describe('bash in the sandbox', () => {
     const result = await bash({ command: 'touch should-not-exist' })
     expect(result.isError).toBe(true)
     expect(result.error?.code).toBe('BASH_SANDBOX_REFUSED')
-    expect(text(result)).toMatch(/^Error: the command needs the workspace-write sandbox, which is unavailable here \(bubblewrap \(bwrap\) was not found at/)
+    expect(text(result)).toMatch(
+      /^Error: the command needs the workspace-write sandbox, which is unavailable here \(bubblewrap \(bwrap\) was not found at/,
+    )
     expect(await exists(join(dir, 'should-not-exist'))).toBe(false)
   })
 
@@ -346,13 +366,26 @@ describe('bash in the sandbox', () => {
     expect(asked).toEqual([
       {
         run: { sessionId: 'bash-session', cwd: dir },
-        options: { escalated: false, call: { call: expect.objectContaining({ name: 'bash', arguments: '{"command":"touch made.txt"}' }), run: expect.anything() } },
+        options: {
+          escalated: false,
+          call: {
+            call: expect.objectContaining({ name: 'bash', arguments: '{"command":"touch made.txt"}' }),
+            run: expect.anything(),
+          },
+        },
       },
     ])
 
-    const escalated = await bash({ command: `touch made.txt ${outside}/also`, escalate: true, justification: 'the user asked for it' })
+    const escalated = await bash({
+      command: `touch made.txt ${outside}/also`,
+      escalate: true,
+      justification: 'the user asked for it',
+    })
     expect(text(escalated)).toBe('(no output)\n[exit code: 0]')
-    expect(asked[1]).toEqual({ run: { sessionId: 'bash-session', cwd: dir }, options: expect.objectContaining({ escalated: true }) })
+    expect(asked[1]).toEqual({
+      run: { sessionId: 'bash-session', cwd: dir },
+      options: expect.objectContaining({ escalated: true }),
+    })
     expect(await exists(join(outside, 'also'))).toBe(true)
   })
 
@@ -370,10 +403,16 @@ describe('bash in the sandbox', () => {
 describe('bash in the background', () => {
   it('starts a job, which job_output polls to completion', async () => {
     await boot({}, { jobs: true })
-    const started = await bash({ command: 'echo one; until [ -e go ]; do sleep 0.01; done; echo two; exit 4', run_in_background: true, description: 'counter' })
+    const started = await bash({
+      command: 'echo one; until [ -e go ]; do sleep 0.01; done; echo two; exit 4',
+      run_in_background: true,
+      description: 'counter',
+    })
     expect(started.isError).toBe(false)
     const id = (started.meta as { jobId: string }).jobId
-    expect(text(started)).toMatch(new RegExp(`^started background job ${id}: counter\\nRead its output with job_output \\{"job_id": "${id}"\\}`))
+    expect(text(started)).toMatch(
+      new RegExp(`^started background job ${id}: counter\\nRead its output with job_output \\{"job_id": "${id}"\\}`),
+    )
     expect(text(await call('job_output', { job_id: id, wait_ms: 60_000 }))).toBe('one\n[status: running]')
     await writeFile(join(dir, 'go'), '')
     let all = ''
@@ -393,7 +432,9 @@ describe('bash in the background', () => {
     const started = await bash({ command: `exec -a ${tag} sleep 1000`, run_in_background: true })
     const id = (started.meta as { jobId: string }).jobId
     while ((await liveWithMarker(tag)).length === 0) await new Promise((resolve) => setTimeout(resolve, 10))
-    expect(text(await call('job_kill', { job_id: id }))).toMatch(new RegExp(`^stopped job ${id} .*\\[status: killed\\]$`))
+    expect(text(await call('job_kill', { job_id: id }))).toMatch(
+      new RegExp(`^stopped job ${id} .*\\[status: killed\\]$`),
+    )
     expect(await liveWithMarker(tag)).toEqual([])
   })
 

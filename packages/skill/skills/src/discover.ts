@@ -39,13 +39,20 @@ const FRONTMATTER = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/
  */
 export function parseSkill(text: string, file: string): ParsedSkill {
   const match = FRONTMATTER.exec(text)
-  if (!match) throw new Error(`${file} has no YAML frontmatter: it must start with a "---" line, then name and description, then "---"`)
+  if (!match)
+    throw new Error(
+      `${file} has no YAML frontmatter: it must start with a "---" line, then name and description, then "---"`,
+    )
   const data = parseYaml(match[1] as string, file)
   if (!isPlainObject(data)) throw new Error(`${file}: the frontmatter must be a mapping with name and description`)
   const { name, description } = data
   if (typeof name !== 'string' || !name.trim()) throw new Error(`${file}: the frontmatter has no name`)
-  if (!NAME.test(name.trim())) throw new Error(`${file}: name "${name}" must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit`)
-  if (typeof description !== 'string' || !description.trim()) throw new Error(`${file}: the frontmatter has no description`)
+  if (!NAME.test(name.trim()))
+    throw new Error(
+      `${file}: name "${name}" must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+    )
+  if (typeof description !== 'string' || !description.trim())
+    throw new Error(`${file}: the frontmatter has no description`)
   return { name: name.trim(), description: description.trim().replace(/\s+/g, ' '), body: text.slice(match[0].length) }
 }
 
@@ -81,7 +88,8 @@ export class SkillScanner {
         }
         const earlier = taken.get(parsed.name)
         if (earlier) {
-          if (path.dirname(earlier.folder) === root) skipped.push({ file, why: `${file}: skill "${parsed.name}" is already defined by ${earlier.file}`, key })
+          if (path.dirname(earlier.folder) === root)
+            skipped.push({ file, why: `${file}: skill "${parsed.name}" is already defined by ${earlier.file}`, key })
           continue
         }
         const skill = { name: parsed.name, description: parsed.description, folder, file }
@@ -111,7 +119,8 @@ export class SkillScanner {
 /** Reads a SKILL.md as UTF-8 text; refuses files over the size limit. */
 export function readSkillFile(file: string, maxFileBytes: number): string {
   const size = statSync(file).size
-  if (size > maxFileBytes) throw new Error(`${file} has ${size} bytes, more than the ${maxFileBytes} a SKILL.md may have (maxFileBytes)`)
+  if (size > maxFileBytes)
+    throw new Error(`${file} has ${size} bytes, more than the ${maxFileBytes} a SKILL.md may have (maxFileBytes)`)
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(file))
   } catch {

@@ -5,7 +5,16 @@ import { defineTool, textArgument, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import { type Discovery, parseSkill, readSkillFile, type Skill, SkillScanner } from './discover.ts'
 
-export { parseSkill, readSkillFile, SkillScanner, SKILL_FILE, type Discovery, type ParsedSkill, type Skill, type SkippedSkill } from './discover.ts'
+export {
+  parseSkill,
+  readSkillFile,
+  SkillScanner,
+  SKILL_FILE,
+  type Discovery,
+  type ParsedSkill,
+  type Skill,
+  type SkippedSkill,
+} from './discover.ts'
 
 export interface SkillsConfig {
   roots: string[]
@@ -21,9 +30,14 @@ export const Config: Schema<SkillsConfig> = Schema.object({
       'Folders holding skill folders (<root>/<name>/SKILL.md), highest priority first: a name found in an earlier root wins. ' +
         'Relative roots resolve against the project root (the nearest folder with .git, else the workspace). The base bundle adds $DSH_HOME/skills after the project root.',
     ),
-  maxDescriptionChars: Schema.natural().min(1).default(500).description('A longer description is cut in the catalog the model sees.'),
+  maxDescriptionChars: Schema.natural()
+    .min(1)
+    .default(500)
+    .description('A longer description is cut in the catalog the model sees.'),
   maxFileBytes: Schema.natural().min(1).default(262_144).description('A larger SKILL.md is skipped with a warning.'),
-  order: Schema.number().default(300).description('Where the skill catalog goes in the system prompt (lower comes first).'),
+  order: Schema.number()
+    .default(300)
+    .description('Where the skill catalog goes in the system prompt (lower comes first).'),
 })
 
 export const name = 'skills'
@@ -59,7 +73,11 @@ export function apply(ctx: Context, config: SkillsConfig) {
       try {
         return renderCatalog(discover(target.cwd).skills, config.maxDescriptionChars)
       } catch (error) {
-        logger.warn('skills for %s could not be listed: %s', target.cwd, error instanceof Error ? error.message : String(error))
+        logger.warn(
+          'skills for %s could not be listed: %s',
+          target.cwd,
+          error instanceof Error ? error.message : String(error),
+        )
         return undefined
       }
     },
@@ -85,14 +103,19 @@ export function apply(ctx: Context, config: SkillsConfig) {
         const { skills } = discover(run.cwd)
         const skill = skills.find((s) => s.name === args.name)
         if (!skill) {
-          const known = skills.length ? `Available skills: ${skills.map((s) => s.name).join(', ')}.` : 'No skills are available.'
+          const known = skills.length
+            ? `Available skills: ${skills.map((s) => s.name).join(', ')}.`
+            : 'No skills are available.'
           throw new ToolError('UNKNOWN_SKILL', `there is no skill named "${args.name}". ${known}`)
         }
         let body: string
         try {
           body = parseSkill(readSkillFile(skill.file, config.maxFileBytes), skill.file).body
         } catch (error) {
-          throw new ToolError('SKILL_UNREADABLE', `skill "${skill.name}" could not be loaded: ${error instanceof Error ? error.message : String(error)}`)
+          throw new ToolError(
+            'SKILL_UNREADABLE',
+            `skill "${skill.name}" could not be loaded: ${error instanceof Error ? error.message : String(error)}`,
+          )
         }
         return { content: renderSkill(skill, body), meta: { name: skill.name, folder: skill.folder } }
       },
@@ -103,7 +126,10 @@ export function apply(ctx: Context, config: SkillsConfig) {
 function renderCatalog(skills: readonly Skill[], maxDescriptionChars: number): string | undefined {
   if (skills.length === 0) return undefined
   const lines = skills.map((skill) => {
-    const description = skill.description.length > maxDescriptionChars ? `${skill.description.slice(0, maxDescriptionChars - 1)}…` : skill.description
+    const description =
+      skill.description.length > maxDescriptionChars
+        ? `${skill.description.slice(0, maxDescriptionChars - 1)}…`
+        : skill.description
     return `- \`${skill.name}\`: ${description}`
   })
   return [

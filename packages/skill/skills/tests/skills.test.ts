@@ -25,7 +25,8 @@ async function skill(rootDir: string, folder: string, text: string, extra: Recor
   return dir
 }
 
-const md = (name: string, description: string, body = `Body of ${name}.`) => `---\nname: ${name}\ndescription: ${description}\n---\n${body}\n`
+const md = (name: string, description: string, body = `Body of ${name}.`) =>
+  `---\nname: ${name}\ndescription: ${description}\n---\n${body}\n`
 
 beforeEach(async () => {
   base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'dsh-skills-')))
@@ -77,9 +78,14 @@ describe('skills', () => {
   })
 
   it('loads a skill with the skill tool: its body and its folder', async () => {
-    const folder = await skill(path.join(project, '.dsh', 'skills'), 'deploy', md('deploy', 'Ship it.', 'Run ./deploy.sh from this folder.'), {
-      'deploy.sh': 'echo deploying',
-    })
+    const folder = await skill(
+      path.join(project, '.dsh', 'skills'),
+      'deploy',
+      md('deploy', 'Ship it.', 'Run ./deploy.sh from this folder.'),
+      {
+        'deploy.sh': 'echo deploying',
+      },
+    )
     await mount()
     const result = await callSkill('deploy')
     expect(result.isError).toBe(false)
@@ -113,7 +119,10 @@ describe('skills', () => {
     const plain = path.join(await skill(dir, 'plain', '# Just markdown\nNo frontmatter here.\n'), 'SKILL.md')
     const nameless = path.join(await skill(dir, 'nameless', '---\ndescription: No name.\n---\nbody\n'), 'SKILL.md')
     const silent = path.join(await skill(dir, 'silent', '---\nname: silent\n---\nbody\n'), 'SKILL.md')
-    const broken = path.join(await skill(dir, 'broken', '---\nname: [unclosed\ndescription: x\n---\nbody\n'), 'SKILL.md')
+    const broken = path.join(
+      await skill(dir, 'broken', '---\nname: [unclosed\ndescription: x\n---\nbody\n'),
+      'SKILL.md',
+    )
     await mount()
     const prompt = render()
     render()
@@ -137,7 +146,9 @@ describe('skills', () => {
     const second = await skill(dir, 'b-deploy', md('deploy', 'Second.'))
     await mount()
     expect(render()).toContain('- `deploy`: First.')
-    expect(warnings).toEqual([expect.stringContaining(`skill "deploy" is already defined by ${path.join(dir, 'a-deploy', 'SKILL.md')}`)])
+    expect(warnings).toEqual([
+      expect.stringContaining(`skill "deploy" is already defined by ${path.join(dir, 'a-deploy', 'SKILL.md')}`),
+    ])
     expect(warnings[0]).toContain(second)
   })
 

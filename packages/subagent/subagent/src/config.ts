@@ -34,7 +34,9 @@ const AgentTypeSchema: Schema<AgentType> = Schema.object({
   tools: Schema.array(Schema.string())
     .default(['*'])
     .description('Allow-list of tool names; a trailing * matches a prefix, and * alone (the default) every tool.'),
-  exclude: Schema.array(Schema.string()).default([]).description('Tool names (a trailing * matches a prefix) this type never gets.'),
+  exclude: Schema.array(Schema.string())
+    .default([])
+    .description('Tool names (a trailing * matches a prefix) this type never gets.'),
   prompt: Schema.string().description("Added to the child's system prompt."),
   model: Schema.string().description("The model the child uses; the parent's when unset."),
 })
@@ -43,12 +45,15 @@ export const Config: Schema<SubagentConfig> = Schema.object({
   maxDepth: Schema.natural()
     .min(1)
     .default(1)
-    .description('How deep subagents may nest. 1: the top agent may start subagents, which cannot start their own (they do not get the task tool).'),
+    .description(
+      'How deep subagents may nest. 1: the top agent may start subagents, which cannot start their own (they do not get the task tool).',
+    ),
   defaultType: Schema.string().default('general').description('The type used when the model gives no subagent_type.'),
   types: Schema.dict(AgentTypeSchema)
     .default({
       general: {
-        description: 'A general-purpose agent for research, searching the code and multi-step work; it has the same tools as you.',
+        description:
+          'A general-purpose agent for research, searching the code and multi-step work; it has the same tools as you.',
         tools: ['*'],
         exclude: ['ask_user_question', 'exit_plan_mode'],
       },
@@ -72,10 +77,13 @@ export function checkConfig(config: SubagentConfig): void {
   const names = Object.keys(config.types)
   if (names.length === 0) throw new Error('subagent: config.types is empty; define at least one subagent type')
   for (const name of names) {
-    if (!TYPE_NAME.test(name)) throw new Error(`subagent: config.types."${name}": a type name must be 1 to 64 letters, digits, "_" or "-"`)
+    if (!TYPE_NAME.test(name))
+      throw new Error(`subagent: config.types."${name}": a type name must be 1 to 64 letters, digits, "_" or "-"`)
   }
   if (!Object.hasOwn(config.types, config.defaultType)) {
-    throw new Error(`subagent: config.defaultType "${config.defaultType}" is not one of config.types (${names.join(', ')})`)
+    throw new Error(
+      `subagent: config.defaultType "${config.defaultType}" is not one of config.types (${names.join(', ')})`,
+    )
   }
 }
 

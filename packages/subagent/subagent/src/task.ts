@@ -40,8 +40,17 @@ export function taskTool(ctx: Context, config: SubagentConfig, children: Map<str
       'needs and say what the answer should contain. Use it for independent research or a well-separated piece of work; several task calls ' +
       `in one reply run at the same time. Subagents cannot ask the user anything or get approvals.\nSubagent types:\n${catalog}`,
     parameters: z.object({
-      description: z.string().trim().min(1).max(120).describe('A short label for the task (3-5 words), shown in session lists.'),
-      prompt: z.string().trim().min(1).describe('The complete task for the subagent, including what its final answer should contain.'),
+      description: z
+        .string()
+        .trim()
+        .min(1)
+        .max(120)
+        .describe('A short label for the task (3-5 words), shown in session lists.'),
+      prompt: z
+        .string()
+        .trim()
+        .min(1)
+        .describe('The complete task for the subagent, including what its final answer should contain.'),
       subagent_type: z.enum(names).optional().describe(`The kind of subagent (default: ${config.defaultType}).`),
     }),
     timeoutMs: config.timeoutMs,
@@ -52,14 +61,27 @@ export function taskTool(ctx: Context, config: SubagentConfig, children: Map<str
   })
 }
 
-async function runChild(ctx: Context, config: SubagentConfig, children: Map<string, AgentType>, args: TaskArgs, run: ToolRunContext): Promise<ToolOutput> {
+async function runChild(
+  ctx: Context,
+  config: SubagentConfig,
+  children: Map<string, AgentType>,
+  args: TaskArgs,
+  run: ToolRunContext,
+): Promise<ToolOutput> {
   const depth = depthOf(ctx, run.sessionId) + 1
   if (depth > config.maxDepth) {
-    throw new ToolError('SUBAGENT_DEPTH', `subagents may nest ${config.maxDepth} level(s) deep (maxDepth) and this session is already that deep; do the work yourself`)
+    throw new ToolError(
+      'SUBAGENT_DEPTH',
+      `subagents may nest ${config.maxDepth} level(s) deep (maxDepth) and this session is already that deep; do the work yourself`,
+    )
   }
   const typeName = args.subagent_type ?? config.defaultType
   const type = config.types[typeName]
-  if (!type) throw new ToolError('UNKNOWN_SUBAGENT_TYPE', `there is no subagent type "${typeName}"; known: ${Object.keys(config.types).join(', ')}`)
+  if (!type)
+    throw new ToolError(
+      'UNKNOWN_SUBAGENT_TYPE',
+      `there is no subagent type "${typeName}"; known: ${Object.keys(config.types).join(', ')}`,
+    )
   const parent = ctx.agents.get(run.sessionId)
   const child = await ctx.agents.create({
     cwd: run.cwd,
@@ -91,7 +113,9 @@ async function runChild(ctx: Context, config: SubagentConfig, children: Map<stri
 function outcome(child: Agent): ToolOutput {
   const meta = { sessionId: child.id }
   const end = child.session.last('turn/end')
-  const replies = child.session.events.filter((e): e is SessionEvent<'assistant/message'> => e.type === 'assistant/message')
+  const replies = child.session.events.filter(
+    (e): e is SessionEvent<'assistant/message'> => e.type === 'assistant/message',
+  )
   const answer = replies.map((e) => textOf(e.data.message.content).trim()).findLast((text) => text.length > 0) ?? ''
   const partial = answer ? `\nIts last message:\n${answer}` : ''
   switch (end?.data.reason) {
@@ -100,11 +124,26 @@ function outcome(child: Agent): ToolOutput {
     case 'error': {
       const code = end.data.error?.code ?? 'SUBAGENT_FAILED'
       const message = end.data.error?.message ?? 'no details'
-      return { isError: true, code, content: `Error: the subagent (session ${child.id}) failed with ${code}: ${message}${partial}`, meta }
+      return {
+        isError: true,
+        code,
+        content: `Error: the subagent (session ${child.id}) failed with ${code}: ${message}${partial}`,
+        meta,
+      }
     }
     case 'max-tokens':
-      return { isError: true, code: 'SUBAGENT_MAX_TOKENS', content: `Error: the subagent's reply was cut at the output token limit (session ${child.id}).${partial}`, meta }
+      return {
+        isError: true,
+        code: 'SUBAGENT_MAX_TOKENS',
+        content: `Error: the subagent's reply was cut at the output token limit (session ${child.id}).${partial}`,
+        meta,
+      }
     default:
-      return { isError: true, code: 'SUBAGENT_CANCELLED', content: `Error: the subagent was stopped before it finished (session ${child.id}).${partial}`, meta }
+      return {
+        isError: true,
+        code: 'SUBAGENT_CANCELLED',
+        content: `Error: the subagent was stopped before it finished (session ${child.id}).${partial}`,
+        meta,
+      }
   }
 }

@@ -17,7 +17,10 @@ const setup = harnessPerTest()
 /** The plugin's config with its defaults filled in. */
 const settings = (partial: Partial<SubagentConfig>) => Config(partial as SubagentConfig)
 
-async function start(config: Partial<SubagentConfig> = {}, permission: Partial<PermissionConfig> = {}): Promise<Harness> {
+async function start(
+  config: Partial<SubagentConfig> = {},
+  permission: Partial<PermissionConfig> = {},
+): Promise<Harness> {
   const h = await setup({ persistence: true })
   await h.root.plugin(permissionPlugin, permission as PermissionConfig)
   await h.root.plugin(subagent, settings(config))
@@ -29,11 +32,21 @@ const body = (req: RecordedRequest) => req.body as Body
 const systemText = (req: RecordedRequest) => String(body(req).messages.find((m) => m.role === 'system')?.content ?? '')
 const toolNames = (req: RecordedRequest) => (body(req).tools ?? []).map((t) => t.function.name)
 const isChild = (req: RecordedRequest) => systemText(req).includes('You are a subagent')
-const lastToolMessage = (req: RecordedRequest) => String(body(req).messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '')
-const task = (prompt: string, extra: Record<string, unknown> = {}) => reply.toolCalls([{ name: 'task', arguments: { description: 'look around', prompt, ...extra } }])
+const lastToolMessage = (req: RecordedRequest) =>
+  String(
+    body(req)
+      .messages.filter((m) => m.role === 'tool')
+      .at(-1)?.content ?? '',
+  )
+const task = (prompt: string, extra: Record<string, unknown> = {}) =>
+  reply.toolCalls([{ name: 'task', arguments: { description: 'look around', prompt, ...extra } }])
 
 /** Answers the parent and each child from what the request holds, in turn order for each of them. */
-function route(h: Harness, parent: Array<(req: RecordedRequest) => MockReply>, child: Array<(req: RecordedRequest) => MockReply>) {
+function route(
+  h: Harness,
+  parent: Array<(req: RecordedRequest) => MockReply>,
+  child: Array<(req: RecordedRequest) => MockReply>,
+) {
   h.mock.setFallback((req) => {
     const queue = isChild(req) ? child : parent
     const next = queue.shift()
@@ -66,8 +79,14 @@ describe('task', () => {
     const agents = created(h)
     route(
       h,
-      [() => task('Read notes.txt and tell me the password.'), (req) => reply.text(`The child says: ${lastToolMessage(req)}`)],
-      [() => reply.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }]), (req) => reply.text(lastToolMessage(req).includes('swordfish') ? 'swordfish' : 'not found')],
+      [
+        () => task('Read notes.txt and tell me the password.'),
+        (req) => reply.text(`The child says: ${lastToolMessage(req)}`),
+      ],
+      [
+        () => reply.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }]),
+        (req) => reply.text(lastToolMessage(req).includes('swordfish') ? 'swordfish' : 'not found'),
+      ],
     )
     const parent = await h.createAgent()
     parent.followup('find the password')
@@ -95,12 +114,18 @@ describe('task', () => {
   })
 
   it("limits a typed child to its tools, refuses the others, and adds the type's prompt", async () => {
-    const h = await start({ types: { reader: { description: 'Reads files.', tools: ['read'], exclude: [], prompt: 'Only ever read.' } }, defaultType: 'reader' })
+    const h = await start({
+      types: { reader: { description: 'Reads files.', tools: ['read'], exclude: [], prompt: 'Only ever read.' } },
+      defaultType: 'reader',
+    })
     const agents = created(h)
     route(
       h,
       [() => task('Run ls.'), () => reply.text('ok')],
-      [() => reply.toolCalls([{ name: 'bash', arguments: { command: 'ls' } }]), (req) => reply.text(`child saw: ${lastToolMessage(req)}`)],
+      [
+        () => reply.toolCalls([{ name: 'bash', arguments: { command: 'ls' } }]),
+        (req) => reply.text(`child saw: ${lastToolMessage(req)}`),
+      ],
     )
     const parent = await h.createAgent()
     parent.followup('go')
@@ -109,7 +134,10 @@ describe('task', () => {
     expect(toolNames(childRequest)).toEqual(['read'])
     expect(systemText(childRequest)).toContain('Only ever read.')
     const child = agents.find((a) => a !== parent) as Agent
-    expect(ofType(child, 'tool/result')[0]?.data.error).toMatchObject({ code: 'TOOL_NOT_AVAILABLE', message: expect.stringContaining('tool "bash" is not available') })
+    expect(ofType(child, 'tool/result')[0]?.data.error).toMatchObject({
+      code: 'TOOL_NOT_AVAILABLE',
+      message: expect.stringContaining('tool "bash" is not available'),
+    })
     expect(JSON.stringify(taskResult(parent).data.message)).toContain('child saw: Error: tool')
   })
 
@@ -119,9 +147,17 @@ describe('task', () => {
     const seen: string[][] = []
     h.mock.setFallback((req) => {
       seen.push(toolNames(req))
-      if (firstUser(req).startsWith('GRANDCHILD')) return body(req).messages.some((m) => m.role === 'tool') ? reply.text('grandchild done') : task('GRANDCHILD: try to nest again.')
-      if (firstUser(req).startsWith('CHILD')) return body(req).messages.some((m) => m.role === 'tool') ? reply.text(`child got: ${lastToolMessage(req)}`) : task('GRANDCHILD: do it.')
-      return body(req).messages.some((m) => m.role === 'tool') ? reply.text(`parent got: ${lastToolMessage(req)}`) : task('CHILD: delegate.')
+      if (firstUser(req).startsWith('GRANDCHILD'))
+        return body(req).messages.some((m) => m.role === 'tool')
+          ? reply.text('grandchild done')
+          : task('GRANDCHILD: try to nest again.')
+      if (firstUser(req).startsWith('CHILD'))
+        return body(req).messages.some((m) => m.role === 'tool')
+          ? reply.text(`child got: ${lastToolMessage(req)}`)
+          : task('GRANDCHILD: do it.')
+      return body(req).messages.some((m) => m.role === 'tool')
+        ? reply.text(`parent got: ${lastToolMessage(req)}`)
+        : task('CHILD: delegate.')
     })
     const parent = await h.createAgent()
     parent.followup('go')
@@ -166,13 +202,19 @@ describe('task', () => {
 
   it("reports a failed child as an error result with the child's error code", async () => {
     const h = await start()
-    route(h, [() => task('Fail.'), (req) => reply.text(`parent read: ${lastToolMessage(req)}`)], [() => reply.error(400, { message: 'the request is malformed' })])
+    route(
+      h,
+      [() => task('Fail.'), (req) => reply.text(`parent read: ${lastToolMessage(req)}`)],
+      [() => reply.error(400, { message: 'the request is malformed' })],
+    )
     const parent = await h.createAgent()
     parent.followup('go')
     await parent.whenIdle()
     const result = taskResult(parent)
     expect(result.data.error?.code).toBe('INVALID_REQUEST')
-    expect(result.data.error?.message).toMatch(/^Error: the subagent \(session session-[\w-]+\) failed with INVALID_REQUEST: /)
+    expect(result.data.error?.message).toMatch(
+      /^Error: the subagent \(session session-[\w-]+\) failed with INVALID_REQUEST: /,
+    )
     expect(result.data.meta).toMatchObject({ sessionId: expect.stringMatching(/^session-/) })
     expect(lastTurnEnd(parent).data.reason).toBe('completed')
   })
@@ -193,7 +235,10 @@ describe('task', () => {
     route(
       h,
       [() => task('Write a file.'), () => reply.text('done')],
-      [() => reply.toolCalls([{ name: 'write', arguments: { path: 'out.txt', content: 'x' } }]), (req) => reply.text(`child saw: ${lastToolMessage(req)}`)],
+      [
+        () => reply.toolCalls([{ name: 'write', arguments: { path: 'out.txt', content: 'x' } }]),
+        (req) => reply.text(`child saw: ${lastToolMessage(req)}`),
+      ],
     )
     const parent = await h.createAgent()
     parent.followup('go')

@@ -142,7 +142,8 @@ export class EnvironmentPolicy {
   constructor(config: EnvironmentPolicyConfig) {
     const problem = policyProblem(config)
     if (problem) throw new Error(`environment policy: ${problemPath(problem)}: ${problem.message}`)
-    this.inherited = config.inherit === 'all' ? () => true : config.inherit === 'core' ? anyOf(CORE_PATTERNS) : () => false
+    this.inherited =
+      config.inherit === 'all' ? () => true : config.inherit === 'core' ? anyOf(CORE_PATTERNS) : () => false
     this.secret = config.ignoreDefaultExcludes ? () => false : anyOf(DEFAULT_SECRET_PATTERNS)
     this.checkValues = !config.ignoreDefaultExcludes
     this.excluded = anyOf(config.exclude)
@@ -195,23 +196,33 @@ export function environmentPolicySchema(field: string): Schema<EnvironmentPolicy
   const fields = Schema.object({
     inherit: Schema.union(['all', 'core', 'none'] as const)
       .default('all')
-      .description('Which of dsh\'s variables a child starts from: all, core (HOME, PATH, USER, SHELL, LANG, LC_*, TERM, TMPDIR, ...) or none.'),
+      .description(
+        "Which of dsh's variables a child starts from: all, core (HOME, PATH, USER, SHELL, LANG, LC_*, TERM, TMPDIR, ...) or none.",
+      ),
     ignoreDefaultExcludes: Schema.boolean()
       .default(false)
-      .description('Keep variables whose names look like credentials (*KEY*, *TOKEN*, *PASS*, ...) and values with a URL password.'),
-    exclude: Schema.array(Schema.string()).default([]).description('More case-insensitive glob patterns (* and ?) of variables to remove.'),
+      .description(
+        'Keep variables whose names look like credentials (*KEY*, *TOKEN*, *PASS*, ...) and values with a URL password.',
+      ),
+    exclude: Schema.array(Schema.string())
+      .default([])
+      .description('More case-insensitive glob patterns (* and ?) of variables to remove.'),
     includeOnly: Schema.array(Schema.string())
       .default([])
       .description('When not empty, only inherited variables matching one of these patterns survive.'),
     set: Schema.dict(Schema.string()).default({}).description('Variables every child gets, set after the filters.'),
   })
   // The callback sees the resolved object, defaults filled in; `preserve` keeps it from also seeing the raw input.
-  return Schema.transform(fields, (resolved) => {
-    const config = resolved as EnvironmentPolicyConfig
-    const problem = policyProblem(config)
-    if (problem) throw new Schema.ValidationError(problem.message, { path: [field, ...problem.path] })
-    return config
-  }, true)
+  return Schema.transform(
+    fields,
+    (resolved) => {
+      const config = resolved as EnvironmentPolicyConfig
+      const problem = policyProblem(config)
+      if (problem) throw new Schema.ValidationError(problem.message, { path: [field, ...problem.path] })
+      return config
+    },
+    true,
+  )
     .default({ ...DEFAULT_ENVIRONMENT_POLICY })
     .description('The environment of every spawned process (bash, jobs, terminals, MCP stdio servers).')
 }

@@ -19,7 +19,9 @@ export const Config: Schema<LocalSubprocessConfig> = Schema.object({
     .description('After SIGTERM, how long a process tree has to exit before it gets SIGKILL, in milliseconds.'),
   drainMs: Schema.natural()
     .default(2_000)
-    .description('After the leader exits, how long to keep reading its stdout and stderr (background children may hold them open), in milliseconds.'),
+    .description(
+      'After the leader exits, how long to keep reading its stdout and stderr (background children may hold them open), in milliseconds.',
+    ),
   pollIntervalMs: Schema.natural()
     .min(1)
     .default(25)
@@ -27,7 +29,9 @@ export const Config: Schema<LocalSubprocessConfig> = Schema.object({
   killWaitMs: Schema.natural()
     .min(1)
     .default(10_000)
-    .description('After SIGKILL, how long to wait for the tree to vanish before giving up and logging it, in milliseconds.'),
+    .description(
+      'After SIGKILL, how long to wait for the tree to vanish before giving up and logging it, in milliseconds.',
+    ),
   environment: environmentPolicySchema('environment'),
 })
 
@@ -58,7 +62,8 @@ class LiveProcess {
         resolve({ code, signal })
       })
       child.once('error', (error) => {
-        if (child.pid === undefined) reject(new Error(`could not start ${spec.argv[0]}: ${error.message}`, { cause: error }))
+        if (child.pid === undefined)
+          reject(new Error(`could not start ${spec.argv[0]}: ${error.message}`, { cause: error }))
       })
     })
     const closed = new Promise<void>((resolve) => child.once('close', () => resolve()))
@@ -170,7 +175,12 @@ export class LocalSubprocess extends Subprocess {
       windowsHide: true,
     })
     const proc = new LiveProcess(child, spec, this.settings, (pid) =>
-      this.log.error('process tree of %d (%s) survived SIGKILL for %dms; giving up on it', pid, spec.argv[0], this.settings.killWaitMs),
+      this.log.error(
+        'process tree of %d (%s) survived SIGKILL for %dms; giving up on it',
+        pid,
+        spec.argv[0],
+        this.settings.killWaitMs,
+      ),
     )
     this.live.add(proc)
     void proc.handle.done.then(
@@ -225,7 +235,8 @@ function checkSpec(spec: ProcessSpec): void {
   } catch {
     // reported below
   }
-  if (!isDirectory) throw new Error(`subprocess: the working directory ${spec.cwd} does not exist or is not a directory`)
+  if (!isDirectory)
+    throw new Error(`subprocess: the working directory ${spec.cwd} does not exist or is not a directory`)
 }
 
 /** Waits for `promise`, but no longer than `ms`; the timer does not outlive the wait. */

@@ -59,7 +59,14 @@ export async function readProcessEntry(pid: number): Promise<ProcessEntry | unde
   }
   // The command name is in parentheses and may itself contain spaces or parentheses.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return { pid, state: fields[0] ?? '', ppid: Number(fields[1]), pgrp: Number(fields[2]), session: Number(fields[3]), start: fields[19] ?? '' }
+  return {
+    pid,
+    state: fields[0] ?? '',
+    ppid: Number(fields[1]),
+    pgrp: Number(fields[2]),
+    session: Number(fields[3]),
+    start: fields[19] ?? '',
+  }
 }
 
 /**

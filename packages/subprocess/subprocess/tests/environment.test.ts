@@ -10,7 +10,8 @@ import {
   scrubEnvironment,
 } from '../src/index.ts'
 
-const policy = (config: Partial<EnvironmentPolicyConfig> = {}) => new EnvironmentPolicy({ ...DEFAULT_ENVIRONMENT_POLICY, ...config })
+const policy = (config: Partial<EnvironmentPolicyConfig> = {}) =>
+  new EnvironmentPolicy({ ...DEFAULT_ENVIRONMENT_POLICY, ...config })
 
 /** Each secret-looking variable of issue 16 (and a few more spellings of the same patterns). */
 const SECRETS: Record<string, string> = {
@@ -102,7 +103,7 @@ describe('a configured policy', () => {
     expect(out.DSH_SANDBOXED).toBe('1')
   })
 
-  it('ignoreDefaultExcludes keeps secret-looking names and URL passwords, but never dsh\'s own variables', () => {
+  it("ignoreDefaultExcludes keeps secret-looking names and URL passwords, but never dsh's own variables", () => {
     const out = policy({ ignoreDefaultExcludes: true }).apply({ ...env, DATABASE_URL: 'postgres://u:p@h/db' })
     expect(out.GH_PAT).toBe('x')
     expect(out.MYSQL_PWD).toBe('x')
@@ -125,7 +126,9 @@ describe('a configured policy', () => {
   })
 
   it('refuses a bad pattern or name, naming the field and the entry', () => {
-    expect(() => policy({ exclude: ['OK', 'bad pattern'] })).toThrow('environment policy: exclude[1]: "bad pattern" is not a valid pattern')
+    expect(() => policy({ exclude: ['OK', 'bad pattern'] })).toThrow(
+      'environment policy: exclude[1]: "bad pattern" is not a valid pattern',
+    )
     expect(() => policy({ includeOnly: [''] })).toThrow('includeOnly[0]: "" is not a valid pattern')
     expect(() => policy({ includeOnly: ['A[BC]'] })).toThrow('includeOnly[0]: "A[BC]" is not a valid pattern')
     expect(() => policy({ set: { '1ST': 'x' } })).toThrow('set.1ST: "1ST" is not a valid variable name')
@@ -146,7 +149,10 @@ describe('the environment config field', () => {
 
   it('fills in the fields a partial policy leaves out', () => {
     expect(issues({ environment: { exclude: ['NORMAL_*'] } })).toBeUndefined()
-    expect(Config({ environment: { set: { A: 'b' } } } as unknown as LocalSubprocessConfig).environment).toEqual({ ...DEFAULT_ENVIRONMENT_POLICY, set: { A: 'b' } })
+    expect(Config({ environment: { set: { A: 'b' } } } as unknown as LocalSubprocessConfig).environment).toEqual({
+      ...DEFAULT_ENVIRONMENT_POLICY,
+      set: { A: 'b' },
+    })
   })
 
   it('reports a bad pattern at its path with the entry', () => {
@@ -154,7 +160,10 @@ describe('the environment config field', () => {
       { message: expect.stringContaining('"no spaces" is not a valid pattern'), path: ['environment', 'exclude', 1] },
     ])
     expect(issues({ environment: { set: { 'bad-name': 'x' } } })).toEqual([
-      { message: expect.stringContaining('"bad-name" is not a valid variable name'), path: ['environment', 'set', 'bad-name'] },
+      {
+        message: expect.stringContaining('"bad-name" is not a valid variable name'),
+        path: ['environment', 'set', 'bad-name'],
+      },
     ])
     expect(issues({ environment: { inherit: 'some' } })?.[0]?.path).toEqual(['environment', 'inherit'])
   })
@@ -162,8 +171,12 @@ describe('the environment config field', () => {
   it('refuses to mount the plugin with a bad pattern', async () => {
     const root = new Context()
     try {
-      const bad = { environment: { ...DEFAULT_ENVIRONMENT_POLICY, includeOnly: ['PATH', 'HO ME'] } } as LocalSubprocessConfig
-      await expect(root.plugin(subprocessPlugin, bad)).rejects.toThrow(/environment\.includeOnly\[1\] "HO ME" is not a valid pattern/)
+      const bad = {
+        environment: { ...DEFAULT_ENVIRONMENT_POLICY, includeOnly: ['PATH', 'HO ME'] },
+      } as LocalSubprocessConfig
+      await expect(root.plugin(subprocessPlugin, bad)).rejects.toThrow(
+        /environment\.includeOnly\[1\] "HO ME" is not a valid pattern/,
+      )
     } finally {
       await root.fiber.dispose()
     }

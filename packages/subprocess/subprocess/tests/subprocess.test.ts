@@ -37,7 +37,6 @@ function collect(stream: Readable): { text: () => string } {
   return { text: () => text }
 }
 
-
 function pids(output: string): number[] {
   return output
     .split('\n')
@@ -83,8 +82,16 @@ describe('ctx.subprocess (local)', () => {
     expect(Number(pgid)).toBe(handle.pid)
   })
 
-  it('gives each process the environment its policy builds, with the spec\'s own variables on top', async () => {
-    await boot({ environment: { inherit: 'all', ignoreDefaultExcludes: false, exclude: ['PLAIN_*'], includeOnly: [], set: { FROM_SET: 'set' } } })
+  it("gives each process the environment its policy builds, with the spec's own variables on top", async () => {
+    await boot({
+      environment: {
+        inherit: 'all',
+        ignoreDefaultExcludes: false,
+        exclude: ['PLAIN_*'],
+        includeOnly: [],
+        set: { FROM_SET: 'set' },
+      },
+    })
     const saved = { ...process.env }
     Object.assign(process.env, {
       FOO_TOKEN: 'leak-1',
@@ -105,7 +112,11 @@ describe('ctx.subprocess (local)', () => {
       expect(out.text()).toContain('EXTRA=yes')
       // What the caller passes is its own choice: the policy filters only what is inherited.
       expect(out.text()).toContain('GIVEN_TOKEN=explicit')
-      expect(root.subprocess.environment({ EXTRA: 'yes' })).toMatchObject({ NORMAL_SETTING: 'visible', FROM_SET: 'set', EXTRA: 'yes' })
+      expect(root.subprocess.environment({ EXTRA: 'yes' })).toMatchObject({
+        NORMAL_SETTING: 'visible',
+        FROM_SET: 'set',
+        EXTRA: 'yes',
+      })
     } finally {
       for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key]
       Object.assign(process.env, saved)
@@ -198,7 +209,9 @@ describe('ctx.subprocess (local)', () => {
 
   it('refuses a missing working directory and a malformed argv at once, and rejects done when the program cannot start', async () => {
     await boot()
-    expect(() => root.subprocess.run({ argv: ['true'], cwd: join(dir, 'missing') })).toThrow(/does not exist or is not a directory/)
+    expect(() => root.subprocess.run({ argv: ['true'], cwd: join(dir, 'missing') })).toThrow(
+      /does not exist or is not a directory/,
+    )
     expect(() => root.subprocess.run({ argv: [], cwd: dir })).toThrow(/argv/)
     const handle = root.subprocess.run({ argv: [join(dir, 'no-such-program')], cwd: dir })
     expect(handle.pid).toBeUndefined()

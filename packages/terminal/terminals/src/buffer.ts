@@ -19,7 +19,8 @@ export class OutputBuffer {
   private end = 0
 
   constructor(readonly capacity: number) {
-    if (!(Number.isInteger(capacity) && capacity > 0)) throw new Error(`buffer capacity must be a positive integer, got ${capacity}`)
+    if (!(Number.isInteger(capacity) && capacity > 0))
+      throw new Error(`buffer capacity must be a positive integer, got ${capacity}`)
   }
 
   /** The offset of the oldest byte still held. */

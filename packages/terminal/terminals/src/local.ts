@@ -36,20 +36,30 @@ export interface LocalTerminalsConfig {
 export const Config: Schema<LocalTerminalsConfig> = Schema.object({
   shell: Schema.string()
     .default('')
-    .description('The shell of interactive terminals, and the one that runs `<shell> -c <command>`. Empty: the user\'s `$SHELL`, else `bash`.'),
-  shellArgs: Schema.array(Schema.string()).default([]).description('Arguments of an interactive shell (e.g. `--norc`). Not used when a command is given.'),
+    .description(
+      "The shell of interactive terminals, and the one that runs `<shell> -c <command>`. Empty: the user's `$SHELL`, else `bash`.",
+    ),
+  shellArgs: Schema.array(Schema.string())
+    .default([])
+    .description('Arguments of an interactive shell (e.g. `--norc`). Not used when a command is given.'),
   term: Schema.string().default('xterm-256color').description('The terminal type, set as `TERM`.'),
   cols: Schema.natural().min(1).default(160).description('Columns of a new terminal.'),
   rows: Schema.natural().min(1).default(40).description('Rows of a new terminal.'),
   bufferBytes: Schema.natural()
     .min(1)
     .default(1024 * 1024)
-    .description('Output kept per terminal, in bytes, once as plain text and once raw; older output is dropped and counted.'),
+    .description(
+      'Output kept per terminal, in bytes, once as plain text and once raw; older output is dropped and counted.',
+    ),
   maxPerSession: Schema.natural()
     .min(1)
     .default(8)
-    .description('Terminals one session may hold, running or exited. When full, the oldest exited one makes room; if none has exited, creating fails.'),
-  killGraceMs: Schema.natural().default(2_000).description('After SIGHUP and SIGTERM, how long a terminal\'s processes have before SIGKILL.'),
+    .description(
+      'Terminals one session may hold, running or exited. When full, the oldest exited one makes room; if none has exited, creating fails.',
+    ),
+  killGraceMs: Schema.natural()
+    .default(2_000)
+    .description("After SIGHUP and SIGTERM, how long a terminal's processes have before SIGKILL."),
   env: Schema.dict(Schema.string())
     .default({ PAGER: 'cat', GIT_PAGER: 'cat' })
     .description('Variables set in every terminal, on top of the scrubbed environment.'),
@@ -166,8 +176,13 @@ export class LocalTerminals extends Terminals {
   async create(options: CreateTerminalOptions): Promise<TerminalId> {
     this.checkOpen()
     const { sessionId, cwd, command } = options ?? ({} as CreateTerminalOptions)
-    if (typeof sessionId !== 'string' || sessionId === '') throw new TerminalError('SPAWN_FAILED', 'a terminal needs the id of the session it belongs to')
-    if (typeof cwd !== 'string' || !isAbsolute(cwd)) throw new TerminalError('SPAWN_FAILED', `the working directory must be an absolute path, got ${JSON.stringify(cwd)}`)
+    if (typeof sessionId !== 'string' || sessionId === '')
+      throw new TerminalError('SPAWN_FAILED', 'a terminal needs the id of the session it belongs to')
+    if (typeof cwd !== 'string' || !isAbsolute(cwd))
+      throw new TerminalError(
+        'SPAWN_FAILED',
+        `the working directory must be an absolute path, got ${JSON.stringify(cwd)}`,
+      )
     if (command !== undefined && (typeof command !== 'string' || command.trim() === '')) {
       throw new TerminalError('SPAWN_FAILED', 'the command is empty; leave it out to start an interactive shell')
     }
@@ -176,7 +191,8 @@ export class LocalTerminals extends Terminals {
     const badSize = sizeProblem(cols, rows)
     if (badSize) throw new TerminalError('SPAWN_FAILED', badSize)
     const info = await stat(cwd).catch(() => undefined)
-    if (!info?.isDirectory()) throw new TerminalError('SPAWN_FAILED', `the working directory ${cwd} does not exist or is not a directory`)
+    if (!info?.isDirectory())
+      throw new TerminalError('SPAWN_FAILED', `the working directory ${cwd} does not exist or is not a directory`)
     this.checkOpen()
     this.makeRoom(sessionId)
 
@@ -188,7 +204,10 @@ export class LocalTerminals extends Terminals {
     try {
       proc = pty.spawn(program as string, argv, { name: this.settings.term, cols, rows, cwd, env })
     } catch (error) {
-      throw new TerminalError('SPAWN_FAILED', `could not start ${shell}: ${error instanceof Error ? error.message : String(error)}`)
+      throw new TerminalError(
+        'SPAWN_FAILED',
+        `could not start ${shell}: ${error instanceof Error ? error.message : String(error)}`,
+      )
     }
     const id = this.newId()
     const terminal = new Terminal(id, sessionId, command ?? shell, cwd, proc, cols, rows, this.settings.bufferBytes)
@@ -211,7 +230,12 @@ export class LocalTerminals extends Terminals {
   private async reaped(argv: string[], cwd: string): Promise<string[]> {
     const sandbox = this.home.get('sandbox')
     if (!sandbox) return argv
-    const wrapped = await sandbox.wrap(argv, { mode: 'off', writableRoots: [], protectedPaths: [], network: 'on' }, cwd, { interactive: true })
+    const wrapped = await sandbox.wrap(
+      argv,
+      { mode: 'off', writableRoots: [], protectedPaths: [], network: 'on' },
+      cwd,
+      { interactive: true },
+    )
     return 'argv' in wrapped ? wrapped.argv : argv
   }
 
@@ -243,10 +267,14 @@ export class LocalTerminals extends Terminals {
   waitFor(id: TerminalId, options: WaitOptions): Promise<WaitResult> {
     const terminal = this.must(id)
     const { timeoutMs, idleMs, signal } = options
-    if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) throw new RangeError(`timeoutMs must be a non-negative number, got ${timeoutMs}`)
-    if (idleMs !== undefined && !(Number.isFinite(idleMs) && idleMs >= 0)) throw new RangeError(`idleMs must be a non-negative number, got ${idleMs}`)
+    if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0))
+      throw new RangeError(`timeoutMs must be a non-negative number, got ${timeoutMs}`)
+    if (idleMs !== undefined && !(Number.isFinite(idleMs) && idleMs >= 0))
+      throw new RangeError(`idleMs must be a non-negative number, got ${idleMs}`)
     const since = options.since ?? terminal.plain.offset
-    const pattern = options.pattern ? new RegExp(options.pattern.source, options.pattern.flags.replace(/[gy]/g, '')) : undefined
+    const pattern = options.pattern
+      ? new RegExp(options.pattern.source, options.pattern.flags.replace(/[gy]/g, ''))
+      : undefined
     if (signal?.aborted) return Promise.reject(signal.reason)
 
     return new Promise<WaitResult>((resolve, reject) => {
@@ -317,7 +345,9 @@ export class LocalTerminals extends Terminals {
   }
 
   list(sessionId: string): TerminalInfo[] {
-    return [...this.terminals.values()].filter((terminal) => terminal.sessionId === sessionId).map((terminal) => terminal.info())
+    return [...this.terminals.values()]
+      .filter((terminal) => terminal.sessionId === sessionId)
+      .map((terminal) => terminal.info())
   }
 
   get(id: TerminalId): TerminalInfo | undefined {
@@ -337,7 +367,11 @@ export class LocalTerminals extends Terminals {
 
   private live(id: TerminalId): Terminal {
     const terminal = this.must(id)
-    if (terminal.exited) throw new TerminalError('EXITED', `terminal ${id} has exited (${describeExit(terminal.exited)}) and takes no more input`)
+    if (terminal.exited)
+      throw new TerminalError(
+        'EXITED',
+        `terminal ${id} has exited (${describeExit(terminal.exited)}) and takes no more input`,
+      )
     if (terminal.stopping) throw new TerminalError('EXITED', `terminal ${id} is being killed and takes no more input`)
     return terminal
   }
@@ -375,7 +409,10 @@ export class LocalTerminals extends Terminals {
       if (!gone) this.logger.warn('processes of terminal %s (session %d) survived SIGKILL', terminal.id, terminal.pid)
       // node-pty reports the exit once the PTY has drained, a moment after the last process is gone.
       let timer: NodeJS.Timeout | undefined
-      await Promise.race([terminal.exit, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.settings.killGraceMs + 2_000)))])
+      await Promise.race([
+        terminal.exit,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, this.settings.killGraceMs + 2_000))),
+      ])
       clearTimeout(timer)
       terminal.releaseSecondary()
       if (!terminal.exited) {
@@ -438,7 +475,8 @@ function sizeProblem(cols: number, rows: number): string | undefined {
     ['cols', cols],
     ['rows', rows],
   ] as const) {
-    if (!(Number.isInteger(value) && value > 0 && value <= 10_000)) return `${name} must be a whole number from 1 to 10000, got ${value}`
+    if (!(Number.isInteger(value) && value > 0 && value <= 10_000))
+      return `${name} must be a whole number from 1 to 10000, got ${value}`
   }
   return undefined
 }

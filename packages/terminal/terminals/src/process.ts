@@ -26,7 +26,8 @@ export function signalName(signal: number | undefined): NodeJS.Signals | undefin
 export async function sessionMembers(sid: number): Promise<number[]> {
   if (process.platform !== 'linux') return (await isRunning(sid)) ? [sid] : []
   const members: number[] = []
-  for (const entry of (await readProcessTable()).values()) if (entry.session === sid && isLive(entry)) members.push(entry.pid)
+  for (const entry of (await readProcessTable()).values())
+    if (entry.session === sid && isLive(entry)) members.push(entry.pid)
   return members
 }
 

@@ -11,7 +11,11 @@ import { type LocalTerminalsConfig, TerminalError, type TerminalId } from '../sr
 let root: Context
 let dir: string
 
-const QUICK_BASH: Partial<LocalTerminalsConfig> = { shell: 'bash', shellArgs: ['--norc', '--noprofile'], killGraceMs: 500 }
+const QUICK_BASH: Partial<LocalTerminalsConfig> = {
+  shell: 'bash',
+  shellArgs: ['--norc', '--noprofile'],
+  killGraceMs: 500,
+}
 const LONG = 20_000
 
 beforeEach(async () => {
@@ -86,20 +90,33 @@ describe('terminals', () => {
     const id = await root.terminals.create({ sessionId: 's1', cwd: dir })
     expect(root.terminals.get(id)?.command).toBe(process.env.SHELL || 'bash')
     root.terminals.write(id, 'echo "answer $((40 + 2))"\r')
-    expect(await root.terminals.waitFor(id, { pattern: /^answer 42$/m, timeoutMs: LONG })).toMatchObject({ reason: 'pattern' })
+    expect(await root.terminals.waitFor(id, { pattern: /^answer 42$/m, timeoutMs: LONG })).toMatchObject({
+      reason: 'pattern',
+    })
   })
 
   it('runs a command, strips its colours, reports its exit and refuses input afterwards', async () => {
     await boot()
-    const id = await root.terminals.create({ sessionId: 's1', cwd: dir, command: 'printf "a\\033[31mred\\033[0m\\n"; exit 3' })
+    const id = await root.terminals.create({
+      sessionId: 's1',
+      cwd: dir,
+      command: 'printf "a\\033[31mred\\033[0m\\n"; exit 3',
+    })
     const waited = await root.terminals.waitFor(id, { timeoutMs: LONG })
     expect(waited).toMatchObject({ reason: 'exit', exited: { code: 3, signal: null } })
-    expect(root.terminals.read(id)).toEqual({ text: 'ared\n', offset: 5, dropped: 0, exited: { code: 3, signal: null } })
+    expect(root.terminals.read(id)).toEqual({
+      text: 'ared\n',
+      offset: 5,
+      dropped: 0,
+      exited: { code: 3, signal: null },
+    })
     expect(root.terminals.readRaw(id).text).toBe('a\x1b[31mred\x1b[0m\r\n')
     expect(await code(() => root.terminals.write(id, 'more\r'))).toBe('EXITED')
     expect(root.terminals.get(id)?.exited).toEqual({ code: 3, signal: null })
     // Output that is already there counts for a later wait.
-    expect(await root.terminals.waitFor(id, { pattern: /red/, since: 0, timeoutMs: LONG })).toMatchObject({ reason: 'pattern' })
+    expect(await root.terminals.waitFor(id, { pattern: /red/, since: 0, timeoutMs: LONG })).toMatchObject({
+      reason: 'pattern',
+    })
     await root.terminals.kill(id)
     expect(root.terminals.get(id)).toBeUndefined()
     expect(await code(() => root.terminals.read(id))).toBe('NOT_FOUND')
@@ -108,7 +125,10 @@ describe('terminals', () => {
   it('names the signal that killed the process', async () => {
     await boot()
     const id = await root.terminals.create({ sessionId: 's1', cwd: dir, command: 'kill -TERM $$' })
-    expect(await root.terminals.waitFor(id, { timeoutMs: LONG })).toMatchObject({ reason: 'exit', exited: { code: null, signal: 'SIGTERM' } })
+    expect(await root.terminals.waitFor(id, { timeoutMs: LONG })).toMatchObject({
+      reason: 'exit',
+      exited: { code: null, signal: 'SIGTERM' },
+    })
   })
 
   it('keeps the newest output when the buffer overflows and counts the dropped bytes', async () => {
@@ -123,7 +143,12 @@ describe('terminals', () => {
     expect(output.text.endsWith('\n998\n999\n1000\n')).toBe(true)
     expect(root.terminals.read(id, { since: 3000 })).toMatchObject({ dropped: 0, offset: 3893 })
     expect(root.terminals.read(id, { since: 3000 }).text).toHaveLength(893)
-    expect(root.terminals.read(id, { since: output.offset })).toEqual({ text: '', offset: 3893, dropped: 0, exited: { code: 0, signal: null } })
+    expect(root.terminals.read(id, { since: output.offset })).toEqual({
+      text: '',
+      offset: 3893,
+      dropped: 0,
+      exited: { code: 0, signal: null },
+    })
     const raw = root.terminals.readRaw(id)
     expect(raw.offset).toBe(4893)
     expect(raw.dropped).toBe(3893)
@@ -147,15 +172,30 @@ describe('terminals', () => {
   it('scrubs credential-like variables from the environment and adds the configured ones', async () => {
     await boot({ env: { PAGER: 'cat', CONFIGURED: 'from-config' } })
     const saved = { ...process.env }
-    Object.assign(process.env, { FOO_TOKEN: 'leak-1', my_api_key: 'leak-2', DB_PASSWORD: 'leak-3', AWS_SECRET_ACCESS_KEY: 'leak-4', PLAIN_SETTING: 'visible' })
+    Object.assign(process.env, {
+      FOO_TOKEN: 'leak-1',
+      my_api_key: 'leak-2',
+      DB_PASSWORD: 'leak-3',
+      AWS_SECRET_ACCESS_KEY: 'leak-4',
+      PLAIN_SETTING: 'visible',
+    })
     try {
       const id = await root.terminals.create({ sessionId: 's1', cwd: dir, command: 'env', env: { EXPLICIT: 'given' } })
       await root.terminals.waitFor(id, { timeoutMs: LONG })
       const lines = root.terminals.read(id).text.split('\n')
       expect(lines.join('\n')).not.toMatch(/leak-/)
-      expect(lines).toEqual(expect.arrayContaining(['PLAIN_SETTING=visible', 'CONFIGURED=from-config', 'EXPLICIT=given', 'TERM=xterm-256color', 'PAGER=cat']))
+      expect(lines).toEqual(
+        expect.arrayContaining([
+          'PLAIN_SETTING=visible',
+          'CONFIGURED=from-config',
+          'EXPLICIT=given',
+          'TERM=xterm-256color',
+          'PAGER=cat',
+        ]),
+      )
     } finally {
-      for (const key of ['FOO_TOKEN', 'my_api_key', 'DB_PASSWORD', 'AWS_SECRET_ACCESS_KEY', 'PLAIN_SETTING']) delete process.env[key]
+      for (const key of ['FOO_TOKEN', 'my_api_key', 'DB_PASSWORD', 'AWS_SECRET_ACCESS_KEY', 'PLAIN_SETTING'])
+        delete process.env[key]
       Object.assign(process.env, saved)
     }
   })
@@ -163,7 +203,9 @@ describe('terminals', () => {
   it('waits for quiet output, gives up at the timeout, and rejects on abort', async () => {
     await boot()
     const id = await root.terminals.create({ sessionId: 's1', cwd: dir, command: 'echo started; sleep 1000' })
-    expect(await root.terminals.waitFor(id, { pattern: /started/, since: 0, timeoutMs: LONG })).toMatchObject({ reason: 'pattern' })
+    expect(await root.terminals.waitFor(id, { pattern: /started/, since: 0, timeoutMs: LONG })).toMatchObject({
+      reason: 'pattern',
+    })
     expect(await root.terminals.waitFor(id, { idleMs: 100, timeoutMs: LONG })).toMatchObject({ reason: 'idle' })
     expect(await root.terminals.waitFor(id, { pattern: /never/, timeoutMs: 100 })).toMatchObject({ reason: 'timeout' })
     const abort = new AbortController()
@@ -190,7 +232,11 @@ describe('terminals', () => {
 
   it('escalates to SIGKILL for processes that ignore SIGHUP and SIGTERM', async () => {
     await boot({ killGraceMs: 100 })
-    const id = await root.terminals.create({ sessionId: 's1', cwd: dir, command: 'trap "" HUP TERM; sleep 1000 & echo "PID=$!"; wait' })
+    const id = await root.terminals.create({
+      sessionId: 's1',
+      cwd: dir,
+      command: 'trap "" HUP TERM; sleep 1000 & echo "PID=$!"; wait',
+    })
     const result = await root.terminals.waitFor(id, { pattern: /PID=(\d+)/, timeoutMs: LONG, since: 0 })
     const child = Number(result.match?.[1])
     const shell = root.terminals.get(id)!.pid
@@ -204,7 +250,10 @@ describe('terminals', () => {
     const id = await root.terminals.create({ sessionId: 's1', cwd: dir })
     const job = await startedPid(id, 'sleep 1000 & echo "PID=$!"')
     root.terminals.write(id, 'exit 4\r')
-    expect(await root.terminals.waitFor(id, { timeoutMs: LONG })).toMatchObject({ reason: 'exit', exited: { code: 4, signal: null } })
+    expect(await root.terminals.waitFor(id, { timeoutMs: LONG })).toMatchObject({
+      reason: 'exit',
+      exited: { code: 4, signal: null },
+    })
     // Nobody kills the terminal: the job goes because its shell went.
     while (await alive(job)) await new Promise((resolve) => setTimeout(resolve, 20))
     expect(root.terminals.get(id)?.exited).toEqual({ code: 4, signal: null })
@@ -243,7 +292,11 @@ describe('terminals', () => {
     const pids = [root.terminals.get(shell)!.pid]
     pids.push(await startedPid(shell, 'sleep 1000 & echo "PID=$!"'))
     pids.push(await startedPid(shell, '(trap "" HUP TERM; sleep 1000 & echo "PID=$!"; wait) &'))
-    const command = await root.terminals.create({ sessionId: 'b', cwd: dir, command: 'bash -c "sleep 1000 & echo PID=\\$!; wait"' })
+    const command = await root.terminals.create({
+      sessionId: 'b',
+      cwd: dir,
+      command: 'bash -c "sleep 1000 & echo PID=\\$!; wait"',
+    })
     const nested = await root.terminals.waitFor(command, { pattern: /PID=(\d+)/, since: 0, timeoutMs: LONG })
     pids.push(root.terminals.get(command)!.pid, Number(nested.match?.[1]))
     expect(new Set(pids).size).toBe(5)
@@ -263,7 +316,10 @@ describe('with a sandbox service', () => {
     const id = await root.terminals.create({ sessionId: 'reaped', cwd: dir })
     const tag = `dsh-terminal-reaped-${process.pid}`
     const since = root.terminals.get(id)!.offset
-    root.terminals.write(id, `nohup setsid bash -c 'exec -a ${tag} sleep 1000' >/dev/null 2>&1 & echo STARTED; echo $HOME\r`)
+    root.terminals.write(
+      id,
+      `nohup setsid bash -c 'exec -a ${tag} sleep 1000' >/dev/null 2>&1 & echo STARTED; echo $HOME\r`,
+    )
     const started = await root.terminals.waitFor(id, { pattern: /STARTED/, timeoutMs: LONG, since })
     expect(started.reason).toBe('pattern')
     // Unconfined: the host's home is there as usual.

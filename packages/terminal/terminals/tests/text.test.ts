@@ -8,7 +8,9 @@ describe('AnsiStripper', () => {
   })
 
   it('drops OSC strings ended by BEL or ESC \\ and other control strings', () => {
-    expect(stripAnsi('\x1b]0;title\x07one \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1bPdcs data\x1b\\two')).toBe('one link two')
+    expect(stripAnsi('\x1b]0;title\x07one \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1bPdcs data\x1b\\two')).toBe(
+      'one link two',
+    )
   })
 
   it('drops two- and three-byte escapes, control characters and DEL, and keeps tabs', () => {

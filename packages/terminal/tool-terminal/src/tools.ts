@@ -1,7 +1,22 @@
 import { resolve } from 'node:path'
 import type { Context, JsonValue } from '@dsh/cordis'
-import { describeExit, TerminalError, type TerminalId, type TerminalInfo, type TerminalOutput, type WaitResult } from '@dsh/terminals'
-import { defineTool, oneLine, textArgument, type ToolDefinition, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import {
+  describeExit,
+  TerminalError,
+  type TerminalId,
+  type TerminalInfo,
+  type TerminalOutput,
+  type WaitResult,
+} from '@dsh/terminals'
+import {
+  defineTool,
+  oneLine,
+  textArgument,
+  type ToolDefinition,
+  ToolError,
+  type ToolOutput,
+  type ToolRunContext,
+} from '@dsh/tools'
 import { z } from 'zod'
 import type { TerminalToolsConfig } from './config.ts'
 
@@ -27,7 +42,10 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       )
     }
     if (info.sessionId !== run.sessionId) {
-      throw new ToolError('TERMINAL_NOT_OWNED', `terminal "${id}" belongs to another session; use only terminals this session created (terminal_list shows them).`)
+      throw new ToolError(
+        'TERMINAL_NOT_OWNED',
+        `terminal "${id}" belongs to another session; use only terminals this session created (terminal_list shows them).`,
+      )
     }
     return info
   }
@@ -64,14 +82,28 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       'line. Use terminals for interactive programs (REPLs, prompts, servers, watchers); use bash for one-off commands. ' +
       'Terminals run outside the sandbox. Kill a terminal when you no longer need it.',
     parameters: z.object({
-      command: z.string().min(1).optional().describe('A command line to run instead of an interactive shell, e.g. "python3" or "npm run dev".'),
-      cwd: z.string().min(1).optional().describe('Working directory, absolute or relative to the workspace. Default: the workspace.'),
+      command: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('A command line to run instead of an interactive shell, e.g. "python3" or "npm run dev".'),
+      cwd: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('Working directory, absolute or relative to the workspace. Default: the workspace.'),
     }),
     timeoutMs: config.startupTimeoutMs + 60_000,
     access: (args) => ({ kind: 'execute', escalated: true, summary: args.command ?? 'an interactive shell' }),
     async execute(args, run): Promise<ToolOutput> {
       const cwd = resolve(run.cwd, args.cwd ?? '.')
-      const id = await guard(() => ctx.terminals.create({ sessionId: run.sessionId, cwd, ...(args.command !== undefined ? { command: args.command } : {}) }))
+      const id = await guard(() =>
+        ctx.terminals.create({
+          sessionId: run.sessionId,
+          cwd,
+          ...(args.command !== undefined ? { command: args.command } : {}),
+        }),
+      )
       let waited: WaitResult
       try {
         waited = await settle(id, 0, config.startupTimeoutMs, run.signal)
@@ -83,7 +115,12 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       const output = unread(id, run, 0)
       const info = ctx.terminals.get(id)
       const header = `[terminal ${id} started: ${info?.command ?? args.command ?? 'shell'}${info ? ` (pid ${info.pid})` : ''} in ${cwd}]`
-      return result(id, output, `${header}\n${render(output, maxOutputChars)}\n${status(output, waited, { idleMs, timeoutMs: config.startupTimeoutMs })}`, waited)
+      return result(
+        id,
+        output,
+        `${header}\n${render(output, maxOutputChars)}\n${status(output, waited, { idleMs, timeoutMs: config.startupTimeoutMs })}`,
+        waited,
+      )
     },
   })
 
@@ -92,7 +129,8 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
     presentation: {
       kind: 'execute',
       view: 'terminal',
-      title: (args) => `Type into ${textArgument(args, 'terminal_id') ?? 'a terminal'}: ${oneLine(textArgument(args, 'input') ?? '(Enter)')}`,
+      title: (args) =>
+        `Type into ${textArgument(args, 'terminal_id') ?? 'a terminal'}: ${oneLine(textArgument(args, 'input') ?? '(Enter)')}`,
       command: (args) => textArgument(args, 'input'),
     },
     description:
@@ -107,8 +145,18 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       terminal_id: terminalId,
       input: z.string().describe('The text to type. May be empty (with press_enter, just Enter).'),
       press_enter: z.boolean().default(true).describe('Press Enter after the input. Default true.'),
-      wait_for: z.string().min(1).optional().describe('A regular expression to wait for in the new output, e.g. "\\\\$ $" or "^Done".'),
-      timeout_ms: z.number().int().min(1).max(config.maxTimeoutMs).optional().describe(`The longest wait in milliseconds. Default ${config.defaultTimeoutMs}.`),
+      wait_for: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('A regular expression to wait for in the new output, e.g. "\\\\$ $" or "^Done".'),
+      timeout_ms: z
+        .number()
+        .int()
+        .min(1)
+        .max(config.maxTimeoutMs)
+        .optional()
+        .describe(`The longest wait in milliseconds. Default ${config.defaultTimeoutMs}.`),
     }),
     timeoutMs: config.maxTimeoutMs + 60_000,
     access: (args) => ({ kind: 'execute', escalated: true, summary: `${args.terminal_id}: ${args.input}` }),
@@ -127,7 +175,10 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
         try {
           pattern = new RegExp(args.wait_for, 'm')
         } catch (error) {
-          throw new ToolError('TERMINAL_INVALID_REGEX', `wait_for is not a valid regular expression (${error instanceof Error ? error.message : String(error)}). Nothing was sent.`)
+          throw new ToolError(
+            'TERMINAL_INVALID_REGEX',
+            `wait_for is not a valid regular expression (${error instanceof Error ? error.message : String(error)}). Nothing was sent.`,
+          )
         }
       }
       const before = info.offset
@@ -137,7 +188,12 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
         ? await guard(() => ctx.terminals.waitFor(id, { pattern, since: before, timeoutMs, signal: run.signal }))
         : await settle(id, before, timeoutMs, run.signal)
       const output = unread(id, run)
-      return result(id, output, `${render(output, maxOutputChars)}\n${status(output, waited, { idleMs, timeoutMs, pattern: args.wait_for })}`, waited)
+      return result(
+        id,
+        output,
+        `${render(output, maxOutputChars)}\n${status(output, waited, { idleMs, timeoutMs, pattern: args.wait_for })}`,
+        waited,
+      )
     },
   })
 
@@ -153,7 +209,13 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       `wait up to that long for new output to arrive and go quiet (${idleMs}ms without output).`,
     parameters: z.object({
       terminal_id: terminalId,
-      wait_ms: z.number().int().min(0).max(config.maxTimeoutMs).optional().describe('Wait up to this long for new output first. Default 0: read at once.'),
+      wait_ms: z
+        .number()
+        .int()
+        .min(0)
+        .max(config.maxTimeoutMs)
+        .optional()
+        .describe('Wait up to this long for new output first. Default 0: read at once.'),
     }),
     readOnly: true,
     timeoutMs: config.maxTimeoutMs + 60_000,
@@ -163,7 +225,12 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       const since = cursors(run).get(id) ?? 0
       const waited = args.wait_ms ? await settle(id, since, args.wait_ms, run.signal) : undefined
       const output = unread(id, run, since)
-      return result(id, output, `${render(output, maxOutputChars)}\n${status(output, waited, { idleMs, timeoutMs: args.wait_ms ?? 0 })}`, waited)
+      return result(
+        id,
+        output,
+        `${render(output, maxOutputChars)}\n${status(output, waited, { idleMs, timeoutMs: args.wait_ms ?? 0 })}`,
+        waited,
+      )
     },
   })
 
@@ -174,7 +241,8 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       view: 'generic',
       title: (args) => `Close ${textArgument(args, 'terminal_id') ?? 'a terminal'}`,
     },
-    description: 'Close a terminal: stop its program and every process it started, and return the output you had not seen yet. Its id stops working.',
+    description:
+      'Close a terminal: stop its program and every process it started, and return the output you had not seen yet. Its id stops working.',
     parameters: z.object({ terminal_id: terminalId }),
     access: (args) => ({ kind: 'execute', summary: `kill terminal ${args.terminal_id}` }),
     async execute(args, run): Promise<ToolOutput> {
@@ -183,7 +251,9 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       const output = unread(id, run)
       await guard(() => ctx.terminals.kill(id))
       cursors(run).delete(id)
-      const done = info.exited ? `[terminal ${id} removed; its program had already exited (${describeExit(info.exited)})]` : `[terminal ${id} killed; all its processes have stopped]`
+      const done = info.exited
+        ? `[terminal ${id} removed; its program had already exited (${describeExit(info.exited)})]`
+        : `[terminal ${id} killed; all its processes have stopped]`
       const shown = output.text === '' && output.dropped === 0 ? done : `${render(output, maxOutputChars)}\n${done}`
       return { content: shown, meta: { terminalId: id } }
     },
@@ -192,7 +262,8 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
   const list = defineTool({
     name: 'terminal_list',
     presentation: { kind: 'read', view: 'generic', title: () => 'List terminals' },
-    description: "List this session's terminals: id, whether the program runs, the command, its directory, and how much output you have not seen.",
+    description:
+      "List this session's terminals: id, whether the program runs, the command, its directory, and how much output you have not seen.",
     parameters: z.object({}),
     readOnly: true,
     isConcurrencySafe: () => true,
@@ -225,7 +296,10 @@ function cursors(run: ToolRunContext): Map<string, number> {
 /** The output for the model: a note on bytes lost to the buffer, the newest `maxChars` characters. */
 function render(output: TerminalOutput, maxChars: number): string {
   const lines: string[] = []
-  if (output.dropped > 0) lines.push(`[${output.dropped} bytes of earlier output were lost: the terminal's buffer overflowed before they were read]`)
+  if (output.dropped > 0)
+    lines.push(
+      `[${output.dropped} bytes of earlier output were lost: the terminal's buffer overflowed before they were read]`,
+    )
   let text = output.text
   if (text.length > maxChars) {
     const cut = text.length - maxChars
@@ -237,7 +311,11 @@ function render(output: TerminalOutput, maxChars: number): string {
 }
 
 /** One line on where the program stands and why the wait ended. */
-function status(output: TerminalOutput, waited: WaitResult | undefined, wait: { idleMs: number; timeoutMs: number; pattern?: string }): string {
+function status(
+  output: TerminalOutput,
+  waited: WaitResult | undefined,
+  wait: { idleMs: number; timeoutMs: number; pattern?: string },
+): string {
   if (output.exited) return `[the program has exited: ${describeExit(output.exited)}]`
   switch (waited?.reason) {
     case undefined:
@@ -248,7 +326,8 @@ function status(output: TerminalOutput, waited: WaitResult | undefined, wait: { 
     case 'idle':
       return `[no output for ${wait.idleMs}ms; the program is still running and may be waiting for input]`
     case 'timeout':
-      if (wait.pattern !== undefined) return `[wait_for did not match within ${wait.timeoutMs}ms; the program is still running]`
+      if (wait.pattern !== undefined)
+        return `[wait_for did not match within ${wait.timeoutMs}ms; the program is still running]`
       if (output.text === '') return `[no output within ${wait.timeoutMs}ms; the program is still running]`
       return `[the output did not settle within ${wait.timeoutMs}ms; the program is still running. Read the rest with terminal_read]`
   }
@@ -284,7 +363,7 @@ function toToolError(error: unknown): unknown {
     error.code === 'LIMIT'
       ? ' terminal_list shows them; terminal_kill frees one.'
       : error.code === 'NOT_FOUND'
-        ? ' terminal_list shows this session\'s terminals.'
+        ? " terminal_list shows this session's terminals."
         : ''
   return new ToolError(`TERMINAL_${error.code}`, `${error.message}.${hint}`)
 }

@@ -32,8 +32,16 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true })
 })
 
-async function boot(terminalConfig: Partial<LocalTerminalsConfig> = {}, toolConfig: Partial<TerminalToolsConfig> = {}): Promise<Fiber> {
-  terminalsFiber = root.plugin(terminals, { shell: 'bash', shellArgs: ['--norc', '--noprofile'], killGraceMs: 300, ...terminalConfig } as LocalTerminalsConfig)
+async function boot(
+  terminalConfig: Partial<LocalTerminalsConfig> = {},
+  toolConfig: Partial<TerminalToolsConfig> = {},
+): Promise<Fiber> {
+  terminalsFiber = root.plugin(terminals, {
+    shell: 'bash',
+    shellArgs: ['--norc', '--noprofile'],
+    killGraceMs: 300,
+    ...terminalConfig,
+  } as LocalTerminalsConfig)
   await terminalsFiber
   const fiber = root.plugin(terminalTool, { idleMs: 300, startupTimeoutMs: LONG, ...toolConfig } as TerminalToolsConfig)
   await fiber
@@ -64,7 +72,10 @@ function meta(result: ToolResult): Record<string, unknown> {
   return result.meta as Record<string, unknown>
 }
 
-async function create(args: Record<string, unknown> = {}, run: ToolRunOptions = A()): Promise<{ id: string; result: ToolResult }> {
+async function create(
+  args: Record<string, unknown> = {},
+  run: ToolRunOptions = A(),
+): Promise<{ id: string; result: ToolResult }> {
   const result = await call('terminal_create', args, run)
   expect(result.isError, text(result)).toBe(false)
   return { id: meta(result).terminalId as string, result }
@@ -81,7 +92,11 @@ async function alive(pid: number): Promise<boolean> {
 }
 
 /** Reads (waiting for output each time) until `done` says the collected output is complete. */
-async function readUntil(id: string, done: (collected: string, last: ToolResult) => boolean, run: ToolRunOptions = A()): Promise<string> {
+async function readUntil(
+  id: string,
+  done: (collected: string, last: ToolResult) => boolean,
+  run: ToolRunOptions = A(),
+): Promise<string> {
   let collected = ''
   for (;;) {
     const result = await call('terminal_read', { terminal_id: id, wait_ms: 2_000 }, run)
@@ -94,10 +109,25 @@ async function readUntil(id: string, done: (collected: string, last: ToolResult)
 describe('terminal tools', () => {
   it('registers five tools that declare their access, and removes them when disposed', async () => {
     const fiber = await boot()
-    expect(root.tools.list().map((tool) => tool.name)).toEqual(['terminal_create', 'terminal_kill', 'terminal_list', 'terminal_read', 'terminal_send'])
-    expect(root.tools.get('terminal_create')?.access?.({ command: 'python3' })).toEqual({ kind: 'execute', escalated: true, summary: 'python3' })
-    expect(root.tools.get('terminal_create')?.access?.({})).toMatchObject({ kind: 'execute', summary: 'an interactive shell' })
-    expect(root.tools.get('terminal_send')?.access?.({ terminal_id: 'term-1', input: 'ls', press_enter: true })).toEqual({
+    expect(root.tools.list().map((tool) => tool.name)).toEqual([
+      'terminal_create',
+      'terminal_kill',
+      'terminal_list',
+      'terminal_read',
+      'terminal_send',
+    ])
+    expect(root.tools.get('terminal_create')?.access?.({ command: 'python3' })).toEqual({
+      kind: 'execute',
+      escalated: true,
+      summary: 'python3',
+    })
+    expect(root.tools.get('terminal_create')?.access?.({})).toMatchObject({
+      kind: 'execute',
+      summary: 'an interactive shell',
+    })
+    expect(
+      root.tools.get('terminal_send')?.access?.({ terminal_id: 'term-1', input: 'ls', press_enter: true }),
+    ).toEqual({
       kind: 'execute',
       escalated: true,
       summary: 'term-1: ls',
@@ -153,7 +183,9 @@ describe('terminal tools', () => {
     // seq 1 1000 prints 3893 bytes; the buffer holds 1000, so at least 2893 never reached a result.
     expect(meta(last).offset).toBe(3893)
     expect(lost).toBeGreaterThanOrEqual(2893)
-    expect(outputs).toMatch(/\[\d+ bytes of earlier output were lost: the terminal's buffer overflowed before they were read\]/)
+    expect(outputs).toMatch(
+      /\[\d+ bytes of earlier output were lost: the terminal's buffer overflowed before they were read\]/,
+    )
     expect(outputs).toMatch(/\[\d+ earlier characters are left out; showing the last 100\]/)
     expect(outputs).toContain('\n998\n999\n1000\n[the program has exited: exit code 0]')
   })
@@ -161,7 +193,11 @@ describe('terminal tools', () => {
   it('kills a terminal and every process it started', async () => {
     await boot()
     const { id } = await create()
-    const started = await call('terminal_send', { terminal_id: id, input: 'sleep 1000 & echo "PID=$!"', wait_for: 'PID=\\d+' })
+    const started = await call('terminal_send', {
+      terminal_id: id,
+      input: 'sleep 1000 & echo "PID=$!"',
+      wait_for: 'PID=\\d+',
+    })
     const job = Number(/PID=(\d+)/.exec(text(started))?.[1])
     expect(await alive(job)).toBe(true)
     const killed = await call('terminal_kill', { terminal_id: id })
@@ -174,10 +210,18 @@ describe('terminal tools', () => {
   it('stops every terminal process when the terminals plugin is disposed, and the tools go with it', async () => {
     await boot({}, { startupTimeoutMs: 300 })
     const { id: shell } = await create()
-    const started = await call('terminal_send', { terminal_id: shell, input: 'sleep 1000 & echo "PID=$!"', wait_for: 'PID=\\d+' })
+    const started = await call('terminal_send', {
+      terminal_id: shell,
+      input: 'sleep 1000 & echo "PID=$!"',
+      wait_for: 'PID=\\d+',
+    })
     const { id: command, result: silent } = await create({ command: 'sleep 1000' }, session('session-b'))
     expect(text(silent)).toContain('(no new output)\n[no output within 300ms; the program is still running]')
-    const pids = [Number(/PID=(\d+)/.exec(text(started))?.[1]), root.terminals.get(shell as terminals.TerminalId)!.pid, root.terminals.get(command as terminals.TerminalId)!.pid]
+    const pids = [
+      Number(/PID=(\d+)/.exec(text(started))?.[1]),
+      root.terminals.get(shell as terminals.TerminalId)!.pid,
+      root.terminals.get(command as terminals.TerminalId)!.pid,
+    ]
     for (const pid of pids) expect(await alive(pid)).toBe(true)
     await terminalsFiber.dispose()
     for (const pid of pids) expect(await alive(pid)).toBe(false)

@@ -74,7 +74,11 @@ export function usageObject(spec: UsageSpec, promptEstimate: number, reply: Comp
  * reasoning), reasoning deltas, content deltas, tool-call fragments, the
  * finish chunk, the usage chunk.
  */
-export function completionEvents(reply: CompletionReply, requestModel: string | undefined, promptEstimate: number): string[] {
+export function completionEvents(
+  reply: CompletionReply,
+  requestModel: string | undefined,
+  promptEstimate: number,
+): string[] {
   const env: Envelope = {
     id: `chatcmpl-${randomUUID()}`,
     created: Math.floor(Date.now() / 1000),
@@ -85,13 +89,22 @@ export function completionEvents(reply: CompletionReply, requestModel: string | 
   const content = reply.content ?? ''
   const calls = reply.toolCalls ?? []
 
-  out.push(delta(env, reasoning ? { role: 'assistant', content: null, reasoning_content: '' } : { role: 'assistant', content: '' }))
-  for (const piece of splitText(reasoning, reply.chunkSize)) out.push(delta(env, { content: null, reasoning_content: piece }))
-  for (const piece of splitText(content, reply.chunkSize)) out.push(delta(env, reasoning ? { content: piece, reasoning_content: null } : { content: piece }))
+  out.push(
+    delta(
+      env,
+      reasoning ? { role: 'assistant', content: null, reasoning_content: '' } : { role: 'assistant', content: '' },
+    ),
+  )
+  for (const piece of splitText(reasoning, reply.chunkSize))
+    out.push(delta(env, { content: null, reasoning_content: piece }))
+  for (const piece of splitText(content, reply.chunkSize))
+    out.push(delta(env, reasoning ? { content: piece, reasoning_content: null } : { content: piece }))
 
   calls.forEach((call, index) => {
     const id = call.id ?? `call_${String(index).padStart(2, '0')}_${randomBytes(8).toString('hex')}`
-    out.push(delta(env, { tool_calls: [{ index, id, type: 'function', function: { name: call.name, arguments: '' } }] }))
+    out.push(
+      delta(env, { tool_calls: [{ index, id, type: 'function', function: { name: call.name, arguments: '' } }] }),
+    )
     for (const piece of splitInto(argumentsText(call), reply.argumentFragments ?? 3)) {
       out.push(delta(env, { tool_calls: [{ index, function: { arguments: piece } }] }))
     }

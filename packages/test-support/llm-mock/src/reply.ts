@@ -1,4 +1,12 @@
-import type { CompletionReply, CutReply, ErrorReply, RawReply, StallReply, StreamOptions, ToolCallSpec } from './types.ts'
+import type {
+  CompletionReply,
+  CutReply,
+  ErrorReply,
+  RawReply,
+  StallReply,
+  StreamOptions,
+  ToolCallSpec,
+} from './types.ts'
 
 type CompletionOptions = Omit<CompletionReply, 'kind'>
 
@@ -30,7 +38,10 @@ const DEFAULT_ERRORS: Record<number, [string, string]> = {
 }
 
 function defaultError(status: number): { message: string; type: string } {
-  const [message, type] = DEFAULT_ERRORS[status] ?? [`HTTP ${status}`, status >= 500 ? 'server_error' : 'invalid_request_error']
+  const [message, type] = DEFAULT_ERRORS[status] ?? [
+    `HTTP ${status}`,
+    status >= 500 ? 'server_error' : 'invalid_request_error',
+  ]
   return { message, type }
 }
 
@@ -61,7 +72,17 @@ export const reply = {
   /** An HTTP error with a DeepSeek-style `{error: {message, type, code}}` body unless `body` is given. */
   error(status: number, options: ErrorOptions = {}): ErrorReply {
     const base = defaultError(status)
-    const body = options.body !== undefined ? options.body : { error: { message: options.message ?? base.message, type: options.type ?? base.type, param: null, code: options.code ?? null } }
+    const body =
+      options.body !== undefined
+        ? options.body
+        : {
+            error: {
+              message: options.message ?? base.message,
+              type: options.type ?? base.type,
+              param: null,
+              code: options.code ?? null,
+            },
+          }
     const out: ErrorReply = { kind: 'error', status, body }
     if (options.retryAfter !== undefined) out.retryAfter = options.retryAfter
     if (options.headers) out.headers = options.headers

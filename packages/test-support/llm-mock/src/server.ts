@@ -58,7 +58,8 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, { error: { message: `llm-mock: internal error: ${String(error)}`, type: 'mock_error' } })
+      if (!res.headersSent)
+        sendJson(res, 500, { error: { message: `llm-mock: internal error: ${String(error)}`, type: 'mock_error' } })
       else res.destroy()
     })
   })
@@ -81,18 +82,33 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
       body = undefined
     }
     const path = (req.url ?? '/').split('?')[0] ?? '/'
-    const record: RecordedRequest = { seq: requests.length + 1, method: req.method ?? 'GET', path, headers: req.headers, body, rawBody, answer: 'unscripted' }
+    const record: RecordedRequest = {
+      seq: requests.length + 1,
+      method: req.method ?? 'GET',
+      path,
+      headers: req.headers,
+      body,
+      rawBody,
+      answer: 'unscripted',
+    }
     requests.push(record)
     notify(requestWaiters)
 
     if (record.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
       record.answer = 'not-found'
-      sendJson(res, 404, { error: { message: `llm-mock: no route for ${record.method} ${path} (serves POST /chat/completions and /v1/chat/completions)`, type: 'invalid_request_error' } })
+      sendJson(res, 404, {
+        error: {
+          message: `llm-mock: no route for ${record.method} ${path} (serves POST /chat/completions and /v1/chat/completions)`,
+          type: 'invalid_request_error',
+        },
+      })
       return
     }
     if (body === undefined || typeof body !== 'object') {
       record.answer = 'bad-request'
-      sendJson(res, 400, { error: { message: 'llm-mock: the request body is not a JSON object', type: 'invalid_request_error' } })
+      sendJson(res, 400, {
+        error: { message: 'llm-mock: the request body is not a JSON object', type: 'invalid_request_error' },
+      })
       return
     }
 
@@ -110,7 +126,12 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
     try {
       answer = typeof script === 'function' ? await script(record) : script
     } catch (error) {
-      sendJson(res, 500, { error: { message: `llm-mock: the script function threw: ${error instanceof Error ? error.message : String(error)}`, type: 'mock_error' } })
+      sendJson(res, 500, {
+        error: {
+          message: `llm-mock: the script function threw: ${error instanceof Error ? error.message : String(error)}`,
+          type: 'mock_error',
+        },
+      })
       return
     }
     record.answer = answer.kind
@@ -137,11 +158,27 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
       case 'completion':
         return stream(res, completionEvents(answer, model, promptEstimate), answer, requestId, { end: 'end' })
       case 'cut':
-        return stream(res, completionEvents(answer.reply, model, promptEstimate), mergeOptions(answer.reply, answer), requestId, { end: 'destroy', limit: answer.after })
+        return stream(
+          res,
+          completionEvents(answer.reply, model, promptEstimate),
+          mergeOptions(answer.reply, answer),
+          requestId,
+          { end: 'destroy', limit: answer.after },
+        )
       case 'stall':
-        return stream(res, completionEvents(answer.reply, model, promptEstimate), mergeOptions(answer.reply, answer), requestId, { end: 'stall', limit: answer.after })
+        return stream(
+          res,
+          completionEvents(answer.reply, model, promptEstimate),
+          mergeOptions(answer.reply, answer),
+          requestId,
+          { end: 'stall', limit: answer.after },
+        )
       case 'raw':
-        return stream(res, answer.lines, { ...answer, keepAlive: answer.keepAlive ?? false }, requestId, { end: answer.end ?? 'end', raw: true, status: answer.status ?? 200 })
+        return stream(res, answer.lines, { ...answer, keepAlive: answer.keepAlive ?? false }, requestId, {
+          end: answer.end ?? 'end',
+          raw: true,
+          status: answer.status ?? 200,
+        })
     }
   }
 
@@ -238,7 +275,13 @@ interface StreamPlan {
 }
 
 /** Writes SSE events one by one, honouring delay, keep-alive lines and the planned ending. */
-async function stream(res: ServerResponse, events: string[], options: StreamOptions, requestId: string, plan: StreamPlan): Promise<void> {
+async function stream(
+  res: ServerResponse,
+  events: string[],
+  options: StreamOptions,
+  requestId: string,
+  plan: StreamPlan,
+): Promise<void> {
   const gone = new AbortController()
   res.on('close', () => gone.abort())
   res.writeHead(plan.status ?? 200, {

@@ -35,12 +35,19 @@ function parseSse(text: string) {
 }
 
 function deltas(data: string[]) {
-  return data.filter((d) => d !== '[DONE]').map((d) => JSON.parse(d) as { choices: Array<{ delta: any; finish_reason: string | null }>; usage: any })
+  return data
+    .filter((d) => d !== '[DONE]')
+    .map((d) => JSON.parse(d) as { choices: Array<{ delta: any; finish_reason: string | null }>; usage: any })
 }
 
 describe('completion replies', () => {
   it('streams reasoning, content, finish, usage and [DONE] with keep-alive comments', async () => {
-    mock.enqueue(reply.text('Hello there, friend.', { reasoning: 'The user greets me.', usage: { promptCacheHitTokens: 30, promptCacheMissTokens: 12, completionTokens: 9, reasoningTokens: 5 } }))
+    mock.enqueue(
+      reply.text('Hello there, friend.', {
+        reasoning: 'The user greets me.',
+        usage: { promptCacheHitTokens: 30, promptCacheMissTokens: 12, completionTokens: 9, reasoningTokens: 5 },
+      }),
+    )
     const res = await post()
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toMatch(/text\/event-stream/)
@@ -49,7 +56,9 @@ describe('completion replies', () => {
     expect(data.at(-1)).toBe('[DONE]')
     const chunks = deltas(data)
     expect(chunks[0]?.choices[0]?.delta).toEqual({ role: 'assistant', content: null, reasoning_content: '' })
-    const reasoning = chunks.flatMap((c) => (c.choices[0]?.delta.reasoning_content ? [c.choices[0].delta.reasoning_content] : []))
+    const reasoning = chunks.flatMap((c) =>
+      c.choices[0]?.delta.reasoning_content ? [c.choices[0].delta.reasoning_content] : [],
+    )
     const content = chunks.flatMap((c) => (c.choices[0]?.delta.content ? [c.choices[0].delta.content] : []))
     expect(reasoning.length).toBeGreaterThan(1)
     expect(reasoning.join('')).toBe('The user greets me.')
@@ -58,12 +67,23 @@ describe('completion replies', () => {
     expect(finish?.choices[0]?.finish_reason).toBe('stop')
     const usage = chunks.at(-1)
     expect(usage?.choices).toEqual([])
-    expect(usage?.usage).toMatchObject({ prompt_tokens: 42, prompt_cache_hit_tokens: 30, prompt_cache_miss_tokens: 12, completion_tokens: 9, completion_tokens_details: { reasoning_tokens: 5 } })
+    expect(usage?.usage).toMatchObject({
+      prompt_tokens: 42,
+      prompt_cache_hit_tokens: 30,
+      prompt_cache_miss_tokens: 12,
+      completion_tokens: 9,
+      completion_tokens_details: { reasoning_tokens: 5 },
+    })
     expect(chunks.every((c) => (c as unknown as { model: string }).model === 'deepseek-v4-flash')).toBe(true)
   })
 
   it('splits tool call arguments into fragments carrying id and name only first', async () => {
-    mock.enqueue(reply.toolCalls([{ name: 'read_file', arguments: { path: 'src/index.ts' } }, { name: 'bash', arguments: '{"command":"ls -la"}', id: 'call_fixed' }]))
+    mock.enqueue(
+      reply.toolCalls([
+        { name: 'read_file', arguments: { path: 'src/index.ts' } },
+        { name: 'bash', arguments: '{"command":"ls -la"}', id: 'call_fixed' },
+      ]),
+    )
     const chunks = deltas(parseSse(await (await post()).text()).data)
     const fragments = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? [])
     const first = fragments.filter((f: any) => f.index === 0)
@@ -109,12 +129,19 @@ describe('completion replies', () => {
 
 describe('failures', () => {
   it('sends HTTP errors with a JSON body and Retry-After', async () => {
-    mock.enqueue(reply.error(429, { retryAfter: 3 }), reply.error(400, { message: 'too long', body: undefined }), reply.error(502, { body: 'Bad Gateway' }))
+    mock.enqueue(
+      reply.error(429, { retryAfter: 3 }),
+      reply.error(400, { message: 'too long', body: undefined }),
+      reply.error(502, { body: 'Bad Gateway' }),
+    )
     const limited = await post()
     expect(limited.status).toBe(429)
     expect(limited.headers.get('retry-after')).toBe('3')
     expect(((await limited.json()) as any).error.message).toMatch(/Rate limit/)
-    expect(((await (await post()).json()) as any).error).toMatchObject({ message: 'too long', type: 'invalid_request_error' })
+    expect(((await (await post()).json()) as any).error).toMatchObject({
+      message: 'too long',
+      type: 'invalid_request_error',
+    })
     const gateway = await post()
     expect(gateway.status).toBe(502)
     expect(await gateway.text()).toBe('Bad Gateway')
@@ -161,10 +188,14 @@ describe('connections', () => {
   it('counts open sockets and closes stalled ones on close()', async () => {
     mock.enqueue(reply.stall(0))
     const done = new Promise<string>((resolve) => {
-      const req = httpRequest(`${mock.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-        res.on('data', () => {})
-        res.on('close', () => resolve('closed'))
-      })
+      const req = httpRequest(
+        `${mock.url}/chat/completions`,
+        { method: 'POST', headers: { 'content-type': 'application/json' } },
+        (res) => {
+          res.on('data', () => {})
+          res.on('close', () => resolve('closed'))
+        },
+      )
       req.on('error', () => resolve('closed'))
       req.end(JSON.stringify(body))
     })

@@ -1,4 +1,13 @@
-export { findSessionLogs, type LoggedEvent, parseSessionLog, readSessionLog, readSessionText, ReplayError, type SessionHeader, type SessionLog } from './log.ts'
+export {
+  findSessionLogs,
+  type LoggedEvent,
+  parseSessionLog,
+  readSessionLog,
+  readSessionText,
+  ReplayError,
+  type SessionHeader,
+  type SessionLog,
+} from './log.ts'
 export { modelCalls, repliesFromLog, type RepliesOptions } from './replies.ts'
 export { normaliseLog, type NormalisedLog, type NormaliseOptions } from './normalise.ts'
 export { describeRequest, expectedRequests, type RequestSummary, type WireMessageSummary } from './requests.ts'

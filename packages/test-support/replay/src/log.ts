@@ -40,7 +40,8 @@ export class ReplayError extends Error {
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd])
 
 /** A JSON object (not an array, not null). */
-export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** Parses the text of a session log: a header line, then one event per line. Blank lines are ignored. */
 export function parseSessionLog(text: string, source = 'session log'): SessionLog {
@@ -57,7 +58,12 @@ export function parseSessionLog(text: string, source = 'session log'): SessionLo
   const [first, ...rest] = parsed
   if (!first) throw new ReplayError(`${source}: empty, no header line`)
   const header = first.value
-  if (!isObject(header) || header.type !== 'session' || typeof header.id !== 'string' || typeof header.cwd !== 'string') {
+  if (
+    !isObject(header) ||
+    header.type !== 'session' ||
+    typeof header.id !== 'string' ||
+    typeof header.cwd !== 'string'
+  ) {
     throw new ReplayError(`${source}, line ${first.line}: not a session header ({type: 'session', id, cwd, ...})`)
   }
   const events = rest.map(({ line, value }) => {

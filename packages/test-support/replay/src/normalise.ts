@@ -19,7 +19,8 @@ export interface NormalisedLog {
 function mapStrings(value: unknown, rewrite: (text: string) => string): unknown {
   if (typeof value === 'string') return rewrite(value)
   if (Array.isArray(value)) return value.map((item) => mapStrings(item, rewrite))
-  if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, mapStrings(item, rewrite)]))
+  if (isObject(value))
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, mapStrings(item, rewrite)]))
   return value
 }
 
@@ -49,7 +50,8 @@ export function normaliseLog(log: SessionLog, options: NormaliseOptions = {}): N
   let messages = 0
   for (const event of log.events) {
     const message = event.data.message
-    if (isObject(message) && typeof message.id === 'string' && !tokens.has(message.id)) add(message.id, `<message-${++messages}>`)
+    if (isObject(message) && typeof message.id === 'string' && !tokens.has(message.id))
+      add(message.id, `<message-${++messages}>`)
   }
   add(options.workspace ?? log.header.cwd, '<workspace>')
   add(options.home, '<home>')

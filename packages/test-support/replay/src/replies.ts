@@ -29,7 +29,8 @@ function fail(event: LoggedEvent, problem: string): never {
 function usageSpec(event: LoggedEvent): UsageSpec | null {
   const usage = event.data.usage
   if (usage === undefined) return null
-  if (!isObject(usage) || typeof usage.inputTokens !== 'number' || typeof usage.outputTokens !== 'number') fail(event, 'usage lacks inputTokens or outputTokens')
+  if (!isObject(usage) || typeof usage.inputTokens !== 'number' || typeof usage.outputTokens !== 'number')
+    fail(event, 'usage lacks inputTokens or outputTokens')
   const number = (value: unknown) => (typeof value === 'number' ? value : 0)
   return {
     promptCacheMissTokens: usage.inputTokens,
@@ -49,7 +50,8 @@ function completionFor(event: LoggedEvent): CompletionReply {
   if (interrupted) fail(event, 'the reply was interrupted by a cancel; replaying cancelled replies is not supported')
   if (!isObject(message) || !Array.isArray(message.content)) fail(event, 'data.message.content is missing')
   const finishReason = FINISH_REASONS[String(finish)]
-  if (!finishReason) fail(event, `finish "${String(finish)}" cannot be replayed (only ${Object.keys(FINISH_REASONS).join(', ')})`)
+  if (!finishReason)
+    fail(event, `finish "${String(finish)}" cannot be replayed (only ${Object.keys(FINISH_REASONS).join(', ')})`)
 
   // One reasoning block, then one text block, then any number of tool calls: what the mock streams.
   const order = ['reasoning', 'text', 'tool-call']
@@ -60,13 +62,21 @@ function completionFor(event: LoggedEvent): CompletionReply {
   for (const [i, block] of (message.content as unknown[]).entries()) {
     const type = isObject(block) ? block.type : undefined
     const at = order.indexOf(String(type))
-    if (!isObject(block) || at < 0) fail(event, `content block ${i} has type "${String(type)}"; only reasoning, text and tool-call blocks can be replayed`)
+    if (!isObject(block) || at < 0)
+      fail(
+        event,
+        `content block ${i} has type "${String(type)}"; only reasoning, text and tool-call blocks can be replayed`,
+      )
     if (at < stage || (at === stage && type !== 'tool-call')) {
-      fail(event, `content block ${i} (${String(type)}) is out of order; the mock streams one reasoning block, one text block, then tool calls`)
+      fail(
+        event,
+        `content block ${i} (${String(type)}) is out of order; the mock streams one reasoning block, one text block, then tool calls`,
+      )
     }
     stage = at
     if (type === 'tool-call') {
-      if (typeof block.id !== 'string' || typeof block.name !== 'string' || typeof block.arguments !== 'string') fail(event, `tool-call block ${i} lacks id, name or arguments`)
+      if (typeof block.id !== 'string' || typeof block.name !== 'string' || typeof block.arguments !== 'string')
+        fail(event, `tool-call block ${i} lacks id, name or arguments`)
       toolCalls.push({ id: block.id, name: block.name, arguments: block.arguments })
     } else if (typeof block.text !== 'string') fail(event, `${String(type)} block ${i} has no text`)
     else if (type === 'reasoning') reasoning += block.text
@@ -104,13 +114,18 @@ function failureFor(event: LoggedEvent, options: RepliesOptions): MockReply {
     case 'EMPTY_RESPONSE':
       return reply.empty({ usage: usageSpec(event), ...headers })
     default:
-      fail(event, `a failure with code ${error.code} and no HTTP status cannot be replayed (supported: an HTTP status, TRANSPORT, EMPTY_RESPONSE)`)
+      fail(
+        event,
+        `a failure with code ${error.code} and no HTTP status cannot be replayed (supported: an HTTP status, TRANSPORT, EMPTY_RESPONSE)`,
+      )
   }
 }
 
 /** The events of a log that stand for one model request each, in order: `assistant/message` and the `assistant/attempt`s that reached the provider. */
 export function modelCalls(log: SessionLog): LoggedEvent[] {
-  return log.events.filter((event) => event.type === 'assistant/message' || (event.type === 'assistant/attempt' && madeRequest(event)))
+  return log.events.filter(
+    (event) => event.type === 'assistant/message' || (event.type === 'assistant/attempt' && madeRequest(event)),
+  )
 }
 
 /**
@@ -122,5 +137,7 @@ export function modelCalls(log: SessionLog): LoggedEvent[] {
  * EMPTY_RESPONSE). Throws a `ReplayError` naming the event it cannot replay.
  */
 export function repliesFromLog(log: SessionLog, options: RepliesOptions = {}): MockReply[] {
-  return modelCalls(log).map((event) => (event.type === 'assistant/message' ? completionFor(event) : failureFor(event, options)))
+  return modelCalls(log).map((event) =>
+    event.type === 'assistant/message' ? completionFor(event) : failureFor(event, options),
+  )
 }

@@ -38,9 +38,13 @@ function wireMessages(event: LoggedEvent): WireMessageSummary[] {
     case 'assistant':
       return [{ role: 'assistant', toolCalls: blocks.filter((b) => b.type === 'tool-call').map((b) => String(b.id)) }]
     case 'user': {
-      const out: WireMessageSummary[] = blocks.filter((b) => b.type === 'tool-result').map((b) => ({ role: 'tool', toolCallId: String(b.toolCallId) }))
+      const out: WireMessageSummary[] = blocks
+        .filter((b) => b.type === 'tool-result')
+        .map((b) => ({ role: 'tool', toolCallId: String(b.toolCallId) }))
       const own = blocks.some((b) => b.type === 'text' || b.type === 'image')
-      const toolImages = blocks.some((b) => b.type === 'tool-result' && blocksOf(b.content).some((c) => c.type === 'image'))
+      const toolImages = blocks.some(
+        (b) => b.type === 'tool-result' && blocksOf(b.content).some((c) => c.type === 'image'),
+      )
       if (own || toolImages || out.length === 0) out.push({ role: 'user' })
       return out
     }
@@ -63,16 +67,20 @@ export function expectedRequests(log: SessionLog): RequestSummary[] {
   const out: RequestSummary[] = []
   for (const event of log.events) {
     if (calls.has(event)) {
-      if (!header) throw new ReplayError(`event seq ${event.seq} (${event.type}): no request/header before the first model call`)
+      if (!header)
+        throw new ReplayError(`event seq ${event.seq} (${event.type}): no request/header before the first model call`)
       out.push({ ...header, messages: history.flatMap((entry) => entry.messages) })
     }
     if (event.type === 'request/header') {
-      const tools = Array.isArray(event.data.tools) ? event.data.tools.filter(isObject).map((tool) => String(tool.name)) : []
+      const tools = Array.isArray(event.data.tools)
+        ? event.data.tools.filter(isObject).map((tool) => String(tool.name))
+        : []
       header = { model: String(event.data.model), tools, messages: [] }
     } else if (SURFACE_TYPES.has(event.type)) {
       if (event.replaces) {
         const gone = new Set(event.replaces)
-        for (let i = history.length - 1; i >= 0; i--) if (gone.has((history[i] as { seq: number }).seq)) history.splice(i, 1)
+        for (let i = history.length - 1; i >= 0; i--)
+          if (gone.has((history[i] as { seq: number }).seq)) history.splice(i, 1)
       }
       history.push({ seq: event.seq, messages: wireMessages(event) })
     }
@@ -83,7 +91,9 @@ export function expectedRequests(log: SessionLog): RequestSummary[] {
 /** The same summary of a request body as the mock recorded it (`mock.requests[i].body`). */
 export function describeRequest(body: unknown): RequestSummary {
   if (!isObject(body) || !Array.isArray(body.messages)) throw new ReplayError('the request body has no messages array')
-  const tools = Array.isArray(body.tools) ? body.tools.filter(isObject).map((tool) => String(isObject(tool.function) ? tool.function.name : undefined)) : []
+  const tools = Array.isArray(body.tools)
+    ? body.tools.filter(isObject).map((tool) => String(isObject(tool.function) ? tool.function.name : undefined))
+    : []
   const messages = body.messages.filter(isObject).map((message): WireMessageSummary => {
     const role = String(message.role)
     if (role === 'tool') return { role, toolCallId: String(message.tool_call_id) }

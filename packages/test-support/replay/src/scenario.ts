@@ -29,7 +29,8 @@ export interface ScenarioFolder {
 export const SCENARIO_FILE = 'scenario.json'
 export const SESSION_FILE = 'session.jsonl'
 
-const isStringArray = (value: unknown): value is string[] => Array.isArray(value) && value.every((item) => typeof item === 'string')
+const isStringArray = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.every((item) => typeof item === 'string')
 
 /** Checks the shape of a parsed `scenario.json`; `file` names it in the error. */
 export function parseScenario(value: unknown, file = SCENARIO_FILE): Scenario {
@@ -40,11 +41,15 @@ export function parseScenario(value: unknown, file = SCENARIO_FILE): Scenario {
   if (typeof value.task !== 'string' || value.task.trim() === '') problem('"task" must be a non-empty string')
   if (!Number.isInteger(value.exitCode)) problem('"exitCode" must be a whole number')
   if (value.args !== undefined && !isStringArray(value.args)) problem('"args" must be a list of strings')
-  if (value.files !== undefined && !(isObject(value.files) && Object.values(value.files).every((content) => typeof content === 'string'))) {
+  if (
+    value.files !== undefined &&
+    !(isObject(value.files) && Object.values(value.files).every((content) => typeof content === 'string'))
+  ) {
     problem('"files" must map relative paths to text')
   }
   for (const name of Object.keys((value.files as Record<string, string> | undefined) ?? {})) {
-    if (path.isAbsolute(name) || name.split(/[\\/]/).includes('..')) problem(`file "${name}" must stay inside the workspace`)
+    if (path.isAbsolute(name) || name.split(/[\\/]/).includes('..'))
+      problem(`file "${name}" must stay inside the workspace`)
   }
   if (value.stdout !== undefined && typeof value.stdout !== 'string') problem('"stdout" must be a string')
   return value as unknown as Scenario
@@ -59,7 +64,12 @@ export async function readScenario(dir: string): Promise<ScenarioFolder> {
   } catch (error) {
     throw new ReplayError(`${file}: ${(error as Error).message}`)
   }
-  return { name: path.basename(dir), dir, scenario: parseScenario(value, file), log: await readSessionLog(path.join(dir, SESSION_FILE)) }
+  return {
+    name: path.basename(dir),
+    dir,
+    scenario: parseScenario(value, file),
+    log: await readSessionLog(path.join(dir, SESSION_FILE)),
+  }
 }
 
 /** The folders under `root` that hold a `scenario.json`, sorted by name. */

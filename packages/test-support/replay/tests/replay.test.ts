@@ -30,17 +30,59 @@ function logOf(events: [string, Record<string, unknown>][], header: Partial<Sess
   }
 }
 
-const toolSchemas = [{ name: 'bash', description: '', parameters: {} }, { name: 'read', description: '', parameters: {} }]
-const header = ['request/header', { reason: 'initial', provider: 'deepseek', model: 'deepseek-v4-flash', tools: toolSchemas }] as [string, Record<string, unknown>]
-const system = (id = 'm-sys') => ['system/message', { message: { id, role: 'system', content: [{ type: 'text', text: `You work in ${WORK}.` }], source: { kind: 'system' } } }] as [string, Record<string, unknown>]
-const user = (text: string, id = 'm-user') => ['user/message', { message: { id, role: 'user', content: [{ type: 'text', text }], source: { kind: 'user' } } }] as [string, Record<string, unknown>]
+const toolSchemas = [
+  { name: 'bash', description: '', parameters: {} },
+  { name: 'read', description: '', parameters: {} },
+]
+const header = [
+  'request/header',
+  { reason: 'initial', provider: 'deepseek', model: 'deepseek-v4-flash', tools: toolSchemas },
+] as [string, Record<string, unknown>]
+const system = (id = 'm-sys') =>
+  [
+    'system/message',
+    {
+      message: {
+        id,
+        role: 'system',
+        content: [{ type: 'text', text: `You work in ${WORK}.` }],
+        source: { kind: 'system' },
+      },
+    },
+  ] as [string, Record<string, unknown>]
+const user = (text: string, id = 'm-user') =>
+  ['user/message', { message: { id, role: 'user', content: [{ type: 'text', text }], source: { kind: 'user' } } }] as [
+    string,
+    Record<string, unknown>,
+  ]
 const assistant = (content: unknown[], extra: Record<string, unknown> = {}, id = 'm-a1') =>
-  ['assistant/message', { turn: 1, step: 1, message: { id, role: 'assistant', content, source: { kind: 'model' } }, finish: 'stop', ...extra }] as [string, Record<string, unknown>]
-const attempt = (error: Record<string, unknown>) => ['assistant/attempt', { turn: 1, step: 1, attempt: 1, error }] as [string, Record<string, unknown>]
+  [
+    'assistant/message',
+    {
+      turn: 1,
+      step: 1,
+      message: { id, role: 'assistant', content, source: { kind: 'model' } },
+      finish: 'stop',
+      ...extra,
+    },
+  ] as [string, Record<string, unknown>]
+const attempt = (error: Record<string, unknown>) =>
+  ['assistant/attempt', { turn: 1, step: 1, attempt: 1, error }] as [string, Record<string, unknown>]
 const toolResult = (callId: string, text: string, id = 'm-r1') =>
   [
     'tool/result',
-    { turn: 1, step: 1, callId, name: 'bash', message: { id, role: 'user', content: [{ type: 'tool-result', toolCallId: callId, content: [{ type: 'text', text }] }], source: { kind: 'tool' } } },
+    {
+      turn: 1,
+      step: 1,
+      callId,
+      name: 'bash',
+      message: {
+        id,
+        role: 'user',
+        content: [{ type: 'tool-result', toolCallId: callId, content: [{ type: 'text', text }] }],
+        source: { kind: 'tool' },
+      },
+    },
   ] as [string, Record<string, unknown>]
 
 let tmp: string
@@ -71,7 +113,8 @@ describe('reading logs', () => {
   it('lists the logs of a sessions folder, leaving temp files out', async () => {
     const dir = path.join(tmp, 'sessions')
     await mkdir(dir)
-    for (const name of ['s-2.jsonl.zst', 's-1.jsonl', 's-3.jsonl.tmp-0a1b2c', 'notes.txt']) await writeFile(path.join(dir, name), '')
+    for (const name of ['s-2.jsonl.zst', 's-1.jsonl', 's-3.jsonl.tmp-0a1b2c', 'notes.txt'])
+      await writeFile(path.join(dir, name), '')
     expect(await findSessionLogs(dir)).toEqual([path.join(dir, 's-1.jsonl'), path.join(dir, 's-2.jsonl.zst')])
     expect(await findSessionLogs(path.join(tmp, 'none'))).toEqual([])
   })
@@ -89,7 +132,10 @@ describe('repliesFromLog', () => {
           { type: 'tool-call', id: 'call_00_x', name: 'bash', arguments: args },
           { type: 'tool-call', id: 'call_01_y', name: 'read', arguments: '{"path":"a"}' },
         ],
-        { finish: 'tool-calls', usage: { inputTokens: 100, outputTokens: 20, cacheReadTokens: 640, reasoningTokens: 3 } },
+        {
+          finish: 'tool-calls',
+          usage: { inputTokens: 100, outputTokens: 20, cacheReadTokens: 640, reasoningTokens: 3 },
+        },
       ),
       assistant([{ type: 'text', text: 'Cut off' }], { finish: 'max-tokens' }, 'm-a2'),
     ])
@@ -121,7 +167,12 @@ describe('repliesFromLog', () => {
     const [busy, limited, cut, empty, plain] = repliesFromLog(log)
     expect(busy).toMatchObject({ kind: 'error', status: 503, retryAfter: 0, headers: { 'x-request-id': 'req-9' } })
     expect(limited).toMatchObject({ kind: 'error', status: 429, retryAfter: 2 })
-    expect(cut).toMatchObject({ kind: 'cut', after: 0, reply: { kind: 'completion' }, headers: { 'x-request-id': 'req-10' } })
+    expect(cut).toMatchObject({
+      kind: 'cut',
+      after: 0,
+      reply: { kind: 'completion' },
+      headers: { 'x-request-id': 'req-10' },
+    })
     expect(empty).toEqual({ kind: 'completion', usage: null })
     expect(plain).toMatchObject({ kind: 'error', status: 500, retryAfter: 0 })
     expect(plain).not.toHaveProperty('headers')
@@ -135,12 +186,25 @@ describe('repliesFromLog', () => {
   })
 
   it('refuses what the mock cannot reproduce, naming the event', () => {
-    const refuse = (event: [string, Record<string, unknown>], pattern: RegExp) => expect(() => repliesFromLog(logOf([header, event]))).toThrow(pattern)
+    const refuse = (event: [string, Record<string, unknown>], pattern: RegExp) =>
+      expect(() => repliesFromLog(logOf([header, event]))).toThrow(pattern)
     refuse(attempt({ code: 'ABORTED', message: 'cancelled' }), /^event seq 1 \(assistant\/attempt\): .*ABORTED/)
     refuse(assistant([{ type: 'text', text: 'half' }], { finish: 'aborted', interrupted: true }), /seq 1 .*interrupted/)
     refuse(assistant([{ type: 'text', text: 'x' }], { finish: 'error' }), /finish "error" cannot be replayed/)
-    refuse(assistant([{ type: 'text', text: 'a' }, { type: 'reasoning', text: 'b' }]), /block 1 \(reasoning\) is out of order/)
-    refuse(assistant([{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }]), /block 1 \(text\) is out of order/)
+    refuse(
+      assistant([
+        { type: 'text', text: 'a' },
+        { type: 'reasoning', text: 'b' },
+      ]),
+      /block 1 \(reasoning\) is out of order/,
+    )
+    refuse(
+      assistant([
+        { type: 'text', text: 'a' },
+        { type: 'text', text: 'b' },
+      ]),
+      /block 1 \(text\) is out of order/,
+    )
     refuse(assistant([{ type: 'image', mediaType: 'image/png', data: '' }]), /block 0 has type "image"/)
   })
 })
@@ -152,11 +216,18 @@ describe('normaliseLog', () => {
     const events: [string, Record<string, unknown>][] = [
       system(messageIds[0]),
       user('hi', messageIds[1]),
-      assistant([{ type: 'tool-call', id: 'call_1', name: 'bash', arguments: args }], { finish: 'tool-calls' }, messageIds[2]),
+      assistant(
+        [{ type: 'tool-call', id: 'call_1', name: 'bash', arguments: args }],
+        { finish: 'tool-calls' },
+        messageIds[2],
+      ),
       ['tool/call', { turn: 1, step: 1, callId: 'call_1', name: 'bash', arguments: args }],
       toolResult('call_1', `${output} in ${work}, spill at ${root}/home/sessions/${id}/out.txt`, messageIds[3]),
     ]
-    const moved = events.map(([type, data]): [string, Record<string, unknown>] => [type, JSON.parse(JSON.stringify(data).replaceAll(WORK, work))])
+    const moved = events.map(([type, data]): [string, Record<string, unknown>] => [
+      type,
+      JSON.parse(JSON.stringify(data).replaceAll(WORK, work)),
+    ])
     return logOf(moved, { id, cwd: work, createdAt: Math.random() })
   }
 
@@ -166,9 +237,16 @@ describe('normaliseLog', () => {
     expect(out.header).toEqual({ type: 'session', format: 1, id: '<session>', cwd: '<workspace>' })
     expect(out.events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4])
     expect(out.events.some((e) => 'time' in e)).toBe(false)
-    expect(out.events[0]).toMatchObject({ type: 'system/message', data: { message: { id: '<message-1>', content: [{ text: 'You work in <workspace>.' }] } } })
-    expect(out.events[3]).toMatchObject({ data: { callId: 'call_1', arguments: '{"command":"cat <workspace>/file.txt"}' } })
-    expect(JSON.stringify(out.events[4])).toContain('file.txt in <workspace>, spill at <home>/sessions/<session>/out.txt')
+    expect(out.events[0]).toMatchObject({
+      type: 'system/message',
+      data: { message: { id: '<message-1>', content: [{ text: 'You work in <workspace>.' }] } },
+    })
+    expect(out.events[3]).toMatchObject({
+      data: { callId: 'call_1', arguments: '{"command":"cat <workspace>/file.txt"}' },
+    })
+    expect(JSON.stringify(out.events[4])).toContain(
+      'file.txt in <workspace>, spill at <home>/sessions/<session>/out.txt',
+    )
     expect(JSON.stringify(out.events[4])).toContain('<message-4>')
   })
 
@@ -202,16 +280,29 @@ describe('expected requests', () => {
       toolResult('c1', 'out'),
       assistant([{ type: 'text', text: 'done' }], {}, 'm-a2'),
     ])
-    const first = { model: 'deepseek-v4-flash', tools: ['bash', 'read'], messages: [{ role: 'system' }, { role: 'user' }] }
+    const first = {
+      model: 'deepseek-v4-flash',
+      tools: ['bash', 'read'],
+      messages: [{ role: 'system' }, { role: 'user' }],
+    }
     expect(expectedRequests(log)).toEqual([
       first,
       first,
-      { ...first, messages: [...first.messages, { role: 'assistant', toolCalls: ['c1'] }, { role: 'tool', toolCallId: 'c1' }] },
+      {
+        ...first,
+        messages: [...first.messages, { role: 'assistant', toolCalls: ['c1'] }, { role: 'tool', toolCallId: 'c1' }],
+      },
     ])
   })
 
   it('drops surface events that a later one replaces', () => {
-    const log = logOf([header, system(), user('long history'), user('more', 'm-u2'), assistant([{ type: 'text', text: 'ok' }])])
+    const log = logOf([
+      header,
+      system(),
+      user('long history'),
+      user('more', 'm-u2'),
+      assistant([{ type: 'text', text: 'ok' }]),
+    ])
     log.events[3] = { ...(log.events[3] as LoggedEvent), replaces: [2] }
     expect(expectedRequests(log)[0]?.messages).toEqual([{ role: 'system' }, { role: 'user' }])
   })
@@ -223,7 +314,11 @@ describe('expected requests', () => {
       messages: [
         { role: 'system', content: 's' },
         { role: 'user', content: 'u' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{}' } }],
+        },
         { role: 'tool', tool_call_id: 'c1', content: 'out' },
         { role: 'assistant', content: 'done' },
       ],
@@ -231,7 +326,13 @@ describe('expected requests', () => {
     expect(describeRequest(body)).toEqual({
       model: 'deepseek-v4-flash',
       tools: ['bash'],
-      messages: [{ role: 'system' }, { role: 'user' }, { role: 'assistant', toolCalls: ['c1'] }, { role: 'tool', toolCallId: 'c1' }, { role: 'assistant', toolCalls: [] }],
+      messages: [
+        { role: 'system' },
+        { role: 'user' },
+        { role: 'assistant', toolCalls: ['c1'] },
+        { role: 'tool', toolCallId: 'c1' },
+        { role: 'assistant', toolCalls: [] },
+      ],
     })
     expect(() => describeRequest({})).toThrow(ReplayError)
   })
@@ -247,7 +348,12 @@ describe('scenarios', () => {
   })
 
   it('lays out home and workspace and writes the files', async () => {
-    const scenario = parseScenario({ task: 'fix it', args: ['--patch', 'p.yml'], exitCode: 0, files: { 'p.yml': '[]\n', 'src/a.txt': 'A' } })
+    const scenario = parseScenario({
+      task: 'fix it',
+      args: ['--patch', 'p.yml'],
+      exitCode: 0,
+      files: { 'p.yml': '[]\n', 'src/a.txt': 'A' },
+    })
     const { home, workspace } = await prepareRun(tmp, scenario)
     expect([home, workspace]).toEqual([path.join(tmp, 'home'), path.join(tmp, 'work')])
     expect(await readFile(path.join(workspace, 'src/a.txt'), 'utf8')).toBe('A')

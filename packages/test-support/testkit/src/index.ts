@@ -54,10 +54,25 @@ function launchLine(args: string[], options: DshOptions): { program: string; arg
   const launcher = path.join(mount, path.relative(repoRoot, dshLauncher))
   const { uid, gid } = options.asUser
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash script, not a template
-  const script = 'mount --bind "$1" "$2" && shift 2 && exec setpriv --reuid="$1" --regid="$2" --clear-groups "$3" "${@:4}"'
+  const script =
+    'mount --bind "$1" "$2" && shift 2 && exec setpriv --reuid="$1" --regid="$2" --clear-groups "$3" "${@:4}"'
   return {
     program: 'unshare',
-    argv: ['--mount', '--propagation', 'private', 'bash', '-c', script, 'dsh-as-user', repoRoot, mount, String(uid), String(gid), launcher, ...args],
+    argv: [
+      '--mount',
+      '--propagation',
+      'private',
+      'bash',
+      '-c',
+      script,
+      'dsh-as-user',
+      repoRoot,
+      mount,
+      String(uid),
+      String(gid),
+      launcher,
+      ...args,
+    ],
     // The bind mount ends with the child's namespace; the empty folder stays behind until then.
     cleanup: () => rmdirSync(mount),
   }
@@ -126,15 +141,24 @@ export class DshProcess {
    * Resolves once `pattern` appears in stderr (or stdout with `stream: 'stdout'`)
    * after offset `from`; rejects if the process exits first.
    */
-  async waitFor(pattern: RegExp, { stream = 'stderr', from = 0, timeoutMs = 20_000 }: WaitOptions = {}): Promise<RegExpMatchArray> {
+  async waitFor(
+    pattern: RegExp,
+    { stream = 'stderr', from = 0, timeoutMs = 20_000 }: WaitOptions = {},
+  ): Promise<RegExpMatchArray> {
     const deadline = Date.now() + timeoutMs
     let finished = false
     void this.exited.then(() => (finished = true))
     for (;;) {
       const match = this[stream].slice(from).match(pattern)
       if (match) return match
-      if (finished) throw new Error(`dsh exited before ${pattern} appeared on ${stream}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern} on ${stream}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`)
+      if (finished)
+        throw new Error(
+          `dsh exited before ${pattern} appeared on ${stream}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`,
+        )
+      if (Date.now() > deadline)
+        throw new Error(
+          `timed out waiting for ${pattern} on ${stream}.\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`,
+        )
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
   }

@@ -18,7 +18,9 @@ export interface TodoConfig {
 export const Config: Schema<TodoConfig> = Schema.object({
   allowParallelInProgress: Schema.boolean()
     .default(false)
-    .description('Let more than one item be in_progress at once. Off by default: one thing at a time keeps the list honest.'),
+    .description(
+      'Let more than one item be in_progress at once. Off by default: one thing at a time keeps the list honest.',
+    ),
   maxItems: Schema.natural().min(1).default(100).description('The most items one list may hold.'),
 })
 
@@ -38,7 +40,12 @@ export function apply(ctx: Context, config: TodoConfig) {
     .object({
       content: z.string().trim().min(1).describe('What to do, in the imperative: "Run the tests".'),
       status: z.enum(['pending', 'in_progress', 'completed']).describe('pending, in_progress or completed.'),
-      activeForm: z.string().trim().min(1).optional().describe('The same task in the present continuous, shown while it runs: "Running the tests".'),
+      activeForm: z
+        .string()
+        .trim()
+        .min(1)
+        .optional()
+        .describe('The same task in the present continuous, shown while it runs: "Running the tests".'),
     })
     .strict()
 
@@ -60,7 +67,8 @@ export function apply(ctx: Context, config: TodoConfig) {
         const todos: Todo[] = args.todos
         checkList(todos, config)
         const session = ctx.sessions.get(run.sessionId)
-        if (!session) throw new ToolError('NO_SESSION', `session ${run.sessionId} is not open, so its todo list cannot be kept`)
+        if (!session)
+          throw new ToolError('NO_SESSION', `session ${run.sessionId} is not open, so its todo list cannot be kept`)
         session.append(TODO_EVENT, { todos }, { ignorable: true })
         return { content: summarize(todos), meta: { counts: counts(todos) } }
       },
@@ -72,12 +80,19 @@ function checkList(todos: readonly Todo[], config: TodoConfig): void {
   const seen = new Map<string, number>()
   todos.forEach((todo, index) => {
     const first = seen.get(todo.content)
-    if (first !== undefined) throw new ToolError('INVALID_TODOS', `todos[${index}] repeats todos[${first}] ("${todo.content}"); each item needs its own content`)
+    if (first !== undefined)
+      throw new ToolError(
+        'INVALID_TODOS',
+        `todos[${index}] repeats todos[${first}] ("${todo.content}"); each item needs its own content`,
+      )
     seen.set(todo.content, index)
   })
   const active = todos.flatMap((todo, index) => (todo.status === 'in_progress' ? [index] : []))
   if (!config.allowParallelInProgress && active.length > 1) {
-    throw new ToolError('INVALID_TODOS', `${active.length} items are in_progress (todos[${active.join('], todos[')}]); keep exactly one in_progress and mark the others pending or completed`)
+    throw new ToolError(
+      'INVALID_TODOS',
+      `${active.length} items are in_progress (todos[${active.join('], todos[')}]); keep exactly one in_progress and mark the others pending or completed`,
+    )
   }
 }
 
@@ -95,5 +110,8 @@ function summarize(todos: readonly Todo[]): string {
   if (todos.length === 0) return 'The todo list is now empty.'
   const { pending, inProgress, completed } = counts(todos)
   const lines = todos.map((todo) => `${MARK[todo.status]} ${todo.content}`)
-  return [`Updated the todo list: ${pending} pending, ${inProgress} in progress, ${completed} completed.`, ...lines].join('\n')
+  return [
+    `Updated the todo list: ${pending} pending, ${inProgress} in progress, ${completed} completed.`,
+    ...lines,
+  ].join('\n')
 }

@@ -48,7 +48,12 @@ describe('todo_write', () => {
     const result = await write(list)
     expect(result.isError).toBe(false)
     expect(textOf(result.content)).toBe(
-      ['Updated the todo list: 1 pending, 1 in progress, 1 completed.', '[x] Read the parser', '[>] Fix the bug', '[ ] Run the tests'].join('\n'),
+      [
+        'Updated the todo list: 1 pending, 1 in progress, 1 completed.',
+        '[x] Read the parser',
+        '[>] Fix the bug',
+        '[ ] Run the tests',
+      ].join('\n'),
     )
     expect(result.meta).toEqual({ counts: { pending: 1, inProgress: 1, completed: 1 } })
     expect(logged()).toHaveLength(1)
@@ -99,7 +104,12 @@ describe('todo_write', () => {
       { content: ' A ', status: 'completed' },
     ])
     expect(textOf(repeated.content)).toBe('Error: todos[1] repeats todos[0] ("A"); each item needs its own content')
-    for (const bad of [[{ content: '  ', status: 'pending' }], [{ content: 'A', status: 'done' }], [{ content: 'A', status: 'pending', priority: 1 }], Array.from({ length: 4 }, (_, i) => ({ content: `T${i}`, status: 'pending' }))]) {
+    for (const bad of [
+      [{ content: '  ', status: 'pending' }],
+      [{ content: 'A', status: 'done' }],
+      [{ content: 'A', status: 'pending', priority: 1 }],
+      Array.from({ length: 4 }, (_, i) => ({ content: `T${i}`, status: 'pending' })),
+    ]) {
       const result = await write(bad)
       expect(result.error?.code).toBe('INVALID_ARGUMENTS')
     }

@@ -24,7 +24,8 @@ const EMBEDDINGS: Record<EmbeddingRange, string> = {
   ipv4Compatible: 'an IPv4-compatible address',
 }
 
-const v4 = (bytes: number[], at: readonly number[], flip = 0) => at.map((i) => ((bytes[i] as number) ^ flip) & 0xff).join('.')
+const v4 = (bytes: number[], at: readonly number[], flip = 0) =>
+  at.map((i) => ((bytes[i] as number) ^ flip) & 0xff).join('.')
 
 /** Byte positions of the IPv4 address for each prefix length RFC 6052 allows in the local-use /48 (the u octet, byte 8, is skipped). */
 const NAT64_LOCAL_POSITIONS: ReadonlyArray<[prefix: number, bytes: number[]]> = [
@@ -50,7 +51,10 @@ function embeddedIPv4(range: EmbeddingRange, bytes: number[]): Array<{ role: str
     case 'rfc6052': {
       const local = bytes[4] === 0 && bytes[5] === 1
       if (!local) return [{ role: 'embedded', address: v4(bytes, LAST_32) }]
-      return NAT64_LOCAL_POSITIONS.map(([prefix, at]) => ({ role: `embedded for a /${prefix} prefix`, address: v4(bytes, at) }))
+      return NAT64_LOCAL_POSITIONS.map(([prefix, at]) => ({
+        role: `embedded for a /${prefix} prefix`,
+        address: v4(bytes, at),
+      }))
     }
     case '6to4':
       return [{ role: 'embedded', address: v4(bytes, [2, 3, 4, 5]) }]
@@ -89,29 +93,51 @@ function parse(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
  * that is not an IP address is not public.
  */
 export function classifyAddress(input: string): AddressClass {
-  const address = input.trim().replace(/^\[(.*)\]$/, '$1').replace(/%.*$/, '')
+  const address = input
+    .trim()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/%.*$/, '')
   const parsed = parse(address)
   if (!parsed) return { address, family: undefined, range: 'invalid', public: false, reason: 'not an IP address' }
   if (parsed.kind() === 'ipv4') {
     const range = parsed.range() as string
     const rule = ruleOf(range)
-    return rule === 'public' ? { address, family: 4, range, public: true } : { address, family: 4, range, public: false, reason: rule }
+    return rule === 'public'
+      ? { address, family: 4, range, public: true }
+      : { address, family: 4, range, public: false, reason: rule }
   }
   const range = rangeOfIPv6(parsed as ipaddr.IPv6)
   if (!isEmbedding(range)) {
     const rule = ruleOf(range)
-    return rule === 'public' ? { address, family: 6, range, public: true } : { address, family: 6, range, public: false, reason: rule }
+    return rule === 'public'
+      ? { address, family: 6, range, public: true }
+      : { address, family: 6, range, public: false, reason: rule }
   }
   const embedded = embeddedIPv4(range, parsed.toByteArray())
   for (const inner of embedded) {
     const judged = classifyAddress(inner.address)
     if (!judged.public) {
       const role = inner.role === 'embedded' ? '' : ` (${inner.role})`
-      return { address, family: 6, range, public: false, reason: `${judged.reason}, as ${inner.address}${role} inside ${EMBEDDINGS[range]}`, embedded }
+      return {
+        address,
+        family: 6,
+        range,
+        public: false,
+        reason: `${judged.reason}, as ${inner.address}${role} inside ${EMBEDDINGS[range]}`,
+        embedded,
+      }
     }
   }
   // `::a.b.c.d` is deprecated and routed nowhere, whatever it carries.
-  if (range === 'ipv4Compatible') return { address, family: 6, range, public: false, reason: 'IPv4-compatible (::/96, deprecated and not routed)', embedded }
+  if (range === 'ipv4Compatible')
+    return {
+      address,
+      family: 6,
+      range,
+      public: false,
+      reason: 'IPv4-compatible (::/96, deprecated and not routed)',
+      embedded,
+    }
   return { address, family: 6, range, public: true, embedded }
 }
 

@@ -6,10 +6,29 @@ interface ElementLike {
   textContent: string | null
 }
 
-const DROPPED = ['script', 'style', 'noscript', 'template', 'iframe', 'svg', 'canvas', 'head', 'title', 'meta', 'link', 'object', 'embed'] as TurndownService.TagName[]
+const DROPPED = [
+  'script',
+  'style',
+  'noscript',
+  'template',
+  'iframe',
+  'svg',
+  'canvas',
+  'head',
+  'title',
+  'meta',
+  'link',
+  'object',
+  'embed',
+] as TurndownService.TagName[]
 
 function markdownService(): TurndownService {
-  const service = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '*' })
+  const service = new TurndownService({
+    headingStyle: 'atx',
+    codeBlockStyle: 'fenced',
+    bulletListMarker: '-',
+    emDelimiter: '*',
+  })
   service.remove(DROPPED)
   return service
 }
@@ -52,6 +71,9 @@ function decodeEntities(text: string): string {
 /** The page as Markdown (`markdown`) or plain text (`text`), headed by its title. */
 export function convertHtml(html: string, format: 'markdown' | 'text'): string {
   const title = TITLE.exec(html)?.[1]?.replace(/\s+/g, ' ').trim()
-  const body = (format === 'markdown' ? markdownService() : textService()).turndown(html).replace(/\n{3,}/g, '\n\n').trim()
+  const body = (format === 'markdown' ? markdownService() : textService())
+    .turndown(html)
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()
   return title ? `${format === 'markdown' ? '# ' : ''}${decodeEntities(title)}\n\n${body}` : body
 }

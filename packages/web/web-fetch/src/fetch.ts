@@ -30,7 +30,8 @@ export interface Fetched {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
-const TEXT_TYPES = /^(text\/[\w.+-]+|application\/(json|xml|javascript|ecmascript|x-javascript|x-sh|yaml|x-yaml|toml|x-ndjson|ld\+json|[\w.-]+\+(json|xml)))$/
+const TEXT_TYPES =
+  /^(text\/[\w.+-]+|application\/(json|xml|javascript|ecmascript|x-javascript|x-sh|yaml|x-yaml|toml|x-ndjson|ld\+json|[\w.-]+\+(json|xml)))$/
 
 /** Whether a media type is HTML, other text, or something web_fetch does not read. */
 export function kindOfType(mime: string): BodyKind | undefined {
@@ -64,7 +65,10 @@ function inflaterFor(encoding: string | undefined, url: URL) {
   if (name === 'gzip' || name === 'x-gzip') return createGunzip()
   if (name === 'deflate') return createInflate()
   if (name === 'br') return createBrotliDecompress()
-  throw new ToolError('WEB_UNSUPPORTED_CONTENT', `${url.href} was sent with content encoding "${name}", which web_fetch cannot decode`)
+  throw new ToolError(
+    'WEB_UNSUPPORTED_CONTENT',
+    `${url.href} was sent with content encoding "${name}", which web_fetch cannot decode`,
+  )
 }
 
 function failed(error: unknown, url: URL, limits: FetchLimits, signal: AbortSignal): never {
@@ -72,16 +76,28 @@ function failed(error: unknown, url: URL, limits: FetchLimits, signal: AbortSign
   const err = error as { code?: string; message?: string; cause?: { code?: string; message?: string } }
   const code = err.code ?? err.cause?.code ?? ''
   const detail = err.cause?.message ?? err.message ?? String(error)
-  if (code === 'UND_ERR_CONNECT_TIMEOUT') throw new ToolError('WEB_TIMEOUT', `${url.origin} did not accept a connection within ${limits.connectTimeoutMs} ms`)
-  if (code === 'UND_ERR_HEADERS_TIMEOUT') throw new ToolError('WEB_TIMEOUT', `${url.href} sent no response headers within ${limits.headersTimeoutMs} ms`)
-  if (code === 'UND_ERR_BODY_TIMEOUT') throw new ToolError('WEB_TIMEOUT', `${url.href} stopped sending its body for ${limits.bodyTimeoutMs} ms`)
+  if (code === 'UND_ERR_CONNECT_TIMEOUT')
+    throw new ToolError('WEB_TIMEOUT', `${url.origin} did not accept a connection within ${limits.connectTimeoutMs} ms`)
+  if (code === 'UND_ERR_HEADERS_TIMEOUT')
+    throw new ToolError('WEB_TIMEOUT', `${url.href} sent no response headers within ${limits.headersTimeoutMs} ms`)
+  if (code === 'UND_ERR_BODY_TIMEOUT')
+    throw new ToolError('WEB_TIMEOUT', `${url.href} stopped sending its body for ${limits.bodyTimeoutMs} ms`)
   if (code === 'ECONNREFUSED') throw new ToolError('WEB_CONNECT_FAILED', `${url.origin} refused the connection`)
-  if (/CERT|SSL|TLS/i.test(code)) throw new ToolError('WEB_TLS_FAILED', `the TLS connection to ${url.origin} failed: ${detail}`)
-  throw new ToolError('WEB_FETCH_FAILED', `fetching ${url.href} failed: ${detail}${code && !detail.includes(code) ? ` (${code})` : ''}`)
+  if (/CERT|SSL|TLS/i.test(code))
+    throw new ToolError('WEB_TLS_FAILED', `the TLS connection to ${url.origin} failed: ${detail}`)
+  throw new ToolError(
+    'WEB_FETCH_FAILED',
+    `fetching ${url.href} failed: ${detail}${code && !detail.includes(code) ? ` (${code})` : ''}`,
+  )
 }
 
 /** Reads at most `maxBytes` of the (decoded) body, then stops reading. */
-async function readCapped(body: Readable, encoding: string | undefined, url: URL, maxBytes: number): Promise<{ body: Buffer; truncated: boolean }> {
+async function readCapped(
+  body: Readable,
+  encoding: string | undefined,
+  url: URL,
+  maxBytes: number,
+): Promise<{ body: Buffer; truncated: boolean }> {
   const inflater = inflaterFor(encoding, url)
   const source: Readable = inflater ? pipeline(body, inflater, () => {}) : body
   const chunks: Buffer[] = []
@@ -107,7 +123,12 @@ async function readCapped(body: Readable, encoding: string | undefined, url: URL
  * and checked, and the connection goes to the address that was checked.
  * Refuses bodies that are neither HTML nor text before reading them.
  */
-export async function fetchGuarded(start: URL, guard: GuardOptions, limits: FetchLimits, signal: AbortSignal): Promise<Fetched> {
+export async function fetchGuarded(
+  start: URL,
+  guard: GuardOptions,
+  limits: FetchLimits,
+  signal: AbortSignal,
+): Promise<Fetched> {
   const redirects: URL[] = []
   let url = start
   for (;;) {
@@ -138,7 +159,10 @@ export async function fetchGuarded(start: URL, guard: GuardOptions, limits: Fetc
       if (REDIRECTS.has(statusCode) && location) {
         discard(body)
         if (redirects.length >= limits.maxRedirects) {
-          throw new ToolError('WEB_TOO_MANY_REDIRECTS', `${start.href} redirected more than ${limits.maxRedirects} times (last to ${location})`)
+          throw new ToolError(
+            'WEB_TOO_MANY_REDIRECTS',
+            `${start.href} redirected more than ${limits.maxRedirects} times (last to ${location})`,
+          )
         }
         redirects.push(url)
         url = parseTarget(location, guard.maxUrlLength, url)

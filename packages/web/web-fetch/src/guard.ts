@@ -25,24 +25,39 @@ export interface GuardOptions {
 
 /** The URL a call or a redirect names, refused unless it is http(s) without credentials. */
 export function parseTarget(raw: string, maxUrlLength: number, base?: URL): URL {
-  if (raw.length > maxUrlLength) throw new ToolError('WEB_BLOCKED_URL', `the URL is ${raw.length} characters long; at most ${maxUrlLength} are accepted`)
+  if (raw.length > maxUrlLength)
+    throw new ToolError(
+      'WEB_BLOCKED_URL',
+      `the URL is ${raw.length} characters long; at most ${maxUrlLength} are accepted`,
+    )
   let url: URL
   try {
     url = base ? new URL(raw, base) : new URL(raw)
   } catch {
-    throw new ToolError('WEB_BAD_URL', `${JSON.stringify(raw)} is not a valid absolute URL (write it like https://example.com/page)`)
+    throw new ToolError(
+      'WEB_BAD_URL',
+      `${JSON.stringify(raw)} is not a valid absolute URL (write it like https://example.com/page)`,
+    )
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ToolError('WEB_BLOCKED_URL', `${url.href}: only http and https URLs can be fetched, not ${url.protocol.replace(/:$/, '')}`)
+    throw new ToolError(
+      'WEB_BLOCKED_URL',
+      `${url.href}: only http and https URLs can be fetched, not ${url.protocol.replace(/:$/, '')}`,
+    )
   }
-  if (url.username || url.password) throw new ToolError('WEB_BLOCKED_URL', `${url.origin}: URLs with a user name or password are not fetched`)
+  if (url.username || url.password)
+    throw new ToolError('WEB_BLOCKED_URL', `${url.origin}: URLs with a user name or password are not fetched`)
   return url
 }
 
 function hostAllowed(host: string, patterns: readonly string[]): boolean {
   const name = host.toLowerCase().replace(/\.$/, '')
   return patterns.some((pattern) => {
-    const p = pattern.trim().toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '')
+    const p = pattern
+      .trim()
+      .toLowerCase()
+      .replace(/^\[|\]$/g, '')
+      .replace(/\.$/, '')
     if (p.startsWith('*.')) return name.endsWith(p.slice(1))
     return name === p
   })

@@ -1,6 +1,14 @@
 import type { Context, JsonValue } from '@dsh/cordis'
 import type { SpillStore } from '@dsh/spill'
-import { defineTool, oneLine, textArgument, type ToolDefinition, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import {
+  defineTool,
+  oneLine,
+  textArgument,
+  type ToolDefinition,
+  ToolError,
+  type ToolOutput,
+  type ToolRunContext,
+} from '@dsh/tools'
 import { z } from 'zod'
 import { Config, type WebFetchConfig } from './config.ts'
 import { convertHtml } from './convert.ts'
@@ -20,8 +28,15 @@ const parameters = z.object({
   format: z
     .enum(['markdown', 'text', 'html'])
     .optional()
-    .describe('How an HTML page comes back: markdown (default), text (words only), or html (the source). Text pages come back as they are.'),
-  maxBytes: z.number().int().positive().optional().describe('Read at most this many bytes of the body (the configured cap is the upper limit).'),
+    .describe(
+      'How an HTML page comes back: markdown (default), text (words only), or html (the source). Text pages come back as they are.',
+    ),
+  maxBytes: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Read at most this many bytes of the body (the configured cap is the upper limit).'),
 })
 
 /** What the page is, deciding from the first bytes when the server named no type. */
@@ -29,14 +44,20 @@ function sniff(fetched: Fetched): BodyKind {
   const declared = fetched.mime ? kindOfType(fetched.mime) : undefined
   const head = fetched.body.subarray(0, 8192)
   if (head.includes(0)) {
-    throw new ToolError('WEB_UNSUPPORTED_CONTENT', `${fetched.url.href} looks binary${fetched.mime ? ` although it says ${fetched.mime}` : ''}; web_fetch reads HTML and text pages only`)
+    throw new ToolError(
+      'WEB_UNSUPPORTED_CONTENT',
+      `${fetched.url.href} looks binary${fetched.mime ? ` although it says ${fetched.mime}` : ''}; web_fetch reads HTML and text pages only`,
+    )
   }
   if (declared) return declared
   return /^\s*(<!doctype html|<html)/i.test(head.toString('latin1')) ? 'html' : 'text'
 }
 
 function decode(fetched: Fetched, kind: BodyKind): string {
-  const meta = kind === 'html' ? /<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(fetched.body.subarray(0, 2048).toString('latin1'))?.[1] : undefined
+  const meta =
+    kind === 'html'
+      ? /<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(fetched.body.subarray(0, 2048).toString('latin1'))?.[1]
+      : undefined
   for (const label of [fetched.charset, meta, 'utf-8']) {
     if (!label) continue
     try {
@@ -49,13 +70,19 @@ function decode(fetched: Fetched, kind: BodyKind): string {
 }
 
 function statusLine(fetched: Fetched): string[] {
-  const lines = [`Fetched ${fetched.url.href} (HTTP ${fetched.status}${fetched.mime ? `, ${fetched.mime}` : ''}, ${fetched.body.length} bytes)`]
+  const lines = [
+    `Fetched ${fetched.url.href} (HTTP ${fetched.status}${fetched.mime ? `, ${fetched.mime}` : ''}, ${fetched.body.length} bytes)`,
+  ]
   if (fetched.redirects.length) lines.push(`Redirected from ${fetched.redirects.map((u) => u.href).join(' -> ')}`)
   return lines
 }
 
 /** The `web_fetch` tool. `resolve` looks host names up (tests replace it); connections go to the address it returned. */
-export function createWebFetchTool(ctx: Context, config: WebFetchConfig, resolve: Resolver = systemResolver): ToolDefinition<typeof parameters> {
+export function createWebFetchTool(
+  ctx: Context,
+  config: WebFetchConfig,
+  resolve: Resolver = systemResolver,
+): ToolDefinition<typeof parameters> {
   const spillStore = () => ctx.get('spill' as string) as SpillStore | undefined
 
   async function cut(text: string, run: ToolRunContext, meta: Record<string, JsonValue>): Promise<string> {
@@ -93,7 +120,12 @@ export function createWebFetchTool(ctx: Context, config: WebFetchConfig, resolve
     async execute(args, run): Promise<ToolOutput> {
       const start = parseTarget(args.url.trim(), config.maxUrlLength)
       const limits = { ...config, maxBytes: Math.min(args.maxBytes ?? config.maxBytes, config.maxBytes) }
-      const guard = { allowPrivate: config.allowPrivate, allowHosts: config.allowHosts, maxUrlLength: config.maxUrlLength, resolve }
+      const guard = {
+        allowPrivate: config.allowPrivate,
+        allowHosts: config.allowHosts,
+        maxUrlLength: config.maxUrlLength,
+        resolve,
+      }
       const fetched = await fetchGuarded(start, guard, limits, run.signal)
       const kind = sniff(fetched)
       const format = args.format ?? 'markdown'
@@ -108,13 +140,21 @@ export function createWebFetchTool(ctx: Context, config: WebFetchConfig, resolve
         truncated: fetched.truncated,
       }
       const notes: string[] = []
-      if (fetched.truncated) notes.push(`(The body is longer than ${limits.maxBytes} bytes, or endless; only the first ${limits.maxBytes} bytes were read.)`)
+      if (fetched.truncated)
+        notes.push(
+          `(The body is longer than ${limits.maxBytes} bytes, or endless; only the first ${limits.maxBytes} bytes were read.)`,
+        )
       let shown = text
       if (text.length > config.maxOutputChars) {
         shown = text.slice(0, config.maxOutputChars)
         notes.push(await cut(text, run, meta))
       }
-      const content = [...statusLine(fetched), '', shown || '(empty body)', ...(notes.length ? ['', ...notes] : [])].join('\n')
+      const content = [
+        ...statusLine(fetched),
+        '',
+        shown || '(empty body)',
+        ...(notes.length ? ['', ...notes] : []),
+      ].join('\n')
       const ok = fetched.status >= 200 && fetched.status < 400
       return ok ? { content, meta } : { content, isError: true, code: 'WEB_HTTP_ERROR', meta }
     },

@@ -31,7 +31,9 @@ function route(req: IncomingMessage, res: ServerResponse): void {
   } else if (url === '/json') {
     res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
   } else if (url === '/image') {
-    res.writeHead(200, { 'content-type': 'image/png', 'content-length': '4' }).end(Buffer.from([0x89, 0x50, 0x4e, 0x47]))
+    res
+      .writeHead(200, { 'content-type': 'image/png', 'content-length': '4' })
+      .end(Buffer.from([0x89, 0x50, 0x4e, 0x47]))
   } else if (url === '/gzip') {
     res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' }).end(gzipSync(PAGE))
   } else if (url === '/latin1') {
@@ -107,7 +109,10 @@ afterEach(async () => {
 })
 
 let calls = 0
-async function mount(config: Partial<WebFetchConfig> = {}, options: { resolve?: Resolver; spill?: boolean } = {}): Promise<Mounted> {
+async function mount(
+  config: Partial<WebFetchConfig> = {},
+  options: { resolve?: Resolver; spill?: boolean } = {},
+): Promise<Mounted> {
   const root = new Context()
   const spillRoot = await mkdtemp(path.join(tmpdir(), 'dsh-web-fetch-'))
   await root.plugin(toolsPlugin, {} as ToolsConfig)
@@ -115,17 +120,30 @@ async function mount(config: Partial<WebFetchConfig> = {}, options: { resolve?: 
   const settings = { ...base(), ...config }
   if (options.resolve) {
     const resolve = options.resolve
-    await root.plugin({ name: 'web-fetch-test', inject: ['tools'], apply: (ctx: Context) => void ctx.tools.register(ctx, createWebFetchTool(ctx, settings, resolve)) })
+    await root.plugin({
+      name: 'web-fetch-test',
+      inject: ['tools'],
+      apply: (ctx: Context) => void ctx.tools.register(ctx, createWebFetchTool(ctx, settings, resolve)),
+    })
   } else await root.plugin(webFetch, settings)
   cleanups.push(async () => {
     await root.fiber.dispose()
     await rm(spillRoot, { recursive: true, force: true })
   })
-  const session = { signal: new AbortController().signal, cwd: spillRoot, sessionId: 'web-fetch-session', sessionState: new Map() }
+  const session = {
+    signal: new AbortController().signal,
+    cwd: spillRoot,
+    sessionId: 'web-fetch-session',
+    sessionState: new Map(),
+  }
   return {
     root,
     spillRoot,
-    fetch: (args) => root.tools.execute({ callId: `c${++calls}` as ToolCallId, name: 'web_fetch', arguments: JSON.stringify(args) }, session),
+    fetch: (args) =>
+      root.tools.execute(
+        { callId: `c${++calls}` as ToolCallId, name: 'web_fetch', arguments: JSON.stringify(args) },
+        session,
+      ),
   }
 }
 
@@ -137,7 +155,11 @@ describe('web_fetch', () => {
     const result = await fetch({ url: `http://127.0.0.1:${port}/page` })
     expect(result.isError).toBe(false)
     const out = text(result)
-    expect(out).toMatch(new RegExp(`^Fetched http://127\\.0\\.0\\.1:${port}/page \\(HTTP 200, text/html, \\d+ bytes\\)\n\n# Test & page\n`))
+    expect(out).toMatch(
+      new RegExp(
+        `^Fetched http://127\\.0\\.0\\.1:${port}/page \\(HTTP 200, text/html, \\d+ bytes\\)\n\n# Test & page\n`,
+      ),
+    )
     expect(out.match(/Test & page/g)).toHaveLength(1)
     expect(out).toContain('# Welcome')
     expect(out).toContain('Some **bold** text and a [link](https://example.com/next).')
@@ -170,7 +192,9 @@ describe('web_fetch', () => {
     const result = await fetch({ url: `http://127.0.0.1:${port}/image` })
     expect(result.isError).toBe(true)
     expect(result.error?.code).toBe('WEB_UNSUPPORTED_CONTENT')
-    expect(text(result)).toBe(`Error: http://127.0.0.1:${port}/image is image/png (4 bytes); web_fetch reads HTML and text pages only`)
+    expect(text(result)).toBe(
+      `Error: http://127.0.0.1:${port}/image is image/png (4 bytes); web_fetch reads HTML and text pages only`,
+    )
   })
 
   it('reports a 404 as an error result that still shows the page', async () => {
@@ -186,7 +210,9 @@ describe('web_fetch', () => {
     const result = await fetch({ url: `http://127.0.0.1:${port}/endless`, maxBytes: 50_000 })
     expect(result.isError).toBe(false)
     expect(result.meta).toMatchObject({ bytes: 50_000, truncated: true })
-    expect(text(result)).toContain('(The body is longer than 50000 bytes, or endless; only the first 50000 bytes were read.)')
+    expect(text(result)).toContain(
+      '(The body is longer than 50000 bytes, or endless; only the first 50000 bytes were read.)',
+    )
   })
 
   it('a call cannot raise the configured size cap', async () => {
@@ -208,7 +234,11 @@ describe('web_fetch', () => {
   it('follows relative redirects and names where it came from; stops redirect loops', async () => {
     const { fetch } = await mount({ maxRedirects: 3 })
     const result = await fetch({ url: `http://127.0.0.1:${port}/redirect-relative` })
-    expect(text(result)).toMatch(new RegExp(`^Fetched http://127\\.0\\.0\\.1:${port}/text .*\nRedirected from http://127\\.0\\.0\\.1:${port}/redirect-relative\n`))
+    expect(text(result)).toMatch(
+      new RegExp(
+        `^Fetched http://127\\.0\\.0\\.1:${port}/text .*\nRedirected from http://127\\.0\\.0\\.1:${port}/redirect-relative\n`,
+      ),
+    )
     const loop = await fetch({ url: `http://127.0.0.1:${port}/redirect-loop` })
     expect(loop.error?.code).toBe('WEB_TOO_MANY_REDIRECTS')
   })
@@ -217,14 +247,18 @@ describe('web_fetch', () => {
     const { fetch } = await mount({ maxOutputChars: 1000 }, { spill: true })
     const result = await fetch({ url: `http://127.0.0.1:${port}/long` })
     const out = text(result)
-    expect(out).toContain(`${'x'.repeat(1000)}\n\n(Showing the first 1000 of 5000 characters. The whole page is saved at `)
+    expect(out).toContain(
+      `${'x'.repeat(1000)}\n\n(Showing the first 1000 of 5000 characters. The whole page is saved at `,
+    )
     const saved = (result.meta as { spilled: string }).spilled
     expect(readFileSync(saved, 'utf8')).toBe('x'.repeat(5000))
   })
 
   it('refuses other schemes and URLs carrying credentials', async () => {
     const { fetch } = await mount()
-    expect(text(await fetch({ url: 'file:///etc/passwd' }))).toBe('Error: file:///etc/passwd: only http and https URLs can be fetched, not file')
+    expect(text(await fetch({ url: 'file:///etc/passwd' }))).toBe(
+      'Error: file:///etc/passwd: only http and https URLs can be fetched, not file',
+    )
     expect((await fetch({ url: `http://user:pw@127.0.0.1:${port}/page` })).error?.code).toBe('WEB_BLOCKED_URL')
     expect((await fetch({ url: 'not a url' })).error?.code).toBe('WEB_BAD_URL')
   })
@@ -235,7 +269,10 @@ describe('web_fetch', () => {
     const fiber = root.plugin(webFetch, base())
     await fiber
     const tool = root.tools.get('web_fetch')
-    expect(tool?.access?.({ url: 'https://example.com' } as never)).toEqual({ kind: 'network', summary: 'fetch https://example.com' })
+    expect(tool?.access?.({ url: 'https://example.com' } as never)).toEqual({
+      kind: 'network',
+      summary: 'fetch https://example.com',
+    })
     expect(tool?.readOnly).toBe(true)
     await fiber.dispose()
     expect(root.tools.get('web_fetch')).toBeUndefined()
@@ -244,7 +281,8 @@ describe('web_fetch', () => {
 })
 
 describe('the address guard (allowPrivate false)', () => {
-  const guarded = (config: Partial<WebFetchConfig> = {}, resolve?: Resolver) => mount({ allowPrivate: false, ...config }, resolve ? { resolve } : {})
+  const guarded = (config: Partial<WebFetchConfig> = {}, resolve?: Resolver) =>
+    mount({ allowPrivate: false, ...config }, resolve ? { resolve } : {})
 
   it.each([
     ['127.0.0.1', () => `http://127.0.0.1:${port}/page`, 'loopback'],
@@ -285,12 +323,15 @@ describe('the address guard (allowPrivate false)', () => {
 
   it('connects to the address it checked, not to a second DNS answer', async () => {
     const asked: string[] = []
-    const { fetch } = await mount({ allowPrivate: true }, {
-      resolve: async (host) => {
-        asked.push(host)
-        return [{ address: '127.0.0.1', family: 4 }]
+    const { fetch } = await mount(
+      { allowPrivate: true },
+      {
+        resolve: async (host) => {
+          asked.push(host)
+          return [{ address: '127.0.0.1', family: 4 }]
+        },
       },
-    })
+    )
     // `.invalid` never resolves through the system resolver: the request can only reach the server through the pinned address.
     const result = await fetch({ url: `http://pinned.invalid:${port}/text` })
     expect(result.isError).toBe(false)

@@ -8,7 +8,13 @@ export function SidebarToggle() {
   const app = useApp()
   const open = useStore(app.sidebarOpen)
   return (
-    <button type="button" className={styles.toggle} aria-label="Sessions" aria-expanded={open} onClick={() => app.sidebarOpen.set(!open)}>
+    <button
+      type="button"
+      className={styles.toggle}
+      aria-label="Sessions"
+      aria-expanded={open}
+      onClick={() => app.sidebarOpen.set(!open)}
+    >
       <Icon name="menu" size={18} />
     </button>
   )

@@ -10,9 +10,18 @@ export function ToastArea() {
   return (
     <div className={styles.area} role="status" aria-live="polite">
       {toasts.map((toast) => (
-        <div key={toast.id} className={clsx(styles.toast, styles[toast.tone])} role={toast.tone === 'error' ? 'alert' : undefined}>
+        <div
+          key={toast.id}
+          className={clsx(styles.toast, styles[toast.tone])}
+          role={toast.tone === 'error' ? 'alert' : undefined}
+        >
           <span className={styles.text}>{toast.text}</span>
-          <button type="button" className={styles.close} aria-label="Dismiss" onClick={() => app.toasts.dismiss(toast.id)}>
+          <button
+            type="button"
+            className={styles.close}
+            aria-label="Dismiss"
+            onClick={() => app.toasts.dismiss(toast.id)}
+          >
             <Icon name="close" size={14} />
           </button>
         </div>

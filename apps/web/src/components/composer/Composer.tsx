@@ -1,5 +1,14 @@
 import { clsx } from 'clsx'
-import { type ClipboardEvent, type DragEvent, type KeyboardEvent, type ReactNode, useId, useLayoutEffect, useRef, useState } from 'react'
+import {
+  type ClipboardEvent,
+  type DragEvent,
+  type KeyboardEvent,
+  type ReactNode,
+  useId,
+  useLayoutEffect,
+  useRef,
+  useState,
+} from 'react'
 import { parseCommand, type ParsedCommand } from '../../lib/commands.ts'
 import { type PendingImage, readImages } from '../../lib/images.ts'
 import { insertMention, type Trigger, triggerAt } from '../../lib/triggers.ts'
@@ -102,7 +111,10 @@ export function Composer({ onSend, onCommand, onStop, running, disabled, cwd, pl
       }
       // Enter on a command typed in full runs it; otherwise Enter (or Tab) completes the highlighted suggestion.
       const typedInFull = trigger?.kind === 'command' && suggestions[activeIndex]?.value === trigger.query
-      if (event.key === 'Tab' || (event.key === 'Enter' && !event.shiftKey && trigger?.kind !== 'model' && !typedInFull)) {
+      if (
+        event.key === 'Tab' ||
+        (event.key === 'Enter' && !event.shiftKey && trigger?.kind !== 'model' && !typedInFull)
+      ) {
         event.preventDefault()
         pick(suggestions[activeIndex] as Suggestion)
         return
@@ -155,14 +167,24 @@ export function Composer({ onSend, onCommand, onStop, running, disabled, cwd, pl
       onDragLeave={() => setDragging(false)}
       onDrop={onDrop}
     >
-      {open ? <Suggestions id={listId} items={suggestions} active={activeIndex} label={trigger?.kind === 'mention' ? 'Files' : trigger?.kind === 'model' ? 'Models' : 'Commands'} onPick={pick} /> : null}
+      {open ? (
+        <Suggestions
+          id={listId}
+          items={suggestions}
+          active={activeIndex}
+          label={trigger?.kind === 'mention' ? 'Files' : trigger?.kind === 'model' ? 'Models' : 'Commands'}
+          onPick={pick}
+        />
+      ) : null}
       <AttachmentRail images={images} onRemove={(id) => setImages((list) => list.filter((i) => i.id !== id))} />
       <textarea
         ref={ref}
         className={styles.input}
         value={text}
         rows={1}
-        placeholder={placeholder ?? (running ? 'Queue a follow-up…' : 'Ask dsh to do something… (/ for commands, @ for files)')}
+        placeholder={
+          placeholder ?? (running ? 'Queue a follow-up…' : 'Ask dsh to do something… (/ for commands, @ for files)')
+        }
         aria-label="Message"
         role="combobox"
         aria-autocomplete="list"
@@ -181,7 +203,13 @@ export function Composer({ onSend, onCommand, onStop, running, disabled, cwd, pl
       />
       <ErrorText error={error} />
       <div className={styles.toolbar}>
-        <button type="button" className={styles.iconButton} aria-label="Attach images" onClick={() => fileInput.current?.click()} disabled={disabled}>
+        <button
+          type="button"
+          className={styles.iconButton}
+          aria-label="Attach images"
+          onClick={() => fileInput.current?.click()}
+          disabled={disabled}
+        >
           <Icon name="image" />
         </button>
         <input

@@ -45,7 +45,9 @@ export function useSuggestions(trigger: Trigger | undefined, cwd: string | undef
         detail: c.description,
       }))
     case 'model':
-      return (info?.models ?? []).filter((m) => m.toLowerCase().includes(query)).map((m) => ({ value: m, label: m, ...(m === info?.defaultModel ? { detail: 'default' } : {}) }))
+      return (info?.models ?? [])
+        .filter((m) => m.toLowerCase().includes(query))
+        .map((m) => ({ value: m, label: m, ...(m === info?.defaultModel ? { detail: 'default' } : {}) }))
     case 'mention':
       return files.list.map((path) => ({ value: path, label: path }))
   }

@@ -5,9 +5,16 @@ import { Markdown } from './Markdown.tsx'
 
 export function AssistantText({ node }: { node: TextNode }) {
   return (
-    <div className={clsx(styles.text, node.streaming && styles.streaming)} data-node="assistant-text" aria-busy={node.streaming || undefined}>
+    <div
+      className={clsx(styles.text, node.streaming && styles.streaming)}
+      data-node="assistant-text"
+      aria-busy={node.streaming || undefined}
+    >
       {node.partial ? (
-        <span className={styles.partial} title="Joined while this reply was streaming; the full text appears when it ends">
+        <span
+          className={styles.partial}
+          title="Joined while this reply was streaming; the full text appears when it ends"
+        >
           …
         </span>
       ) : null}

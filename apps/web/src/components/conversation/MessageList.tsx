@@ -64,7 +64,8 @@ export function MessageList({ nodes, footer }: { nodes: readonly ConversationNod
   )
   useLayoutEffect(() => {
     bound.current = true
-    for (const row of contentRef.current?.querySelectorAll<HTMLDivElement>('[data-index]') ?? []) virtualizer.measureElement(row)
+    for (const row of contentRef.current?.querySelectorAll<HTMLDivElement>('[data-index]') ?? [])
+      virtualizer.measureElement(row)
   }, [virtualizer])
 
   const onScroll = useCallback(() => {
@@ -97,13 +98,26 @@ export function MessageList({ nodes, footer }: { nodes: readonly ConversationNod
 
   return (
     <div className={styles.wrap}>
-      <div ref={scrollRef} className={styles.scroller} onScroll={onScroll} tabIndex={0} role="region" aria-label="Conversation">
+      <div
+        ref={scrollRef}
+        className={styles.scroller}
+        onScroll={onScroll}
+        tabIndex={0}
+        role="region"
+        aria-label="Conversation"
+      >
         <div ref={contentRef} className={styles.column}>
           <div ref={canvasRef} className={styles.canvas} style={{ height: total }}>
             {virtualizer.getVirtualItems().map((item) => {
               const node = nodes[item.index] as ConversationNode
               return (
-                <div key={item.key} data-index={item.index} ref={measureRow} className={styles.row} style={{ transform: `translateY(${item.start}px)` }}>
+                <div
+                  key={item.key}
+                  data-index={item.index}
+                  ref={measureRow}
+                  className={styles.row}
+                  style={{ transform: `translateY(${item.start}px)` }}
+                >
                   <NodeView node={node} />
                 </div>
               )

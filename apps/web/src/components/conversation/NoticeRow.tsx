@@ -4,7 +4,11 @@ import styles from './NoticeRow.module.css'
 
 export function NoticeRow({ node }: { node: NoticeNode }) {
   return (
-    <div className={clsx(styles.notice, styles[node.tone])} data-node="notice" role={node.tone === 'error' ? 'alert' : undefined}>
+    <div
+      className={clsx(styles.notice, styles[node.tone])}
+      data-node="notice"
+      role={node.tone === 'error' ? 'alert' : undefined}
+    >
       {node.code ? <span className={styles.code}>{node.code}</span> : null}
       <span>{node.text}</span>
     </div>

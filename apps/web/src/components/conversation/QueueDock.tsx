@@ -12,7 +12,12 @@ export function QueueDock({ items }: { items: readonly QueuedItem[] }) {
         {queued.map((item) => (
           <li key={item.id} className={styles.item} data-testid="queued">
             {item.text}
-            {item.images > 0 ? <span className={styles.images}> (+{item.images} image{item.images > 1 ? 's' : ''})</span> : null}
+            {item.images > 0 ? (
+              <span className={styles.images}>
+                {' '}
+                (+{item.images} image{item.images > 1 ? 's' : ''})
+              </span>
+            ) : null}
           </li>
         ))}
       </ol>

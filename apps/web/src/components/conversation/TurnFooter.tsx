@@ -30,7 +30,9 @@ export function TurnFooter({ node }: { node: TurnEndNode }) {
       <div className={styles.stats}>
         {ending ? <span className={styles.ending}>{ending}</span> : null}
         {prompt + usage.outputTokens > 0 ? (
-          <span title={`${usage.inputTokens} uncached input, ${usage.cacheReadTokens ?? 0} cached input, ${usage.outputTokens} output (${usage.reasoningTokens ?? 0} reasoning)`}>
+          <span
+            title={`${usage.inputTokens} uncached input, ${usage.cacheReadTokens ?? 0} cached input, ${usage.outputTokens} output (${usage.reasoningTokens ?? 0} reasoning)`}
+          >
             {formatTokens(prompt)} in{cached > 0 ? ` (${cached}% cached)` : ''} · {formatTokens(usage.outputTokens)} out
           </span>
         ) : null}

@@ -36,7 +36,8 @@ export function useHeldRow(
   const shown = useRef<{ nodes: readonly ConversationNode[]; virtualizer?: ListVirtualizer }>({ nodes })
   const held = useRef<HeldRow | null>(null)
   if (shown.current.nodes !== nodes) {
-    held.current = rowBelowVanishingTop(shown.current.virtualizer, nodes, scrollRef.current, canvasRef.current) ?? held.current
+    held.current =
+      rowBelowVanishingTop(shown.current.virtualizer, nodes, scrollRef.current, canvasRef.current) ?? held.current
     shown.current.nodes = nodes
   }
 

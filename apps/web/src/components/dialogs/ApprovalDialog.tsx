@@ -71,7 +71,12 @@ export function ApprovalDialog({ request, onAnswer }: ApprovalDialogProps) {
       </p>
       <label className={styles.messageLabel}>
         Message to the model if you reject (optional)
-        <input className={styles.message} value={message} onChange={(e) => setMessage(e.target.value)} placeholder="Why not, or what to do instead" />
+        <input
+          className={styles.message}
+          value={message}
+          onChange={(e) => setMessage(e.target.value)}
+          placeholder="Why not, or what to do instead"
+        />
       </label>
       <ErrorText error={error} />
       <div className={styles.actions}>

@@ -3,7 +3,21 @@ import { Button } from '../common/Button.tsx'
 import styles from './ConfirmDialog.module.css'
 import { Dialog } from './Dialog.tsx'
 
-export function ConfirmDialog({ title, confirm, danger, children, onConfirm, onCancel }: { title: string; confirm: string; danger?: boolean; children: ReactNode; onConfirm: () => void; onCancel: () => void }) {
+export function ConfirmDialog({
+  title,
+  confirm,
+  danger,
+  children,
+  onConfirm,
+  onCancel,
+}: {
+  title: string
+  confirm: string
+  danger?: boolean
+  children: ReactNode
+  onConfirm: () => void
+  onCancel: () => void
+}) {
   return (
     <Dialog title={title} onEscape={onCancel}>
       <p className={styles.text}>{children}</p>

@@ -20,9 +20,17 @@ export function PendingRequest({ sessionId }: { sessionId: SessionId }) {
   return (
     <Suspense fallback={null}>
       {request.type === 'approval' ? (
-        <ApprovalDialog key={request.requestId} request={request} onAnswer={(decision, message) => app.requests.approve(request.requestId, decision, message)} />
+        <ApprovalDialog
+          key={request.requestId}
+          request={request}
+          onAnswer={(decision, message) => app.requests.approve(request.requestId, decision, message)}
+        />
       ) : (
-        <QuestionDialog key={request.requestId} request={request} onAnswer={(answers) => app.requests.answer(request.requestId, answers)} />
+        <QuestionDialog
+          key={request.requestId}
+          request={request}
+          onAnswer={(answers) => app.requests.answer(request.requestId, answers)}
+        />
       )}
     </Suspense>
   )

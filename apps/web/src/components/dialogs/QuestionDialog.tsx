@@ -32,7 +32,11 @@ export function QuestionDialog({ request, onAnswer }: QuestionDialogProps) {
         if (i !== q) return draft
         const multi = questions[q]?.multiSelect
         const has = draft.selected.includes(label)
-        const selected = multi ? (has ? draft.selected.filter((s) => s !== label) : [...draft.selected, label]) : [label]
+        const selected = multi
+          ? has
+            ? draft.selected.filter((s) => s !== label)
+            : [...draft.selected, label]
+          : [label]
         return { ...draft, selected }
       }),
     )
@@ -45,7 +49,11 @@ export function QuestionDialog({ request, onAnswer }: QuestionDialogProps) {
     const answers: QuestionAnswer[] = questions.map((q, i) => {
       const draft = drafts[i] as Draft
       if (decline) return { question: q.question, selected: [], text: 'The user declined to answer.' }
-      return { question: q.question, selected: draft.selected, ...(draft.text.trim() ? { text: draft.text.trim() } : {}) }
+      return {
+        question: q.question,
+        selected: draft.selected,
+        ...(draft.text.trim() ? { text: draft.text.trim() } : {}),
+      }
     })
     try {
       await onAnswer(answers)
@@ -72,7 +80,12 @@ export function QuestionDialog({ request, onAnswer }: QuestionDialogProps) {
   }
 
   return (
-    <Dialog title={questions.length === 1 ? 'A question from the model' : `${questions.length} questions from the model`} wide onEscape={() => void send(true)} onKey={onKey}>
+    <Dialog
+      title={questions.length === 1 ? 'A question from the model' : `${questions.length} questions from the model`}
+      wide
+      onEscape={() => void send(true)}
+      onKey={onKey}
+    >
       {questions.map((question, q) => (
         <fieldset key={q} className={styles.question}>
           <legend className={styles.legend}>

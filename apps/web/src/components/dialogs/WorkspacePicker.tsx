@@ -68,10 +68,16 @@ export function WorkspacePicker({ initial, onPick, onClose }: WorkspacePickerPro
             void browse(typed)
           }}
         >
-          <input className={styles.path} aria-label="Folder path" value={typed} onChange={(e) => setTyped(e.target.value)} data-autofocus />
+          <input
+            className={styles.path}
+            aria-label="Folder path"
+            value={typed}
+            onChange={(e) => setTyped(e.target.value)}
+            data-autofocus
+          />
           <Button type="submit">Go</Button>
         </form>
-<ErrorText error={error} />
+        <ErrorText error={error} />
         <ul className={styles.list} aria-label="Folders">
           {listing?.parent ? (
             <li>

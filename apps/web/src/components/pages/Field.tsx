@@ -2,7 +2,15 @@ import { type ReactElement, useId, cloneElement } from 'react'
 import styles from './Field.module.css'
 
 /** A labelled form control with an optional hint below it. */
-export function Field({ label, hint, children }: { label: string; hint?: string; children: ReactElement<{ id?: string; 'aria-describedby'?: string }> }) {
+export function Field({
+  label,
+  hint,
+  children,
+}: {
+  label: string
+  hint?: string
+  children: ReactElement<{ id?: string; 'aria-describedby'?: string }>
+}) {
   const id = useId()
   return (
     <div className={styles.field}>

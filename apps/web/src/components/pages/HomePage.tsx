@@ -23,7 +23,10 @@ export function HomePage({ cwd: routeCwd }: { cwd?: string }) {
 
   const onSend = async (text: string, images: PendingImage[]) => {
     const { sessionId } = await app.api.createSession({ ...(cwd ? { cwd } : {}), ...(model ? { model } : {}) })
-    await app.api.sendMessage(sessionId, images.length ? { text, images: images.map(({ mediaType, data }) => ({ mediaType, data })) } : { text })
+    await app.api.sendMessage(
+      sessionId,
+      images.length ? { text, images: images.map(({ mediaType, data }) => ({ mediaType, data })) } : { text },
+    )
     void app.sessions.refresh()
     navigate({ page: 'session', sessionId })
   }
@@ -57,7 +60,13 @@ export function HomePage({ cwd: routeCwd }: { cwd?: string }) {
           disabled={!cwd}
           toolbar={
             <>
-              <button type="button" className={styles.workspace} onClick={() => setPicking(true)} title={cwd} aria-label={`Workspace: ${cwd ?? 'none'}. Change`}>
+              <button
+                type="button"
+                className={styles.workspace}
+                onClick={() => setPicking(true)}
+                title={cwd}
+                aria-label={`Workspace: ${cwd ?? 'none'}. Change`}
+              >
                 <Icon name="folder" size={14} /> {cwd ? baseName(cwd) : 'Choose a workspace'}
               </button>
               {model ? <span className={styles.model}>{model}</span> : null}

@@ -62,7 +62,8 @@ export function SessionHeader({ view }: { view: SessionView }) {
         ) : null}
         {tokens > 0 ? (
           <span className={styles.chip} title="Tokens and cost of this session">
-            {formatTokens(tokens)} tokens{conversation.totalCost !== undefined ? ` · ${formatCost(conversation.totalCost)}` : ''}
+            {formatTokens(tokens)} tokens
+            {conversation.totalCost !== undefined ? ` · ${formatCost(conversation.totalCost)}` : ''}
           </span>
         ) : null}
       </div>

@@ -40,7 +40,8 @@ function OpenSession({ controller }: { controller: SessionController }) {
     } else if (name === 'compact') {
       const result = await app.api.compact(controller.id)
       if (result.error) app.toasts.show('error', `Compaction failed: ${result.error}`)
-      else app.toasts.show('info', result.compacted ? `Compacted ${result.replaced} messages` : 'Nothing to compact yet')
+      else
+        app.toasts.show('info', result.compacted ? `Compacted ${result.replaced} messages` : 'Nothing to compact yet')
     } else if (name === 'model') {
       if (!arg) throw new Error('Name a model: /model <id>')
       await app.api.updateSession(controller.id, { model: arg })

@@ -91,7 +91,12 @@ export function SettingsPage() {
             />
           </Field>
           <Field label="Base URL" hint="Leave empty for the provider's default.">
-            <input type="url" value={form.baseUrl ?? ''} placeholder="https://api.deepseek.com" onChange={(e) => setForm({ ...form, baseUrl: e.target.value })} />
+            <input
+              type="url"
+              value={form.baseUrl ?? ''}
+              placeholder="https://api.deepseek.com"
+              onChange={(e) => setForm({ ...form, baseUrl: e.target.value })}
+            />
           </Field>
           <div className={styles.row}>
             <Button onClick={() => void testConnection()} disabled={test === 'testing'}>
@@ -116,7 +121,10 @@ export function SettingsPage() {
             </select>
           </Field>
           <Field label="Reasoning effort">
-            <select value={form.reasoningEffort ?? ''} onChange={(e) => setForm({ ...form, reasoningEffort: e.target.value || undefined })}>
+            <select
+              value={form.reasoningEffort ?? ''}
+              onChange={(e) => setForm({ ...form, reasoningEffort: e.target.value || undefined })}
+            >
               <option value="">model default</option>
               {(info?.reasoningEfforts ?? []).map((effort) => (
                 <option key={effort}>{effort}</option>
@@ -124,7 +132,10 @@ export function SettingsPage() {
             </select>
           </Field>
           <Field label="Permission preset" hint="What tools may do without asking you.">
-            <select value={form.permissionPreset} onChange={(e) => setForm({ ...form, permissionPreset: e.target.value })}>
+            <select
+              value={form.permissionPreset}
+              onChange={(e) => setForm({ ...form, permissionPreset: e.target.value })}
+            >
               {withCurrent(info?.presets ?? [], form.permissionPreset).map((preset) => (
                 <option key={preset}>{preset}</option>
               ))}
@@ -134,7 +145,10 @@ export function SettingsPage() {
             label="Network of commands"
             hint="off: none. proxy: package registries and GitHub; other hosts are asked about. on: outbound, never this machine's own services."
           >
-            <select value={form.network ?? ''} onChange={(e) => setForm({ ...form, ...(e.target.value ? { network: e.target.value } : {}) })}>
+            <select
+              value={form.network ?? ''}
+              onChange={(e) => setForm({ ...form, ...(e.target.value ? { network: e.target.value } : {}) })}
+            >
               {form.network ? null : <option value="">the preset's default</option>}
               {form.networks.map((network) => (
                 <option key={network}>{network}</option>
@@ -149,7 +163,13 @@ export function SettingsPage() {
           <div role="radiogroup" aria-labelledby="theme-heading" className={styles.themes}>
             {THEMES.map((theme) => (
               <label key={theme} className={styles.theme}>
-                <input type="radio" name="theme" value={theme} checked={form.theme === theme} onChange={() => chooseTheme(theme)} />
+                <input
+                  type="radio"
+                  name="theme"
+                  value={theme}
+                  checked={form.theme === theme}
+                  onChange={() => chooseTheme(theme)}
+                />
                 {theme[0]?.toUpperCase() + theme.slice(1)}
               </label>
             ))}
@@ -172,7 +192,8 @@ export function SettingsPage() {
 
 function keyHint({ hasKey, keySource }: Settings): string {
   if (keySource === 'env') return 'In use: DEEPSEEK_API_KEY from the environment, which wins over a key saved here.'
-  if (keySource === 'env-file') return 'In use: the key in the home .env file. A key saved here is stored 0600 in the home.'
+  if (keySource === 'env-file')
+    return 'In use: the key in the home .env file. A key saved here is stored 0600 in the home.'
   if (hasKey) return 'A key is stored. Type a new one to replace it; it is never shown again.'
   return 'No key yet. It is stored 0600 in the dsh home and never shown again.'
 }

@@ -9,7 +9,15 @@ import { SessionItem } from './SessionItem.tsx'
 const FIRST_SHOWN = 8
 
 /** Sessions grouped by workspace, most recently active group first; search results stay in one flat list. */
-export function SessionGroups({ sessions, currentId, searching }: { sessions: readonly SessionSummary[]; currentId?: string; searching: boolean }) {
+export function SessionGroups({
+  sessions,
+  currentId,
+  searching,
+}: {
+  sessions: readonly SessionSummary[]
+  currentId?: string
+  searching: boolean
+}) {
   if (searching) {
     return (
       <ul className={styles.items} aria-label="Search results">
@@ -43,13 +51,24 @@ function Group({ cwd, sessions, currentId }: { cwd: string; sessions: SessionSum
   return (
     <section className={styles.group} aria-labelledby={headingId}>
       <div className={styles.heading}>
-        <button type="button" className={styles.toggle} aria-expanded={!collapsed} onClick={() => setCollapsed(!collapsed)} title={cwd}>
+        <button
+          type="button"
+          className={styles.toggle}
+          aria-expanded={!collapsed}
+          onClick={() => setCollapsed(!collapsed)}
+          title={cwd}
+        >
           <Icon name="folder" size={14} />
           <span id={headingId} className={styles.name}>
             {baseName(cwd)}
           </span>
         </button>
-        <a className={styles.add} href={hrefOf({ page: 'home', cwd })} aria-label={`New session in ${baseName(cwd)}`} title={`New session in ${cwd}`}>
+        <a
+          className={styles.add}
+          href={hrefOf({ page: 'home', cwd })}
+          aria-label={`New session in ${baseName(cwd)}`}
+          title={`New session in ${cwd}`}
+        >
           <Icon name="plus" size={14} />
         </a>
       </div>

@@ -11,7 +11,15 @@ import { SessionMenu } from './SessionMenu.tsx'
 import styles from './SessionItem.module.css'
 
 /** A session link with its running state, pending requests, and rename / fork / delete. */
-export function SessionItem({ session, current, showWorkspace }: { session: SessionSummary; current: boolean; showWorkspace?: boolean }) {
+export function SessionItem({
+  session,
+  current,
+  showWorkspace,
+}: {
+  session: SessionSummary
+  current: boolean
+  showWorkspace?: boolean
+}) {
   const app = useApp()
   const pending = useStore(app.requests).filter((r) => r.sessionId === session.sessionId).length
   const [renaming, setRenaming] = useState(false)
@@ -55,7 +63,11 @@ export function SessionItem({ session, current, showWorkspace }: { session: Sess
       {renaming ? (
         <RenameInput initial={session.title ?? ''} onDone={(value) => void rename(value)} />
       ) : (
-        <a className={styles.link} href={hrefOf({ page: 'session', sessionId: session.sessionId })} aria-current={current ? 'page' : undefined}>
+        <a
+          className={styles.link}
+          href={hrefOf({ page: 'session', sessionId: session.sessionId })}
+          aria-current={current ? 'page' : undefined}
+        >
           <span className={styles.title}>
             {session.running ? <span className={styles.running} role="img" aria-label="running" /> : null}
             {title}
@@ -81,7 +93,14 @@ export function SessionItem({ session, current, showWorkspace }: { session: Sess
           {pending}
         </span>
       ) : null}
-      {!renaming ? <SessionMenu title={title} onRename={() => setRenaming(true)} onFork={() => void fork()} onDelete={() => setDeleting(true)} /> : null}
+      {!renaming ? (
+        <SessionMenu
+          title={title}
+          onRename={() => setRenaming(true)}
+          onFork={() => void fork()}
+          onDelete={() => setDeleting(true)}
+        />
+      ) : null}
       {deleting ? (
         <ConfirmDialog
           title={`Delete “${title}”?`}

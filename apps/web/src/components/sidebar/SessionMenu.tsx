@@ -9,7 +9,17 @@ interface Action {
 }
 
 /** The ⋯ menu of a session: arrow keys move, Enter picks, Escape closes. */
-export function SessionMenu({ title, onRename, onFork, onDelete }: { title: string; onRename: () => void; onFork: () => void; onDelete: () => void }) {
+export function SessionMenu({
+  title,
+  onRename,
+  onFork,
+  onDelete,
+}: {
+  title: string
+  onRename: () => void
+  onFork: () => void
+  onDelete: () => void
+}) {
   const [open, setOpen] = useState(false)
   const button = useRef<HTMLButtonElement>(null)
   const menu = useRef<HTMLUListElement>(null)

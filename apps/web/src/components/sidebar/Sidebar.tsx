@@ -69,7 +69,11 @@ export function Sidebar() {
             <SessionGroups sessions={list.sessions} currentId={currentId} searching={list.query.trim() !== ''} />
           )}
         </div>
-        <a className={clsx(styles.settings, route.page === 'settings' && styles.current)} href="#/settings" aria-current={route.page === 'settings' ? 'page' : undefined}>
+        <a
+          className={clsx(styles.settings, route.page === 'settings' && styles.current)}
+          href="#/settings"
+          aria-current={route.page === 'settings' ? 'page' : undefined}
+        >
           <Icon name="settings" /> Settings
         </a>
       </nav>

@@ -18,7 +18,11 @@ export function ToolBody({ node }: { node: ToolNode }) {
   return (
     <div className={styles.body}>
       {terminal ? (
-        <TerminalView command={node.presentation?.command ?? ''} {...(node.result !== undefined ? { output: node.result } : {})} running={running} />
+        <TerminalView
+          command={node.presentation?.command ?? ''}
+          {...(node.result !== undefined ? { output: node.result } : {})}
+          running={running}
+        />
       ) : diff ? (
         <DiffView diff={diff} />
       ) : (

@@ -23,14 +23,23 @@ export function ToolCard({ node }: { node: ToolNode }) {
   const summary = title !== undefined && title !== node.name ? title : ''
   const decision = decisionLabel(node)
   return (
-    <article className={clsx(styles.card, styles[node.status])} data-node="tool" data-tool={node.name} data-view={node.presentation?.view ?? 'generic'} data-status={node.status} aria-label={`Tool ${node.name || 'call'}, ${STATUS_LABEL[node.status]}`}>
+    <article
+      className={clsx(styles.card, styles[node.status])}
+      data-node="tool"
+      data-tool={node.name}
+      data-view={node.presentation?.view ?? 'generic'}
+      data-status={node.status}
+      aria-label={`Tool ${node.name || 'call'}, ${STATUS_LABEL[node.status]}`}
+    >
       <button type="button" className={styles.header} aria-expanded={expanded} onClick={() => setChoice(!expanded)}>
         <Chevron open={expanded} />
         <span className={styles.name}>{node.name || 'tool'}</span>
         <span className={styles.summary}>{summary}</span>
         {decision ? <span className={styles.decision}>{decision}</span> : null}
         <span className={clsx(styles.status, styles[`status-${node.status}`])}>
-          {node.status === 'running' || node.status === 'streaming' ? <span className={styles.spinner} aria-hidden="true" /> : null}
+          {node.status === 'running' || node.status === 'streaming' ? (
+            <span className={styles.spinner} aria-hidden="true" />
+          ) : null}
           {STATUS_LABEL[node.status]}
         </span>
       </button>
