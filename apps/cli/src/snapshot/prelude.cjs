@@ -56,7 +56,9 @@ function __dshNotNow(id, key) {
 // else to the real module, loaded on first use at run time.
 function __dshStub(id, info, load) {
   let real
-  const target = () => {}
+  // A function expression, not an arrow: the proxy must be constructible (`new Database(...)`) and keep `prototype`.
+  // biome-ignore lint/complexity/useArrowFunction: see above
+  const target = function () {}
   const fixed = Reflect.ownKeys(target).filter((key) => !Reflect.getOwnPropertyDescriptor(target, key).configurable)
   const keys = new Set([...info.keys, ...fixed])
   const resolve = (key) => {
