@@ -18,7 +18,7 @@ import { SettingsStore } from './gateway/settings.ts'
 import type {} from './server.ts'
 
 export const name = 'web-api'
-export const inject = ['webServer', 'agents', 'sessions']
+export const inject = ['webServer', 'agents', 'sessions', 'conversations']
 
 export interface WebApiConfig {
   launchCwd?: string

@@ -1,19 +1,16 @@
-import type {} from '@dsh/compaction'
+import type {} from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import { type ContentBlock, type Message, REASONING_EFFORTS } from '@dsh/llm'
 import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS } from '@dsh/permission'
-import { newMessageId, type SessionId } from '@dsh/session'
-import type {} from '@dsh/session-catalog'
-import { SessionBusyError, SessionNotFoundError } from '@dsh/session-persistence'
-import type {} from '@dsh/session-titles'
+import { newMessageId } from '@dsh/session'
 import { z } from 'zod'
-import { HttpError, parseWith } from '../http.ts'
+import { parseWith } from '../http.ts'
 import { type ApiRequest, JsonReply } from '../server.ts'
 import { absolutePath, existingFolder } from './files.ts'
 import { recentHistory } from './history.ts'
 import type { SocketHub } from './hub.ts'
 import { displayedAll } from './presentation.ts'
-import { checkedModel, checkedSessionId, type SessionAccess, unknownSession } from './sessions.ts'
+import { checkedSessionId, described, httpError, type SessionAccess } from './sessions.ts'
 
 const effort = z.enum(REASONING_EFFORTS)
 const preset = z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]])
@@ -72,73 +69,67 @@ const ListQuery = z.object({
 const DetailQuery = z.object({ tail: z.coerce.number().int().min(1).optional() })
 const EventsQuery = z.object({ before: z.coerce.number().int().min(0) })
 
-function unavailable(what: string, plugin: string): HttpError {
-  return new HttpError(503, 'unavailable', `${what} needs the ${plugin} plugin, which is not loaded`)
-}
-
 /** The session id of the path, or a 400 when it cannot name a session. */
 function idOf(request: ApiRequest): string {
   return checkedSessionId(request.params.id as string)
 }
 
-/** The session routes of API.md: list, create, read, send, cancel, compact, fork, patch, delete. */
+/**
+ * The session routes of API.md: list, create, read, send, cancel, compact,
+ * fork, patch, delete. What they do is `ctx.conversations`'s; its errors
+ * become HTTP errors here.
+ */
 export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: SessionAccess, launchCwd: string): void {
-  const server = ctx.webServer
+  const route = (method: string, path: string, handler: Parameters<typeof ctx.webServer.route>[3]) =>
+    ctx.webServer.route(ctx, method, path, async (request) => {
+      try {
+        return await handler(request)
+      } catch (error) {
+        throw httpError(error)
+      }
+    })
   const changed = () => hub.broadcast({ type: 'sessions-changed' })
+  const conversations = ctx.conversations
 
-  /** Throws 404 unless the session is live or stored. */
-  const mustExist = async (id: string) => {
-    if (ctx.sessions.get(id)) return
-    const persistence = ctx.get('sessionPersistence')
-    try {
-      if (!persistence) throw new SessionNotFoundError(id, 'this process')
-      await persistence.stat(id as SessionId)
-    } catch (error) {
-      if (error instanceof SessionNotFoundError) throw unknownSession(id)
-      throw error
-    }
-  }
-
-  server.route(ctx, 'GET', '/api/sessions', async (request) => {
+  route('GET', '/api/sessions', async (request) => {
     const q = parseWith(ListQuery, Object.fromEntries(request.query), 'query')
     const cwd = q.cwd ? absolutePath(q.cwd, 'cwd') : undefined
     return sessions.list({ limit: q.limit, ...(cwd ? { cwd } : {}), ...(q.query ? { query: q.query } : {}), ...(q.cursor ? { cursor: q.cursor } : {}) })
   })
 
-  server.route(ctx, 'POST', '/api/sessions', async (request) => {
+  route('POST', '/api/sessions', async (request) => {
     const body = parseWith(CreateBody, (await request.body()) ?? {}, 'new session')
-    if (body.model) checkedModel(ctx, body.model)
-    const cwd = body.cwd ? await existingFolder(body.cwd, 'cwd') : launchCwd
-    const permission = ctx.get('permission')
-    if (body.permissionPreset && !permission) throw unavailable('permissionPreset', 'permission')
-    if (body.network && !permission) throw unavailable('network', 'permission')
-    const agent = await ctx.agents.create({
-      cwd,
-      options: { ...(body.model ? { model: body.model } : {}), ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}) },
+    // The web settings name the preset and network of new sessions (when the permission plugin can apply them).
+    const defaults = ctx.get('permission') ? sessions.webDefaults() : {}
+    const preset = body.permissionPreset ?? defaults.permissionPreset
+    const network = body.network ?? defaults.network
+    const agent = await conversations.create({
+      cwd: body.cwd ? await existingFolder(body.cwd, 'cwd') : launchCwd,
+      ...(body.model ? { model: body.model } : {}),
+      ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}),
+      ...(preset ? { preset } : {}),
+      ...(network ? { network } : {}),
     })
-    if (body.permissionPreset) permission?.setPreset(agent.id, body.permissionPreset)
-    else sessions.applyDefaultPreset(agent.id)
-    if (body.network) permission?.setNetwork(agent.id, body.network)
-    else sessions.applyDefaultNetwork(agent.id)
     changed()
     return new JsonReply(201, { sessionId: agent.id })
   })
 
-  server.route(ctx, 'GET', '/api/sessions/:id', async (request) => {
+  route('GET', '/api/sessions/:id', async (request) => {
     const q = parseWith(DetailQuery, Object.fromEntries(request.query), 'query')
-    const view = await sessions.view(idOf(request))
+    const id = idOf(request)
+    const [shown, view] = await Promise.all([conversations.show(id), sessions.view(id)])
     const history = q.tail ? recentHistory(view.events, q.tail) : { events: view.events }
     history.events = displayedAll(ctx, history.events, view.meta.cwd)
-    return { session: sessions.describe(view), ...history }
+    return { session: described(shown), ...history }
   })
 
-  server.route(ctx, 'GET', '/api/sessions/:id/events', async (request) => {
+  route('GET', '/api/sessions/:id/events', async (request) => {
     const q = parseWith(EventsQuery, Object.fromEntries(request.query), 'query')
     const { events, meta } = await sessions.view(idOf(request))
     return { events: displayedAll(ctx, events.filter((event) => event.seq < q.before), meta.cwd) }
   })
 
-  server.route(ctx, 'POST', '/api/sessions/:id/messages', async (request) => {
+  route('POST', '/api/sessions/:id/messages', async (request) => {
     const body = parseWith(MessageBody, await request.body(), 'message')
     const content: ContentBlock[] = []
     if (body.text.trim()) content.push({ type: 'text', text: body.text })
@@ -150,87 +141,44 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
     return new JsonReply(202, { queued })
   })
 
-  server.route(ctx, 'POST', '/api/sessions/:id/cancel', async (request) => {
-    const id = idOf(request)
-    const agent = sessions.live(id)
-    if (agent) agent.cancel('user')
-    else await mustExist(id)
+  route('POST', '/api/sessions/:id/cancel', async (request) => {
+    await conversations.cancel(idOf(request))
     return {}
   })
 
-  server.route(ctx, 'POST', '/api/sessions/:id/compact', async (request) => {
-    const compaction = ctx.get('compaction')
-    if (!compaction) throw unavailable('compacting a session', 'compaction')
+  route('POST', '/api/sessions/:id/compact', async (request) => {
     const agent = await sessions.agent(idOf(request))
-    if (agent.status === 'running') throw new HttpError(409, 'busy', `session ${agent.id} is running a turn; compact it when it is idle`)
-    const result = await compaction.compact(agent, { reason: 'manual' })
-    return { compacted: result.compacted, replaced: result.replaced, ...(result.error ? { error: result.error } : {}) }
+    return conversations.compact(agent.id)
   })
 
-  server.route(ctx, 'POST', '/api/sessions/:id/fork', async (request) => {
+  route('POST', '/api/sessions/:id/fork', async (request) => {
     const id = idOf(request)
     const body = parseWith(ForkBody, (await request.body()) ?? {}, 'fork')
-    if (!ctx.get('sessionPersistence')) throw unavailable('forking a session', 'session storage')
-    const source = await sessions.snapshot(id)
-    let forked: ReturnType<Context['sessions']['fork']>
-    try {
-      forked = ctx.sessions.fork(source, body.turn !== undefined ? { throughTurn: body.turn } : {})
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error)
-      if (body.turn !== undefined) throw new HttpError(400, 'bad-request', `turn: ${message}`)
-      throw new HttpError(409, 'busy', message)
-    }
-    // Stored and closed: it opens like any other stored session, and resumes when sent to.
-    await ctx.sessions.close(forked)
+    const fork = await conversations.fork(id, body.turn !== undefined ? { turn: body.turn } : {})
+    // Closed: it opens like any other stored session, and resumes when sent to.
+    await conversations.close(fork.id)
     changed()
-    return new JsonReply(201, { sessionId: forked.id })
+    return new JsonReply(201, { sessionId: fork.id })
   })
 
-  server.route(ctx, 'PATCH', '/api/sessions/:id', async (request) => {
+  route('PATCH', '/api/sessions/:id', async (request) => {
     const body = parseWith(PatchBody, (await request.body()) ?? {}, 'session update')
-    if (body.model) checkedModel(ctx, body.model)
-    const titles = ctx.get('sessionTitles')
-    const permission = ctx.get('permission')
-    if (body.title !== undefined && !titles) throw unavailable('renaming a session', 'session-titles')
-    if (body.permissionPreset && !permission) throw unavailable('permissionPreset', 'permission')
-    if (body.network && !permission) throw unavailable('network', 'permission')
     const agent = await sessions.agent(idOf(request))
-    if (body.model || body.reasoningEffort) {
-      agent.options = { ...agent.options, ...(body.model ? { model: body.model } : {}), ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}) }
-    }
-    if (body.permissionPreset) permission?.setPreset(agent.id, body.permissionPreset)
-    if (body.network) permission?.setNetwork(agent.id, body.network)
+    await conversations.configure(agent.id, {
+      ...(body.model ? { model: body.model } : {}),
+      ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}),
+      ...(body.permissionPreset ? { preset: body.permissionPreset } : {}),
+      ...(body.network ? { network: body.network } : {}),
+    })
     if (body.title !== undefined) {
-      titles?.rename(agent.session, body.title)
+      await conversations.rename(agent.id, body.title)
       changed()
     }
     return {}
   })
 
-  server.route(ctx, 'DELETE', '/api/sessions/:id', async (request) => {
-    const id = idOf(request)
-    const agent = sessions.live(id)
-    const wasOpen = Boolean(agent ?? ctx.sessions.get(id))
-    if (agent) await ctx.agents.dispose(agent)
-    const open = ctx.sessions.get(id)
-    if (open) await ctx.sessions.close(open)
-    try {
-      await mustExist(id)
-    } catch (error) {
-      if (wasOpen && error instanceof HttpError) {
-        changed()
-        return {}
-      }
-      throw error
-    }
-    const catalog = ctx.get('sessionCatalog')
-    try {
-      if (catalog) await catalog.remove(id)
-      else await ctx.get('sessionPersistence')?.delete(id as SessionId)
-    } catch (error) {
-      if (error instanceof SessionBusyError) throw new HttpError(409, 'busy', error.message)
-      throw error
-    }
+  route('DELETE', '/api/sessions/:id', async (request) => {
+    await conversations.delete(idOf(request))
     changed()
     return {}
   })

@@ -1,21 +1,14 @@
 import type { Agent } from '@dsh/agent'
-import type { Context } from '@dsh/cordis'
-import type { PermissionPreset } from '@dsh/permission'
-import { Session, type SessionEvent, type SessionId, type SessionMeta } from '@dsh/session'
-import type { CatalogEntry } from '@dsh/session-catalog'
-import { SessionBusyError, type SessionHolder, SessionNotFoundError } from '@dsh/session-persistence'
+import { ConversationError, type ConversationSummary, type SessionView as Shown } from '@dsh/conversations'
+import { assertNever, type Context } from '@dsh/cordis'
+import type { SessionEvent, SessionId, SessionMeta } from '@dsh/session'
+import { SessionNotFoundError } from '@dsh/session-persistence'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { HttpError } from '../http.ts'
 import { RecentReads } from './recent-reads.ts'
 import type { WebSettings } from './settings.ts'
 
-/** What the list needs of a stored session: a catalog entry, or the storage's own header. */
-type StoredSummary = Pick<CatalogEntry, 'sessionId' | 'title' | 'cwd' | 'createdAt' | 'updatedAt' | 'parentSession'>
-
-/** A session as the list shows it; `openIn` names another dsh process that has it open. */
-export type SessionSummary = StoredSummary & { running: boolean; openIn?: SessionHolder }
-
-/** A session read for display: live, or opened from its stored log without resuming it. */
+/** A session's log read for display: live, or opened from its stored log without resuming it. */
 export interface SessionView {
   meta: SessionMeta
   events: readonly SessionEvent[]
@@ -34,11 +27,6 @@ export function checkedSessionId(id: string, parameter = 'id'): string {
   return id
 }
 
-/** A cursor this server did not hand out. */
-export function badCursor(cursor: string): HttpError {
-  return badParameter('cursor', `${JSON.stringify(cursor)} is not a cursor this server returned; pass the nextCursor of the previous page`)
-}
-
 /** `model` when the provider's catalog offers it (or has no catalog), else a 400 naming `field`. */
 export function checkedModel(ctx: Context, model: string, field = 'model'): string {
   const provider = ctx.agents.defaults().provider
@@ -53,53 +41,48 @@ export function unknownSession(id: string): HttpError {
   return new HttpError(404, 'unknown-session', `no session ${JSON.stringify(id)}: it is neither open nor stored`)
 }
 
-/** The title from the log: the last `session/title` event, else the one in the header. */
-export function titleOf(meta: SessionMeta, events: readonly SessionEvent[]): string | undefined {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const event = events[i] as SessionEvent
-    if ((event.type as string) === 'session/title') {
-      const title = (event.data as { title?: unknown }).title
-      if (typeof title === 'string') return title
-    }
+/** The API's name of a conversation service argument. */
+const FIELDS: Record<string, string> = { preset: 'permissionPreset' }
+
+/** A conversation service error as the API's HTTP error (see API.md); any other error as it is. */
+export function httpError(error: unknown): unknown {
+  if (!(error instanceof ConversationError)) return error
+  const field = error.details.field && (FIELDS[error.details.field] ?? error.details.field)
+  switch (error.kind) {
+    case 'not-found':
+      return new HttpError(404, 'unknown-session', error.message)
+    case 'busy':
+      return new HttpError(409, 'busy', error.message)
+    case 'invalid':
+      return field ? badParameter(field, error.message) : new HttpError(400, 'bad-request', error.message)
+    case 'unavailable':
+      return new HttpError(503, 'unavailable', error.message)
+    default:
+      return assertNever(error.kind)
   }
-  return meta.title
 }
 
-function lastHeader(events: readonly SessionEvent[]): SessionEvent<'request/header'>['data'] | undefined {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const event = events[i] as SessionEvent
-    if (event.type === 'request/header') return event.data as SessionEvent<'request/header'>['data']
-  }
-  return undefined
+/** The service's view of a session in the API's shape (`permissionPreset`, never missing). */
+export function described({ preset, ...view }: Shown): Record<string, unknown> {
+  return { ...view, permissionPreset: preset ?? 'workspace-write' }
 }
 
 /**
- * Finds sessions for the API: live agents first, then stored logs (read
- * without resuming), and resumes a stored session when it must run, once
- * even when several requests ask at the same time.
+ * The web's side of sessions over `ctx.conversations`: resumes wait for an
+ * idle unload in progress, stored logs are read through the recent-reads
+ * cache, new sessions get the web settings' preset and network, and the
+ * list shows live sessions fresher than their stored copy.
  */
 export class SessionAccess {
-  private readonly resuming = new Map<string, Promise<Agent>>()
   private readonly recentReads = new RecentReads()
   /** Agents being unloaded: a request for one waits until its session is closed, then resumes it. */
   private readonly unloading = new Map<string, Promise<void>>()
 
   constructor(
     private readonly ctx: Context,
-    /** The preset new and resumed web sessions get, if the web settings name one. */
-    private readonly webDefaults: () => WebSettings,
+    /** The preset and network new web sessions get, if the web settings name them. */
+    readonly webDefaults: () => WebSettings,
   ) {}
-
-  private defaultPreset(): PermissionPreset | undefined {
-    return this.webDefaults().permissionPreset
-  }
-
-  /** A new session gets the network setting the web settings name, if any. */
-  applyDefaultNetwork(id: string): void {
-    const network = this.webDefaults().network
-    const permission = this.ctx.get('permission')
-    if (network && permission) permission.setNetwork(id, network)
-  }
 
   live(id: string): Agent | undefined {
     return this.ctx.agents.get(id)
@@ -109,14 +92,9 @@ export class SessionAccess {
   async agent(id: string): Promise<Agent> {
     // A session being unloaded is resumed once its close is done.
     await this.unloading.get(id)?.catch(() => {})
-    const live = this.live(id)
-    if (live) return live
-    let pending = this.resuming.get(id)
-    if (!pending) {
-      pending = this.resume(id).finally(() => this.resuming.delete(id))
-      this.resuming.set(id, pending)
-    }
-    return pending
+    const { agent, problems } = await this.ctx.conversations.resume(id)
+    for (const problem of problems) this.ctx.logger('web-api').warn(problem)
+    return agent
   }
 
   /** Disposes an agent; a request for its session meanwhile waits for the close, then resumes it. */
@@ -124,28 +102,6 @@ export class SessionAccess {
     const closing = this.ctx.agents.dispose(agent).finally(() => this.unloading.delete(agent.id))
     this.unloading.set(agent.id, closing)
     return closing
-  }
-
-  private async resume(id: string): Promise<Agent> {
-    if (this.ctx.sessions.get(id)) {
-      throw new HttpError(409, 'busy', `session ${id} is open in this process without an agent (another surface holds it); try again later`)
-    }
-    try {
-      const { agent, problems } = await this.ctx.agents.resume(id as SessionId)
-      for (const problem of problems) this.ctx.logger('web-api').warn(problem)
-      this.applyDefaultPreset(agent.id)
-      return agent
-    } catch (error) {
-      if (error instanceof SessionNotFoundError) throw unknownSession(id)
-      if (error instanceof SessionBusyError) throw new HttpError(409, 'busy', error.message)
-      throw error
-    }
-  }
-
-  applyDefaultPreset(id: string): void {
-    const preset = this.defaultPreset()
-    const permission = this.ctx.get('permission')
-    if (preset && permission) permission.setPreset(id, preset)
   }
 
   /** The live session, else the stored log read as it is. */
@@ -172,41 +128,32 @@ export class SessionAccess {
     }
   }
 
-  /** A detached copy of a stored or live session, for forking without resuming it. */
-  async snapshot(id: string): Promise<Session> {
-    const live = this.ctx.sessions.get(id)
-    if (live) return live
-    const view = await this.view(id)
-    return new Session(view.meta, view.events, () => {})
-  }
-
-  describe(view: SessionView): Record<string, unknown> {
-    const { meta, events, agent } = view
-    const header = lastHeader(events)
-    const model = agent?.options.model ?? header?.model
-    const reasoningEffort = agent ? agent.options.reasoningEffort : header?.reasoningEffort
-    const title = titleOf(meta, events)
-    return {
-      sessionId: meta.id,
-      ...(title ? { title } : {}),
-      cwd: meta.cwd,
-      createdAt: meta.createdAt,
-      ...(meta.parentSession ? { parentSession: meta.parentSession } : {}),
-      ...(meta.forkedFrom ? { forkedFrom: meta.forkedFrom } : {}),
-      running: agent?.status === 'running',
-      ...(model ? { model } : {}),
-      ...(reasoningEffort ? { reasoningEffort } : {}),
-      permissionPreset: this.ctx.get('permission')?.preset(meta.id) ?? this.defaultPreset() ?? 'workspace-write',
-      ...(this.ctx.get('permission') ? { network: this.ctx.get('permission')?.network(meta.id) } : {}),
+  /**
+   * One page of top-level sessions, newest first (`ctx.conversations.list`).
+   * The first page of an unfiltered list also shows the live sessions as
+   * they are now (a new one may not be indexed yet).
+   */
+  async list(q: { cwd?: string; query?: string; limit: number; cursor?: string }) {
+    const page = await this.ctx.conversations.list({ ...q, includeChildren: false })
+    let sessions = page.sessions
+    if (!q.cursor && !q.query) {
+      const live = new Map(this.liveSummaries(q.cwd).map((s) => [s.sessionId, s]))
+      sessions = sessions.map((s) => {
+        const fresh = live.get(s.sessionId)
+        live.delete(s.sessionId)
+        return fresh ? { ...s, ...fresh } : s
+      })
+      sessions = [...live.values(), ...sessions].sort((a, b) => b.updatedAt - a.updatedAt)
     }
+    return { sessions, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
   }
 
-  /** Live top-level sessions as list entries (they may not be stored or indexed yet). */
-  liveSummaries(cwd?: string): SessionSummary[] {
-    const out: SessionSummary[] = []
+  /** Live top-level sessions as list entries. */
+  private liveSummaries(cwd?: string) {
+    const out: ConversationSummary[] = []
     for (const session of this.ctx.sessions.list()) {
       if (session.meta.parentSession || (cwd && session.meta.cwd !== cwd)) continue
-      const title = titleOf(session.meta, session.events)
+      const title = session.last('session/title')?.data.title ?? session.meta.title
       out.push({
         sessionId: session.id,
         ...(title ? { title } : {}),
@@ -217,68 +164,5 @@ export class SessionAccess {
       })
     }
     return out
-  }
-
-  summary(entry: StoredSummary): SessionSummary {
-    return {
-      sessionId: entry.sessionId,
-      ...(entry.title ? { title: entry.title } : {}),
-      cwd: entry.cwd,
-      createdAt: entry.createdAt,
-      updatedAt: entry.updatedAt,
-      ...(entry.parentSession ? { parentSession: entry.parentSession } : {}),
-      running: this.live(entry.sessionId)?.status === 'running',
-    }
-  }
-
-  /** One page of stored sessions, newest first: from the catalog, else from the storage's own listing. */
-  async list(q: { cwd?: string; query?: string; limit: number; cursor?: string }): Promise<{ sessions: SessionSummary[]; nextCursor?: string }> {
-    const catalog = this.ctx.get('sessionCatalog')
-    let page: { sessions: StoredSummary[]; nextCursor?: string }
-    if (catalog) {
-      try {
-        page = await catalog.list({ ...q, includeChildren: false })
-      } catch (error) {
-        // The catalog refuses a cursor it cannot decode with a plain Error ("invalid cursor ..."), before any query runs.
-        if (q.cursor !== undefined && error instanceof Error && error.message.startsWith('invalid cursor')) throw badCursor(q.cursor)
-        throw error
-      }
-    } else {
-      page = await this.listStored(q)
-    }
-    let sessions = page.sessions.map((entry) => this.summary(entry))
-    if (!q.cursor && !q.query) {
-      const live = new Map(this.liveSummaries(q.cwd).map((s) => [s.sessionId, s]))
-      sessions = sessions.map((s) => {
-        const fresh = live.get(s.sessionId)
-        live.delete(s.sessionId)
-        return fresh ? { ...s, ...fresh, ...(s.parentSession ? { parentSession: s.parentSession } : {}) } : s
-      })
-      sessions = [...live.values(), ...sessions].sort((a, b) => b.updatedAt - a.updatedAt)
-    }
-    // Sessions another dsh process has open: sending to one answers 409 until it lets go.
-    const persistence = this.ctx.get('sessionPersistence')
-    if (persistence) sessions = await persistence.withHolders(sessions)
-    return { sessions, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
-  }
-
-  private async listStored(q: { cwd?: string; query?: string; limit: number; cursor?: string }): Promise<{ sessions: StoredSummary[]; nextCursor?: string }> {
-    const persistence = this.ctx.get('sessionPersistence')
-    if (!persistence) return { sessions: [] }
-    const needle = q.query?.toLowerCase()
-    const all = (await persistence.list()).filter(
-      (s) => !s.parentSession && (!q.cwd || s.cwd === q.cwd) && (!needle || `${s.title ?? ''} ${s.id}`.toLowerCase().includes(needle)),
-    )
-    const start = q.cursor ? Number(q.cursor) : 0
-    if (!Number.isSafeInteger(start) || start < 0) throw badCursor(q.cursor ?? '')
-    const slice = all.slice(start, start + q.limit).map((s) => ({
-      sessionId: s.id,
-      ...(s.title ? { title: s.title } : {}),
-      cwd: s.cwd,
-      createdAt: s.createdAt,
-      updatedAt: s.updatedAt,
-    }))
-    const next = start + q.limit
-    return { sessions: slice, ...(next < all.length ? { nextCursor: String(next) } : {}) }
   }
 }
