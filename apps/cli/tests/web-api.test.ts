@@ -403,15 +403,20 @@ describe('dsh web API', () => {
       expect((await app.api('PATCH', `/api/sessions/${id}`, { title: '   ' })).json.error.message).toContain('title')
       const searched = await app.api('GET', `/api/sessions?query=${encodeURIComponent('first question')}`)
       expect(searched.json.sessions.map((s: Frame) => s.sessionId)).toContain(id)
+      // The one search of ctx.conversations: a part of the folder finds the session too.
+      const byFolder = await app.api('GET', `/api/sessions?query=${encodeURIComponent(path.basename(app.work))}`)
+      expect(byFolder.json.sessions.map((s: Frame) => s.sessionId)).toContain(id)
 
       const compacted = await app.api('POST', `/api/sessions/${id}/compact`)
       expect(compacted.status).toBe(200)
       expect(compacted.json).toMatchObject({ compacted: expect.any(Boolean), replaced: expect.any(Number) })
 
+      // A fork runs under the source's current preset, not the one logged at the fork point (read-only).
+      expect((await app.api('PATCH', `/api/sessions/${id}`, { permissionPreset: 'danger-full-access' })).status).toBe(200)
       const fork = await app.api('POST', `/api/sessions/${id}/fork`, { turn: 1 })
       expect(fork.status).toBe(201)
       const forked = await app.api('GET', `/api/sessions/${fork.json.sessionId}`)
-      expect(forked.json.session).toMatchObject({ forkedFrom: id, running: false })
+      expect(forked.json.session).toMatchObject({ forkedFrom: id, running: false, permissionPreset: 'danger-full-access' })
       expect(forked.json.events.filter((e: Frame) => e.type === 'user/message').map((e: Frame) => e.data.message.content[0].text)).toEqual(['first question'])
       expect((await app.api('POST', `/api/sessions/${id}/fork`, { turn: 7 })).json.error.code).toBe('bad-request')
 
