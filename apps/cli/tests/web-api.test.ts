@@ -30,7 +30,13 @@ async function model(req: RecordedRequest) {
   if (write) return reply.toolCalls([{ name: 'write', arguments: { path: write[1], content: write[2] } }])
   if (text.startsWith('list')) return reply.toolCalls([{ name: 'ls', arguments: {} }])
   if (text.startsWith('ask')) {
-    const questions = [{ question: 'Which color?', header: 'Color', options: [{ label: 'Red' }, { label: 'Blue', description: 'Calm.' }] }]
+    const questions = [
+      {
+        question: 'Which color?',
+        header: 'Color',
+        options: [{ label: 'Red' }, { label: 'Blue', description: 'Calm.' }],
+      },
+    ]
     return reply.toolCalls([{ name: 'ask_user_question', arguments: { questions } }])
   }
   if (text.startsWith('slow')) return reply.text(`slow answer to ${text}: one two three four five six`, { delayMs: 15 })
@@ -54,7 +60,11 @@ interface CallOptions {
 
 function call(port: number, method: string, urlPath: string, options: CallOptions = {}): Promise<Reply> {
   const raw = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
-  const headers: Record<string, string> = { host: `127.0.0.1:${port}`, ...(raw !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers }
+  const headers: Record<string, string> = {
+    host: `127.0.0.1:${port}`,
+    ...(raw !== undefined ? { 'content-type': 'application/json' } : {}),
+    ...options.headers,
+  }
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, method, path: urlPath, headers }, (res) => {
       const chunks: Buffer[] = []
@@ -129,7 +139,9 @@ class Socket {
       }
       const timer = setTimeout(() => {
         this.listeners.delete(check)
-        reject(new Error(`no matching frame; got:\n${this.frames.map((f) => JSON.stringify(f).slice(0, 200)).join('\n')}`))
+        reject(
+          new Error(`no matching frame; got:\n${this.frames.map((f) => JSON.stringify(f).slice(0, 200)).join('\n')}`),
+        )
       }, 20_000)
       this.listeners.add(check)
       check()
@@ -147,12 +159,18 @@ class Socket {
 }
 
 const turnEnd = (sessionId: string, turn?: number) => (f: Frame) =>
-  f.type === 'event' && f.sessionId === sessionId && f.event.type === 'turn/end' && (turn === undefined || f.event.data.turn === turn)
+  f.type === 'event' &&
+  f.sessionId === sessionId &&
+  f.event.type === 'turn/end' &&
+  (turn === undefined || f.event.data.turn === turn)
 
 /** Waits for the end of a turn (the last `turn/end` matching) and the idle status after it. */
 async function settled(socket: Socket, sessionId: string, turn?: number, from = 0): Promise<Frame> {
   const end = await socket.next(turnEnd(sessionId, turn), from)
-  await socket.next((f) => f.type === 'status' && f.sessionId === sessionId && f.status === 'idle', socket.frames.indexOf(end))
+  await socket.next(
+    (f) => f.type === 'status' && f.sessionId === sessionId && f.status === 'idle',
+    socket.frames.indexOf(end),
+  )
   return end
 }
 
@@ -169,7 +187,13 @@ interface WebApp {
   socket(): Promise<Socket>
 }
 
-async function startWeb(mock: MockLlm, root: string, args: string[] = [], env: Record<string, string> = {}, launcherArgs: string[] = []): Promise<WebApp> {
+async function startWeb(
+  mock: MockLlm,
+  root: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+  launcherArgs: string[] = [],
+): Promise<WebApp> {
   const home = path.join(root, 'home')
   const work = path.join(root, 'work')
   await mkdir(work, { recursive: true })
@@ -178,7 +202,10 @@ async function startWeb(mock: MockLlm, root: string, args: string[] = [], env: R
     cwd: work,
     env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-test-key', ...env },
   })
-  const match = await proc.waitFor(/^dsh web: (http:\/\/127\.0\.0\.1:(\d+)(?:\/#token=(\S+))?)\n/m, { stream: 'stdout', timeoutMs: 60_000 })
+  const match = await proc.waitFor(/^dsh web: (http:\/\/127\.0\.0\.1:(\d+)(?:\/#token=(\S+))?)\n/m, {
+    stream: 'stdout',
+    timeoutMs: 60_000,
+  })
   const port = Number(match[2])
   const token = match[3]
   const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
@@ -189,7 +216,8 @@ async function startWeb(mock: MockLlm, root: string, args: string[] = [], env: R
     ...(token ? { token } : {}),
     home,
     work,
-    api: (method, urlPath, body) => call(port, method, urlPath, { ...(body === undefined ? {} : { body }), headers: auth }),
+    api: (method, urlPath, body) =>
+      call(port, method, urlPath, { ...(body === undefined ? {} : { body }), headers: auth }),
     socket: () => Socket.open(`ws://127.0.0.1:${port}/api/ws${token ? `?token=${token}` : ''}`),
   }
 }
@@ -301,7 +329,9 @@ describe('dsh web API', () => {
       const result = read.json.events.find((e: { type: string }) => e.type === 'tool/result')
       expect(JSON.stringify(result.data.message.content)).toContain('[redacted: DEEPSEEK_API_KEY]')
       const answer = read.json.events.findLast((e: { type: string }) => e.type === 'assistant/message')
-      expect(answer.data.message.content).toEqual([{ type: 'text', text: 'Found it: [redacted: DEEPSEEK_API_KEY] is your key.' }])
+      expect(answer.data.message.content).toEqual([
+        { type: 'text', text: 'Found it: [redacted: DEEPSEEK_API_KEY] is your key.' },
+      ])
       // What went back to the model is what was logged.
       const tool = mock.requests.at(-1)?.body.messages.find((m: { role: string }) => m.role === 'tool')
       expect(tool.content).toContain('[redacted: DEEPSEEK_API_KEY]')
@@ -312,7 +342,12 @@ describe('dsh web API', () => {
       const id = await newSession()
       const socket = await open()
       socket.send({ type: 'subscribe', sessionId: id })
-      expect(await socket.next((f) => f.type === 'subscribed')).toEqual({ type: 'subscribed', sessionId: id, lastSeq: -1, running: false })
+      expect(await socket.next((f) => f.type === 'subscribed')).toEqual({
+        type: 'subscribed',
+        sessionId: id,
+        lastSeq: -1,
+        running: false,
+      })
 
       const sent = await app.api('POST', `/api/sessions/${id}/messages`, { text: 'hello there' })
       expect(sent).toMatchObject({ status: 202, json: { queued: false } })
@@ -320,15 +355,27 @@ describe('dsh web API', () => {
 
       const events = socket.events(id)
       expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
-      expect(events.find((e) => e.type === 'user/message').data.message.content).toEqual([{ type: 'text', text: 'hello there' }])
+      expect(events.find((e) => e.type === 'user/message').data.message.content).toEqual([
+        { type: 'text', text: 'hello there' },
+      ])
       const answer = events.find((e) => e.type === 'assistant/message').data.message.content
       expect(answer).toEqual([
         { type: 'reasoning', text: 'Thinking it over.' },
         { type: 'text', text: 'echo: hello there' },
       ])
       const deltas = socket.frames.filter((f) => f.type === 'delta' && f.sessionId === id).map((f) => f.delta)
-      expect(deltas.filter((d) => d.kind === 'text').map((d) => d.delta).join('')).toBe('echo: hello there')
-      expect(deltas.filter((d) => d.kind === 'reasoning').map((d) => d.delta).join('')).toBe('Thinking it over.')
+      expect(
+        deltas
+          .filter((d) => d.kind === 'text')
+          .map((d) => d.delta)
+          .join(''),
+      ).toBe('echo: hello there')
+      expect(
+        deltas
+          .filter((d) => d.kind === 'reasoning')
+          .map((d) => d.delta)
+          .join(''),
+      ).toBe('Thinking it over.')
       const statuses = socket.frames.filter((f) => f.type === 'status' && f.sessionId === id).map((f) => f.status)
       expect(statuses).toEqual(['running', 'idle'])
       expect(socket.frames.some((f) => f.type === 'sessions-changed')).toBe(true)
@@ -339,7 +386,13 @@ describe('dsh web API', () => {
 
       const read = await app.api('GET', `/api/sessions/${id}`)
       expect(read.status).toBe(200)
-      expect(read.json.session).toMatchObject({ sessionId: id, cwd: app.work, running: false, model: 'deepseek-v4-flash', permissionPreset: 'workspace-write' })
+      expect(read.json.session).toMatchObject({
+        sessionId: id,
+        cwd: app.work,
+        running: false,
+        model: 'deepseek-v4-flash',
+        permissionPreset: 'workspace-write',
+      })
       expect(read.json.events).toEqual(events)
     })
 
@@ -358,13 +411,30 @@ describe('dsh web API', () => {
       await socket.next((f) => f.type === 'subscribed' && f.sessionId === id)
       expect((await app.api('POST', `/api/sessions/${id}/messages`, { text: 'deploy' })).status).toBe(202)
       await settled(socket, id)
-      const live = socket.frames.filter((f) => f.type === 'event' && f.event.type === 'tool/call').map((f) => f.event.data)
+      const live = socket.frames
+        .filter((f) => f.type === 'event' && f.event.type === 'tool/call')
+        .map((f) => f.event.data)
       const read = await app.api('GET', `/api/sessions/${id}`)
-      const stored = read.json.events.filter((e: { type: string }) => e.type === 'tool/call').map((e: { data: unknown }) => e.data)
+      const stored = read.json.events
+        .filter((e: { type: string }) => e.type === 'tool/call')
+        .map((e: { data: unknown }) => e.data)
       for (const calls of [live, stored]) {
         expect(calls.map((c: { presentation: unknown }) => c.presentation)).toEqual([
-          { title: 'Deploy site', kind: 'execute', view: 'terminal', locations: [], command: 'deploy site', unfolded: true },
-          { title: 'ghost: a.txt', kind: 'other', view: 'generic', locations: [path.join(app.work, 'a.txt')], unfolded: false },
+          {
+            title: 'Deploy site',
+            kind: 'execute',
+            view: 'terminal',
+            locations: [],
+            command: 'deploy site',
+            unfolded: true,
+          },
+          {
+            title: 'ghost: a.txt',
+            kind: 'other',
+            view: 'generic',
+            locations: [path.join(app.work, 'a.txt')],
+            unfolded: false,
+          },
         ])
       }
       // The log (flushed at the turn's end) holds the calls as the model made them, nothing more.
@@ -385,20 +455,43 @@ describe('dsh web API', () => {
 
       const listed = await app.api('GET', '/api/sessions')
       expect(listed.status).toBe(200)
-      expect(listed.json.sessions.find((s: Frame) => s.sessionId === id)).toMatchObject({ sessionId: id, cwd: app.work, running: false })
+      expect(listed.json.sessions.find((s: Frame) => s.sessionId === id)).toMatchObject({
+        sessionId: id,
+        cwd: app.work,
+        running: false,
+      })
       const filtered = await app.api('GET', `/api/sessions?cwd=${encodeURIComponent(path.join(app.home))}`)
       expect(filtered.json.sessions.some((s: Frame) => s.sessionId === id)).toBe(false)
       const limited = await app.api('GET', '/api/sessions?limit=1')
       expect(limited.json.sessions.length).toBeGreaterThanOrEqual(1)
 
       const detail = await app.api('GET', `/api/sessions/${id}`)
-      expect(detail.json.session).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'low', permissionPreset: 'read-only' })
+      expect(detail.json.session).toMatchObject({
+        model: 'deepseek-v4-pro',
+        reasoningEffort: 'low',
+        permissionPreset: 'read-only',
+      })
 
-      expect((await app.api('PATCH', `/api/sessions/${id}`, { model: 'deepseek-v4-flash', reasoningEffort: 'high', permissionPreset: 'workspace-write' })).status).toBe(200)
+      expect(
+        (
+          await app.api('PATCH', `/api/sessions/${id}`, {
+            model: 'deepseek-v4-flash',
+            reasoningEffort: 'high',
+            permissionPreset: 'workspace-write',
+          })
+        ).status,
+      ).toBe(200)
       const patched = await app.api('GET', `/api/sessions/${id}`)
-      expect(patched.json.session).toMatchObject({ model: 'deepseek-v4-flash', reasoningEffort: 'high', permissionPreset: 'workspace-write' })
+      expect(patched.json.session).toMatchObject({
+        model: 'deepseek-v4-flash',
+        reasoningEffort: 'high',
+        permissionPreset: 'workspace-write',
+      })
 
-      expect(await app.api('PATCH', `/api/sessions/${id}`, { title: 'My title' })).toMatchObject({ status: 200, json: {} })
+      expect(await app.api('PATCH', `/api/sessions/${id}`, { title: 'My title' })).toMatchObject({
+        status: 200,
+        json: {},
+      })
       expect((await app.api('GET', `/api/sessions/${id}`)).json.session.title).toBe('My title')
       expect((await app.api('PATCH', `/api/sessions/${id}`, { title: '   ' })).json.error.message).toContain('title')
       const searched = await app.api('GET', `/api/sessions?query=${encodeURIComponent('first question')}`)
@@ -412,12 +505,22 @@ describe('dsh web API', () => {
       expect(compacted.json).toMatchObject({ compacted: expect.any(Boolean), replaced: expect.any(Number) })
 
       // A fork runs under the source's current preset, not the one logged at the fork point (read-only).
-      expect((await app.api('PATCH', `/api/sessions/${id}`, { permissionPreset: 'danger-full-access' })).status).toBe(200)
+      expect((await app.api('PATCH', `/api/sessions/${id}`, { permissionPreset: 'danger-full-access' })).status).toBe(
+        200,
+      )
       const fork = await app.api('POST', `/api/sessions/${id}/fork`, { turn: 1 })
       expect(fork.status).toBe(201)
       const forked = await app.api('GET', `/api/sessions/${fork.json.sessionId}`)
-      expect(forked.json.session).toMatchObject({ forkedFrom: id, running: false, permissionPreset: 'danger-full-access' })
-      expect(forked.json.events.filter((e: Frame) => e.type === 'user/message').map((e: Frame) => e.data.message.content[0].text)).toEqual(['first question'])
+      expect(forked.json.session).toMatchObject({
+        forkedFrom: id,
+        running: false,
+        permissionPreset: 'danger-full-access',
+      })
+      expect(
+        forked.json.events
+          .filter((e: Frame) => e.type === 'user/message')
+          .map((e: Frame) => e.data.message.content[0].text),
+      ).toEqual(['first question'])
       expect((await app.api('POST', `/api/sessions/${id}/fork`, { turn: 7 })).json.error.code).toBe('bad-request')
 
       expect(await app.api('POST', `/api/sessions/${id}/cancel`)).toMatchObject({ status: 200, json: {} })
@@ -491,9 +594,18 @@ describe('dsh web API', () => {
       expect(recent.earlier.state).toContainEqual(header)
       const replies = left.filter((e: { type: string }) => e.type === 'assistant/message')
       expect(replies).toHaveLength(2)
-      const sum = (key: string) => replies.reduce((n: number, e: { data: { usage: Record<string, number> } }) => n + (e.data.usage[key] ?? 0), 0)
+      const sum = (key: string) =>
+        replies.reduce((n: number, e: { data: { usage: Record<string, number> } }) => n + (e.data.usage[key] ?? 0), 0)
       expect(recent.earlier.usage).toEqual([
-        { model: replies[0].data.message.source.model, usage: { inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens'), cacheReadTokens: sum('cacheReadTokens'), reasoningTokens: sum('reasoningTokens') } },
+        {
+          model: replies[0].data.message.source.model,
+          usage: {
+            inputTokens: sum('inputTokens'),
+            outputTokens: sum('outputTokens'),
+            cacheReadTokens: sum('cacheReadTokens'),
+            reasoningTokens: sum('reasoningTokens'),
+          },
+        },
       ])
       expect(sum('outputTokens')).toBeGreaterThan(0)
 
@@ -502,11 +614,21 @@ describe('dsh web API', () => {
       // A tail longer than the log is the whole log.
       expect((await app.api('GET', `/api/sessions/${id}?tail=100000`)).json).toEqual(whole)
 
-      expect(await call(app.port, 'GET', `/api/sessions/${id}?tail=0`)).toMatchObject({ status: 400, json: { error: { code: 'bad-request', message: expect.stringMatching(/^query: tail: /) } } })
-      expect((await call(app.port, 'GET', `/api/sessions/${id}?tail=many`)).json.error.message).toMatch(/^query: tail: /)
+      expect(await call(app.port, 'GET', `/api/sessions/${id}?tail=0`)).toMatchObject({
+        status: 400,
+        json: { error: { code: 'bad-request', message: expect.stringMatching(/^query: tail: /) } },
+      })
+      expect((await call(app.port, 'GET', `/api/sessions/${id}?tail=many`)).json.error.message).toMatch(
+        /^query: tail: /,
+      )
       expect((await call(app.port, 'GET', `/api/sessions/${id}/events`)).json.error.message).toMatch(/^query: before: /)
-      expect((await call(app.port, 'GET', `/api/sessions/${id}/events?before=-1`)).json.error.message).toMatch(/^query: before: /)
-      expect(await call(app.port, 'GET', '/api/sessions/session-nope/events?before=3')).toMatchObject({ status: 404, json: { error: { code: 'unknown-session' } } })
+      expect((await call(app.port, 'GET', `/api/sessions/${id}/events?before=-1`)).json.error.message).toMatch(
+        /^query: before: /,
+      )
+      expect(await call(app.port, 'GET', '/api/sessions/session-nope/events?before=3')).toMatchObject({
+        status: 404,
+        json: { error: { code: 'unknown-session' } },
+      })
     })
 
     it('queues two senders to one session in order, one turn each, never interleaved', async () => {
@@ -541,8 +663,14 @@ describe('dsh web API', () => {
       const first = a.json.queued ? 'B' : 'A'
       const second = first === 'A' ? 'B' : 'A'
       expect(turns).toEqual([
-        { asked: [`slow from tab ${first}`], answered: [`slow answer to slow from tab ${first}: one two three four five six`] },
-        { asked: [`slow from tab ${second}`], answered: [`slow answer to slow from tab ${second}: one two three four five six`] },
+        {
+          asked: [`slow from tab ${first}`],
+          answered: [`slow answer to slow from tab ${first}: one two three four five six`],
+        },
+        {
+          asked: [`slow from tab ${second}`],
+          answered: [`slow answer to slow from tab ${second}: one two three four five six`],
+        },
       ])
     })
 
@@ -588,7 +716,10 @@ describe('dsh web API', () => {
       late.send({ type: 'subscribe', sessionId: id })
       expect(await late.next((f) => f.type === 'approval')).toEqual(asked)
 
-      expect(await app.api('POST', `/api/approvals/${asked.requestId}`, { decision: 'allow-once' })).toMatchObject({ status: 200, json: {} })
+      expect(await app.api('POST', `/api/approvals/${asked.requestId}`, { decision: 'allow-once' })).toMatchObject({
+        status: 200,
+        json: {},
+      })
       await socket.next((f) => f.type === 'approval-resolved' && f.requestId === asked.requestId)
       await late.next((f) => f.type === 'approval-resolved' && f.requestId === asked.requestId)
       const again = await app.api('POST', `/api/approvals/${asked.requestId}`, { decision: 'reject' })
@@ -605,7 +736,9 @@ describe('dsh web API', () => {
       expect(result.data.error.code).toBe('DENIED')
       expect(JSON.stringify(result.data.message)).toContain('not in this folder')
       expect(existsSync(path.join(app.work, 'other.txt'))).toBe(false)
-      expect((await app.api('POST', `/api/approvals/${second.requestId}`, { decision: 'maybe' })).json.error.code).toBe('bad-request')
+      expect((await app.api('POST', `/api/approvals/${second.requestId}`, { decision: 'maybe' })).json.error.code).toBe(
+        'bad-request',
+      )
     })
 
     it('round-trips user questions over the socket and POST', async () => {
@@ -614,17 +747,34 @@ describe('dsh web API', () => {
       socket.send({ type: 'subscribe', sessionId: id })
       await app.api('POST', `/api/sessions/${id}/messages`, { text: 'ask me' })
       const asked = await socket.next((f) => f.type === 'question')
-      expect(asked).toMatchObject({ sessionId: id, questions: [{ question: 'Which color?', header: 'Color', options: [{ label: 'Red' }, { label: 'Blue', description: 'Calm.' }] }] })
+      expect(asked).toMatchObject({
+        sessionId: id,
+        questions: [
+          {
+            question: 'Which color?',
+            header: 'Color',
+            options: [{ label: 'Red' }, { label: 'Blue', description: 'Calm.' }],
+          },
+        ],
+      })
       expect(typeof asked.callId).toBe('string')
       const bad = await app.api('POST', `/api/questions/${asked.requestId}`, { answers: 'Blue' })
       expect(bad).toMatchObject({ status: 400, json: { error: { code: 'bad-request' } } })
-      const answered = await app.api('POST', `/api/questions/${asked.requestId}`, { answers: [{ question: 'Which color?', selected: ['Blue'], text: 'navy' }] })
+      const answered = await app.api('POST', `/api/questions/${asked.requestId}`, {
+        answers: [{ question: 'Which color?', selected: ['Blue'], text: 'navy' }],
+      })
       expect(answered).toMatchObject({ status: 200, json: {} })
       await socket.next((f) => f.type === 'question-resolved' && f.requestId === asked.requestId)
       await settled(socket, id)
       const result = socket.events(id).find((e) => e.type === 'tool/result')
       expect(JSON.stringify(result.data.message)).toContain('Selected: Blue')
-      expect((await app.api('POST', `/api/questions/${asked.requestId}`, { answers: [{ question: 'Which color?', selected: ['Red'] }] })).status).toBe(404)
+      expect(
+        (
+          await app.api('POST', `/api/questions/${asked.requestId}`, {
+            answers: [{ question: 'Which color?', selected: ['Red'] }],
+          })
+        ).status,
+      ).toBe(404)
     })
 
     it('lists workspace files for @ mentions, honouring .gitignore', async () => {
@@ -644,16 +794,36 @@ describe('dsh web API', () => {
       const dirs = await app.api('GET', `/api/dirs?path=${encodeURIComponent(app.work)}`)
       expect(dirs.json).toMatchObject({ path: app.work, parent: path.dirname(app.work) })
       expect(dirs.json.dirs).toEqual(expect.arrayContaining(['build', 'src']))
-      expect((await app.api('GET', '/api/dirs?path=relative/path')).json.error.message).toContain('path must be an absolute path')
+      expect((await app.api('GET', '/api/dirs?path=relative/path')).json.error.message).toContain(
+        'path must be an absolute path',
+      )
       expect((await app.api('GET', '/api/workspaces')).json.workspaces).toContain(app.work)
     })
 
     it('reads and writes settings: key 0600 in the credentials file, model in settings.yaml', async () => {
       const before = await app.api('GET', '/api/settings')
-      expect(before.json).toMatchObject({ provider: 'deepseek', hasKey: true, keySource: 'env', model: 'deepseek-v4-flash', permissionPreset: 'workspace-write', theme: 'system' })
-      const put = await app.api('PUT', '/api/settings', { apiKey: 'sk-stored-key', model: 'deepseek-v4-pro', reasoningEffort: 'max', theme: 'dark', permissionPreset: 'read-only' })
+      expect(before.json).toMatchObject({
+        provider: 'deepseek',
+        hasKey: true,
+        keySource: 'env',
+        model: 'deepseek-v4-flash',
+        permissionPreset: 'workspace-write',
+        theme: 'system',
+      })
+      const put = await app.api('PUT', '/api/settings', {
+        apiKey: 'sk-stored-key',
+        model: 'deepseek-v4-pro',
+        reasoningEffort: 'max',
+        theme: 'dark',
+        permissionPreset: 'read-only',
+      })
       expect(put.status).toBe(200)
-      expect(put.json).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'max', theme: 'dark', permissionPreset: 'read-only' })
+      expect(put.json).toMatchObject({
+        model: 'deepseek-v4-pro',
+        reasoningEffort: 'max',
+        theme: 'dark',
+        permissionPreset: 'read-only',
+      })
       expect(JSON.stringify(put.json)).not.toContain('sk-stored-key')
       const credentials = path.join(app.home, '.credentials.yaml')
       expect(statSync(credentials).mode & 0o777).toBe(0o600)
@@ -670,7 +840,12 @@ describe('dsh web API', () => {
       expect(bad.status).toBe(400)
       expect(bad.json.error.code).toBe('bad-request')
       expect(bad.json.error.message).toContain('theme')
-      await app.api('PUT', '/api/settings', { model: 'deepseek-v4-flash', reasoningEffort: 'high', theme: 'system', permissionPreset: 'workspace-write' })
+      await app.api('PUT', '/api/settings', {
+        model: 'deepseek-v4-flash',
+        reasoningEffort: 'high',
+        theme: 'system',
+        permissionPreset: 'workspace-write',
+      })
     })
 
     it('sets the network of sandboxed commands per session and as the default of new sessions', async () => {
@@ -681,10 +856,9 @@ describe('dsh web API', () => {
       expect((await app.api('PATCH', `/api/sessions/${off}`, { network: 'on' })).status).toBe(200)
       const patched = await app.api('GET', `/api/sessions/${off}`)
       expect(patched.json.session.network).toBe('on')
-      expect(patched.json.events.filter((e: Frame) => e.type === 'permission/network').map((e: Frame) => e.data)).toEqual([
-        { network: 'off' },
-        { network: 'on' },
-      ])
+      expect(
+        patched.json.events.filter((e: Frame) => e.type === 'permission/network').map((e: Frame) => e.data),
+      ).toEqual([{ network: 'off' }, { network: 'on' }])
 
       const put = await app.api('PUT', '/api/settings', { network: 'off' })
       expect(put.json).toMatchObject({ network: 'off', networks: ['off', 'proxy', 'on'] })
@@ -734,15 +908,27 @@ describe('dsh web API', () => {
       expect(rebinding.json.error.message).toContain(`evil.com:${app.port}`)
       const origin = await call(app.port, 'POST', '/api/sessions', { body: {}, headers: { origin: 'http://evil.com' } })
       expect(origin).toMatchObject({ status: 403, json: { error: { code: 'bad-origin' } } })
-      expect((await call(app.port, 'GET', '/api/info', { headers: { origin: `http://127.0.0.1:${app.port}` } })).status).toBe(200)
-      expect((await call(app.port, 'GET', '/api/info', { headers: { host: `localhost:${app.port}` } })).status).toBe(200)
-      expect((await call(app.port, 'GET', '/api/info', { headers: { host: `devbox.lan:${app.port}` } })).status).toBe(200)
+      expect(
+        (await call(app.port, 'GET', '/api/info', { headers: { origin: `http://127.0.0.1:${app.port}` } })).status,
+      ).toBe(200)
+      expect((await call(app.port, 'GET', '/api/info', { headers: { host: `localhost:${app.port}` } })).status).toBe(
+        200,
+      )
+      expect((await call(app.port, 'GET', '/api/info', { headers: { host: `devbox.lan:${app.port}` } })).status).toBe(
+        200,
+      )
     })
 
     it('refuses sockets with a wrong Host or Origin before any frame', async () => {
       const url = `ws://127.0.0.1:${app.port}/api/ws`
-      expect(await Socket.refused(url, { headers: { host: `evil.com:${app.port}` } })).toMatchObject({ status: 403, body: { error: { code: 'bad-host' } } })
-      expect(await Socket.refused(url, { origin: 'http://evil.com' })).toMatchObject({ status: 403, body: { error: { code: 'bad-origin' } } })
+      expect(await Socket.refused(url, { headers: { host: `evil.com:${app.port}` } })).toMatchObject({
+        status: 403,
+        body: { error: { code: 'bad-host' } },
+      })
+      expect(await Socket.refused(url, { origin: 'http://evil.com' })).toMatchObject({
+        status: 403,
+        body: { error: { code: 'bad-origin' } },
+      })
       expect((await call(app.port, 'GET', '/api/ws')).json.error.code).toBe('upgrade-required')
     })
 
@@ -750,20 +936,38 @@ describe('dsh web API', () => {
       const malformed = await call(app.port, 'POST', '/api/sessions', { raw: '{"cwd": ' })
       expect(malformed).toMatchObject({ status: 400, json: { error: { code: 'bad-json' } } })
       const field = await call(app.port, 'POST', '/api/sessions', { body: { cwd: 'not/absolute' } })
-      expect(field).toMatchObject({ status: 400, json: { error: { code: 'bad-request', message: 'cwd must be an absolute path, got "not/absolute"' } } })
-      const empty = await call(app.port, 'POST', `/api/sessions/${await newSession()}/messages`, { body: { text: '  ' } })
+      expect(field).toMatchObject({
+        status: 400,
+        json: { error: { code: 'bad-request', message: 'cwd must be an absolute path, got "not/absolute"' } },
+      })
+      const empty = await call(app.port, 'POST', `/api/sessions/${await newSession()}/messages`, {
+        body: { text: '  ' },
+      })
       expect(empty.json.error).toMatchObject({ code: 'bad-request' })
       expect(empty.json.error.message).toContain('text')
-      expect(await call(app.port, 'GET', '/api/nothing')).toMatchObject({ status: 404, json: { error: { code: 'not-found' } } })
+      expect(await call(app.port, 'GET', '/api/nothing')).toMatchObject({
+        status: 404,
+        json: { error: { code: 'not-found' } },
+      })
       const method = await call(app.port, 'DELETE', '/api/info')
       expect(method).toMatchObject({ status: 405, json: { error: { code: 'method-not-allowed' } } })
       expect(method.headers.allow).toBe('GET')
       expect((await call(app.port, 'PUT', '/api/sessions')).headers.allow).toBe('GET, POST')
-      expect(await call(app.port, 'GET', '/api/sessions/session-nope')).toMatchObject({ status: 404, json: { error: { code: 'unknown-session' } } })
-      expect((await call(app.port, 'POST', '/api/sessions/session-nope/messages', { body: { text: 'hi' } })).json.error.code).toBe('unknown-session')
-      const text = await call(app.port, 'POST', '/api/sessions', { raw: '{}', headers: { 'content-type': 'text/plain' } })
+      expect(await call(app.port, 'GET', '/api/sessions/session-nope')).toMatchObject({
+        status: 404,
+        json: { error: { code: 'unknown-session' } },
+      })
+      expect(
+        (await call(app.port, 'POST', '/api/sessions/session-nope/messages', { body: { text: 'hi' } })).json.error.code,
+      ).toBe('unknown-session')
+      const text = await call(app.port, 'POST', '/api/sessions', {
+        raw: '{}',
+        headers: { 'content-type': 'text/plain' },
+      })
       expect(text).toMatchObject({ status: 415, json: { error: { code: 'unsupported-media-type' } } })
-      const huge = await call(app.port, 'POST', '/api/sessions', { raw: JSON.stringify({ cwd: 'x'.repeat(9 * 1024 * 1024) }) })
+      const huge = await call(app.port, 'POST', '/api/sessions', {
+        raw: JSON.stringify({ cwd: 'x'.repeat(9 * 1024 * 1024) }),
+      })
       expect(huge).toMatchObject({ status: 413, json: { error: { code: 'too-large' } } })
     })
 
@@ -806,7 +1010,10 @@ describe('dsh web API', () => {
       await bad('POST', '/api/sessions', 'reasoningEffort', { reasoningEffort: 'extreme' })
       await bad('POST', '/api/sessions', 'cwd', { cwd: path.join(app.work, 'missing') })
       await bad('POST', '/api/sessions', 'color', { color: 'red' })
-      await bad('POST', `/api/sessions/${id}/messages`, 'images.0.data', { text: 'x', images: [{ mediaType: 'image/png', data: '%%%%' }] })
+      await bad('POST', `/api/sessions/${id}/messages`, 'images.0.data', {
+        text: 'x',
+        images: [{ mediaType: 'image/png', data: '%%%%' }],
+      })
       await bad('POST', `/api/sessions/${id}/fork`, 'turn', { turn: 0 })
       await bad('PATCH', `/api/sessions/${id}`, 'model', { model: 'gpt-17' })
       await bad('PATCH', `/api/sessions/${id}`, 'title', { title: '   ' })
@@ -837,9 +1044,13 @@ describe('dsh web API', () => {
       socket.ws.send('{nope')
       expect((await socket.next((f) => f.type === 'error')).error.code).toBe('bad-json')
       socket.send({ type: 'dance' })
-      expect((await socket.next((f) => f.type === 'error' && f.error.code === 'bad-request')).error.message).toContain('subscribe, unsubscribe, ping')
+      expect((await socket.next((f) => f.type === 'error' && f.error.code === 'bad-request')).error.message).toContain(
+        'subscribe, unsubscribe, ping',
+      )
       socket.send({ type: 'subscribe', sessionId: 'session-missing' })
-      expect(await socket.next((f) => f.type === 'error' && f.sessionId === 'session-missing')).toMatchObject({ error: { code: 'unknown-session' } })
+      expect(await socket.next((f) => f.type === 'error' && f.sessionId === 'session-missing')).toMatchObject({
+        error: { code: 'unknown-session' },
+      })
       socket.send({ type: 'ping' })
       await socket.next((f) => f.type === 'pong')
     })
@@ -883,7 +1094,10 @@ describe('dsh web processes', () => {
     running = app.proc
     expect(app.token).toMatch(/^[\w-]{20,}$/)
     expect(app.proc.stdout).toBe(`dsh web: http://127.0.0.1:${app.port}/#token=${app.token}\n`)
-    expect(await call(app.port, 'GET', '/api/info')).toMatchObject({ status: 401, json: { error: { code: 'unauthorized' } } })
+    expect(await call(app.port, 'GET', '/api/info')).toMatchObject({
+      status: 401,
+      json: { error: { code: 'unauthorized' } },
+    })
     expect((await call(app.port, 'GET', '/api/info', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401)
     const info = await app.api('GET', '/api/info')
     expect(info).toMatchObject({ status: 200, json: { auth: true } })
@@ -961,7 +1175,9 @@ describe('dsh web processes', () => {
     await app.api('POST', `/api/sessions/${id}/messages`, { text: 'still there?' })
     const end = await settled(again, id, 2)
     expect(end.event.data.reason).toBe('completed')
-    const texts = mock.requests.at(-1)?.body.messages.map((m: { content: unknown }) => textOf(m as { content?: unknown }))
+    const texts = mock.requests
+      .at(-1)
+      ?.body.messages.map((m: { content: unknown }) => textOf(m as { content?: unknown }))
     expect(texts).toEqual(expect.arrayContaining(['hello there', 'still there?']))
     await again.close()
   })
@@ -986,7 +1202,10 @@ describe('dsh web processes', () => {
   it('shares sessions with other dsh processes one writer at a time: 409 busy for a session one has open', async () => {
     // Unwatched idle sessions unload at once, so the last part can hand one over (a patch for this web run only).
     const quickUnload = path.join(root, 'quick-unload.yml')
-    await writeFile(quickUnload, "- id: web-api\n  config:\n    home: !!js dshHomePath()\n    settingsFile: !!js dshHomePath('settings.yaml')\n    idleUnloadMs: 200\n")
+    await writeFile(
+      quickUnload,
+      "- id: web-api\n  config:\n    home: !!js dshHomePath()\n    settingsFile: !!js dshHomePath('settings.yaml')\n    idleUnloadMs: 200\n",
+    )
     const app = await startWeb(mock, root, [], {}, ['--patch', quickUnload])
     running = app.proc
     const env = { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-test-key' }
@@ -997,23 +1216,37 @@ describe('dsh web processes', () => {
     await socket.next((f) => f.type === 'subscribed')
     await app.api('POST', `/api/sessions/${held}/messages`, { text: 'hello there' })
     await settled(socket, held)
-    const refused = await runDsh(['--profile', 'headless', '--resume', held, 'me too'], { home: app.home, cwd: app.work, env })
+    const refused = await runDsh(['--profile', 'headless', '--resume', held, 'me too'], {
+      home: app.home,
+      cwd: app.work,
+      env,
+    })
     expect(refused.code).toBe(1)
     expect(refused.stderr).toContain(`dsh: session ${held} is open in another dsh (process ${app.proc.child.pid} on `)
 
     // A headless run has this one open mid-turn: the server answers 409 to a message and to a delete.
     let open: () => void = () => {}
     gate = new Promise((resolve) => (open = resolve))
-    const headless = startDsh(['--profile', 'headless', '--json', 'list the files'], { home: app.home, cwd: app.work, env })
+    const headless = startDsh(['--profile', 'headless', '--json', 'list the files'], {
+      home: app.home,
+      cwd: app.work,
+      env,
+    })
     await headless.waitFor(/"type":"tool\/result"/, { stream: 'stdout' })
     const id = JSON.parse(headless.stdout.split('\n')[0] as string).sessionId as string
-    await vi.waitFor(() => expect(existsSync(path.join(app.home, 'sessions', `${id}.lock`))).toBe(true), { timeout: 10_000, interval: 20 })
+    await vi.waitFor(() => expect(existsSync(path.join(app.home, 'sessions', `${id}.lock`))).toBe(true), {
+      timeout: 10_000,
+      interval: 20,
+    })
     const busy = await app.api('POST', `/api/sessions/${id}/messages`, { text: 'me too' })
     expect({ status: busy.status, json: busy.json }).toMatchObject({ status: 409 })
     expect(busy.json.error.code).toBe('busy')
     expect(busy.json.error.message).toContain(`session ${id} is open in another dsh (process ${headless.child.pid} on `)
     const deleted = await app.api('DELETE', `/api/sessions/${id}`)
-    expect({ status: deleted.status, json: deleted.json }).toMatchObject({ status: 409, json: { error: { code: 'busy' } } })
+    expect({ status: deleted.status, json: deleted.json }).toMatchObject({
+      status: 409,
+      json: { error: { code: 'busy' } },
+    })
     open()
     gate = undefined
     expect((await headless.exited).code).toBe(0)
@@ -1025,13 +1258,25 @@ describe('dsh web processes', () => {
 
     // No tab watches the first one any more: the server unloads it, a terminal run takes it, and the list says so.
     socket.send({ type: 'unsubscribe', sessionId: held })
-    await vi.waitFor(() => expect(existsSync(path.join(app.home, 'sessions', `${held}.jsonl.zst`))).toBe(true), { timeout: 20_000, interval: 50 })
+    await vi.waitFor(() => expect(existsSync(path.join(app.home, 'sessions', `${held}.jsonl.zst`))).toBe(true), {
+      timeout: 20_000,
+      interval: 50,
+    })
     gate = new Promise((resolve) => (open = resolve))
-    const terminal = startDsh(['--profile', 'headless', '--resume', held, 'list the files'], { home: app.home, cwd: app.work, env })
+    const terminal = startDsh(['--profile', 'headless', '--resume', held, 'list the files'], {
+      home: app.home,
+      cwd: app.work,
+      env,
+    })
     const lease = path.join(app.home, 'sessions', `${held}.lock`)
-    await vi.waitFor(() => expect(existsSync(lease) && JSON.parse(readFileSync(lease, 'utf8')).pid).toBe(terminal.child.pid), { timeout: 10_000, interval: 20 })
+    await vi.waitFor(
+      () => expect(existsSync(lease) && JSON.parse(readFileSync(lease, 'utf8')).pid).toBe(terminal.child.pid),
+      { timeout: 10_000, interval: 20 },
+    )
     const listed = (await app.api('GET', '/api/sessions')).json.sessions
-    expect(listed.find((s: { sessionId: string }) => s.sessionId === held)?.openIn).toMatchObject({ pid: terminal.child.pid })
+    expect(listed.find((s: { sessionId: string }) => s.sessionId === held)?.openIn).toMatchObject({
+      pid: terminal.child.pid,
+    })
     expect(listed.find((s: { sessionId: string }) => s.sessionId === id)?.openIn).toBeUndefined()
     open()
     gate = undefined

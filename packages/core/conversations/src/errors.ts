@@ -27,4 +27,8 @@ export const busy = (id: string, message: string) => new ConversationError('busy
 export const invalid = (field: string, message: string) => new ConversationError('invalid', message, { field })
 
 export const unavailable = (what: string, plugin: string, field?: string) =>
-  new ConversationError('unavailable', `${what} is not available: this profile has no ${plugin} plugin`, field ? { field } : {})
+  new ConversationError(
+    'unavailable',
+    `${what} is not available: this profile has no ${plugin} plugin`,
+    field ? { field } : {},
+  )

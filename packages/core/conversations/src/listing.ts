@@ -34,10 +34,15 @@ export interface ListPage {
   nextCursor?: string
 }
 
-type Listed = Pick<CatalogEntry, 'sessionId' | 'title' | 'cwd' | 'createdAt' | 'updatedAt' | 'parentSession'> & { forkedFrom?: string }
+type Listed = Pick<CatalogEntry, 'sessionId' | 'title' | 'cwd' | 'createdAt' | 'updatedAt' | 'parentSession'> & {
+  forkedFrom?: string
+}
 
 const badCursor = (cursor: string) =>
-  invalid('cursor', `${JSON.stringify(cursor)} is not a cursor this server returned; pass the nextCursor of the previous page`)
+  invalid(
+    'cursor',
+    `${JSON.stringify(cursor)} is not a cursor this server returned; pass the nextCursor of the previous page`,
+  )
 
 /**
  * Stored sessions, newest first, subagent sessions only with
@@ -54,7 +59,8 @@ export async function listConversations(ctx: Context, q: ListQuery): Promise<Lis
       page = await catalog.list({ ...q })
     } catch (error) {
       // The catalog refuses a cursor it cannot decode with a plain Error ("invalid cursor ..."), before any query runs.
-      if (q.cursor !== undefined && error instanceof Error && error.message.startsWith('invalid cursor')) throw badCursor(q.cursor)
+      if (q.cursor !== undefined && error instanceof Error && error.message.startsWith('invalid cursor'))
+        throw badCursor(q.cursor)
       throw error
     }
   } else {

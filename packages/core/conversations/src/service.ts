@@ -116,7 +116,11 @@ export class Conversations extends Service {
     if (models.length === 0) return { model }
     const provider = this.home.agents.defaults().provider
     const match = models.find((m) => m.id === model && m.provider === provider) ?? models.find((m) => m.id === model)
-    if (!match) throw invalid('model', `unknown model "${model}"; this server offers ${[...new Set(models.map((m) => m.id))].join(', ')}`)
+    if (!match)
+      throw invalid(
+        'model',
+        `unknown model "${model}"; this server offers ${[...new Set(models.map((m) => m.id))].join(', ')}`,
+      )
     return { provider: match.provider, model: match.id }
   }
 
@@ -130,7 +134,8 @@ export class Conversations extends Service {
   async create(options: CreateOptions): Promise<Agent> {
     const folder = await stat(options.cwd).catch(() => undefined)
     if (!folder?.isDirectory()) throw invalid('cwd', `${options.cwd} is not a folder`)
-    const permission = options.preset || options.network ? this.permission(options.preset ? 'preset' : 'network') : undefined
+    const permission =
+      options.preset || options.network ? this.permission(options.preset ? 'preset' : 'network') : undefined
     const agentOptions = {
       ...(options.model ? this.route(options.model) : {}),
       ...(options.reasoningEffort ? { reasoningEffort: options.reasoningEffort } : {}),
@@ -149,7 +154,11 @@ export class Conversations extends Service {
   async resume(id: string): Promise<{ agent: Agent; problems: string[] }> {
     const live = this.home.agents.get(id)
     if (live) return { agent: live, problems: [] }
-    if (this.home.sessions.get(id)) throw busy(id, `session ${id} is open in this process without an agent (another surface holds it); try again later`)
+    if (this.home.sessions.get(id))
+      throw busy(
+        id,
+        `session ${id} is open in this process without an agent (another surface holds it); try again later`,
+      )
     let pending = this.resuming.get(id)
     if (!pending) {
       pending = this.reopen(id).finally(() => this.resuming.delete(id))
@@ -211,7 +220,10 @@ export class Conversations extends Service {
   async fork(id: string, options: { turn?: number } = {}): Promise<Agent> {
     const source = await this.readable(id)
     const { turn } = options
-    if (turn !== undefined && !source.events.some((e) => e.type === 'turn/end' && (e as SessionEvent<'turn/end'>).data.turn === turn)) {
+    if (
+      turn !== undefined &&
+      !source.events.some((e) => e.type === 'turn/end' && (e as SessionEvent<'turn/end'>).data.turn === turn)
+    ) {
       throw invalid('turn', `session ${id} has no finished turn ${turn}`)
     }
     if (turn === undefined && source.turnState().open) {
@@ -233,7 +245,8 @@ export class Conversations extends Service {
       else permission.resetPreset(copy.id)
     }
     const network = source.last(NETWORK_EVENT)?.data.network ?? null
-    if (permission && network !== (copy.last(NETWORK_EVENT)?.data.network ?? null)) permission.setNetwork(copy.id, network)
+    if (permission && network !== (copy.last(NETWORK_EVENT)?.data.network ?? null))
+      permission.setNetwork(copy.id, network)
     const plan = source.last(PLAN_EVENT)?.data.active === true
     const planMode = this.home.get('planMode')
     if (planMode && plan !== (copy.last(PLAN_EVENT)?.data.active === true)) planMode.set(copy, plan)
@@ -254,7 +267,8 @@ export class Conversations extends Service {
     const model = agent?.options.model ?? header?.model
     const reasoningEffort = agent ? agent.options.reasoningEffort : header?.reasoningEffort
     const permission = this.home.get('permission')
-    const preset = permission && (agent ? permission.preset(id) : (session.last(PRESET_EVENT)?.data.preset ?? permission.preset('')))
+    const preset =
+      permission && (agent ? permission.preset(id) : (session.last(PRESET_EVENT)?.data.preset ?? permission.preset('')))
     return {
       sessionId: meta.id,
       ...(title ? { title } : {}),
@@ -299,15 +313,24 @@ export class Conversations extends Service {
    * by the permission plugin, plan mode by the plan-mode plugin: all hold after resume.
    */
   async configure(id: string, settings: SessionSettings): Promise<void> {
-    const permission = settings.preset || settings.network ? this.permission(settings.preset ? 'preset' : 'network') : undefined
+    const permission =
+      settings.preset || settings.network ? this.permission(settings.preset ? 'preset' : 'network') : undefined
     const planMode = this.home.get('planMode')
     if (settings.plan !== undefined && !planMode) throw unavailable('plan mode', 'plan-mode', 'plan')
     const route = settings.model ? this.route(settings.model) : {}
     const { agent } = await this.resume(id)
     if (settings.model || settings.reasoningEffort) {
-      agent.options = { ...agent.options, ...route, ...(settings.reasoningEffort ? { reasoningEffort: settings.reasoningEffort } : {}) }
+      agent.options = {
+        ...agent.options,
+        ...route,
+        ...(settings.reasoningEffort ? { reasoningEffort: settings.reasoningEffort } : {}),
+      }
       const { provider, model, reasoningEffort } = agent.options
-      agent.session.append(SETTINGS_EVENT, { provider, model, ...(reasoningEffort ? { reasoningEffort } : {}) }, { ignorable: true })
+      agent.session.append(
+        SETTINGS_EVENT,
+        { provider, model, ...(reasoningEffort ? { reasoningEffort } : {}) },
+        { ignorable: true },
+      )
     }
     if (settings.preset) permission?.setPreset(id, settings.preset)
     if (settings.network) permission?.setNetwork(id, settings.network)
@@ -336,7 +359,11 @@ export class Conversations extends Service {
     const agent = this.agent(id)
     return this.exclusive(agent, async () => {
       const outcome = await compaction.compact(agent, { reason: 'manual' })
-      return { compacted: outcome.compacted, replaced: outcome.replaced, ...(outcome.error ? { error: outcome.error } : {}) }
+      return {
+        compacted: outcome.compacted,
+        replaced: outcome.replaced,
+        ...(outcome.error ? { error: outcome.error } : {}),
+      }
     })
   }
 
@@ -389,7 +416,8 @@ export class Conversations extends Service {
         if (wasOpen) return []
         throw notFound(id)
       }
-      if (error instanceof Error && (error.name === 'SessionBusyError' || error.name === 'SessionInUseError')) throw busy(id, error.message)
+      if (error instanceof Error && (error.name === 'SessionBusyError' || error.name === 'SessionInUseError'))
+        throw busy(id, error.message)
       throw error
     }
   }

@@ -69,7 +69,12 @@ afterEach(async () => {
   else process.env.DEEPSEEK_API_KEY = savedKey
 })
 
-const user = (text: string) => ({ id: sessionPlugin.newMessageId(), role: 'user' as const, content: [{ type: 'text' as const, text }], source: { kind: 'user' as const } })
+const user = (text: string) => ({
+  id: sessionPlugin.newMessageId(),
+  role: 'user' as const,
+  content: [{ type: 'text' as const, text }],
+  source: { kind: 'user' as const },
+})
 
 /** The events stored on disk for a session (plain or sealed log). */
 async function storedTypes(dir: string, id: string): Promise<{ type: string; data: any }[]> {
@@ -77,7 +82,11 @@ async function storedTypes(dir: string, id: string): Promise<{ type: string; dat
   if (!file) throw new Error(`no log for ${id} under ${dir}`)
   const raw = await readFile(join(dir, file))
   const text = file.endsWith('.gz') ? gunzipSync(raw).toString('utf8') : raw.toString('utf8')
-  return text.trim().split('\n').slice(1).map((line) => JSON.parse(line))
+  return text
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((line) => JSON.parse(line))
 }
 
 describe('ctx.conversations', () => {
@@ -110,18 +119,29 @@ describe('ctx.conversations', () => {
   it('a per-session model, effort and preset change is logged and holds after resume in a new process', async () => {
     const first = await boot()
     const agent = await first.root.conversations.create({ cwd: first.work })
-    await first.root.conversations.configure(agent.id, { model: 'deepseek-v4-pro', reasoningEffort: 'max', preset: 'read-only' })
+    await first.root.conversations.configure(agent.id, {
+      model: 'deepseek-v4-pro',
+      reasoningEffort: 'max',
+      preset: 'read-only',
+    })
     await first.root.fiber.dispose()
     trees.splice(trees.indexOf(first), 1)
 
     const logged = await storedTypes(first.sessionsDir, agent.id)
-    expect(logged.find((e) => e.type === 'conversation/settings')?.data).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'max' })
+    expect(logged.find((e) => e.type === 'conversation/settings')?.data).toMatchObject({
+      model: 'deepseek-v4-pro',
+      reasoningEffort: 'max',
+    })
     expect(logged.find((e) => e.type === 'permission/preset')?.data).toEqual({ preset: 'read-only' })
 
     const second = await boot(first)
     second.mock.enqueue(reply.text('Resumed.'))
     await second.root.conversations.resume(agent.id)
-    expect(await second.root.conversations.show(agent.id)).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'max', preset: 'read-only' })
+    expect(await second.root.conversations.show(agent.id)).toMatchObject({
+      model: 'deepseek-v4-pro',
+      reasoningEffort: 'max',
+      preset: 'read-only',
+    })
     await second.root.conversations.prompt(agent.id, user('Go on'))
     const body = second.mock.requests.at(-1)?.body as { model: string }
     expect(body.model).toBe('deepseek-v4-pro')

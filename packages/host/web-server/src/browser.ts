@@ -18,8 +18,13 @@ function browserEnvironment(env: NodeJS.ProcessEnv = process.env): Record<string
 /** Opens `url` in the default browser, detached; a failure is reported on stderr and otherwise ignored. */
 export function openInBrowser(url: string): void {
   const [command, args] =
-    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '""', url]] : ['xdg-open', [url]]
-  const complain = (why: string) => process.stderr.write(`dsh web: could not open a browser (${command}: ${why}); open ${url} yourself\n`)
+    process.platform === 'darwin'
+      ? ['open', [url]]
+      : process.platform === 'win32'
+        ? ['cmd', ['/c', 'start', '""', url]]
+        : ['xdg-open', [url]]
+  const complain = (why: string) =>
+    process.stderr.write(`dsh web: could not open a browser (${command}: ${why}); open ${url} yourself\n`)
   try {
     const child = spawn(command, args as string[], { detached: true, stdio: 'ignore', env: browserEnvironment() })
     child.on('error', (error) => complain(error.message))

@@ -35,19 +35,35 @@ export interface WebApiConfig {
 }
 
 export const Config: Schema<WebApiConfig> = Schema.object({
-  launchCwd: Schema.string().description('The default workspace of new sessions. Default: the folder dsh was started in.'),
+  launchCwd: Schema.string().description(
+    'The default workspace of new sessions. Default: the folder dsh was started in.',
+  ),
   home: Schema.string().description('The dsh home shown to the app. Default: $DSH_HOME, else ~/.dsh.'),
-  settingsFile: Schema.string().description("The settings document (agent: and web: sections). Default: the agent row's settingsFile."),
-  apiKeyName: Schema.string().default('DEEPSEEK_API_KEY').description('The credential the settings page stores the API key under.'),
-  baseUrlName: Schema.string().default('DEEPSEEK_BASE_URL').description('The credential the settings page stores the base URL under.'),
-  testTimeoutMs: Schema.natural().min(1).default(30_000).description('How long the connection test waits for the provider.'),
-  filesCacheMs: Schema.natural().default(5_000).description('How long a workspace file listing (for @ mentions) is reused.'),
+  settingsFile: Schema.string().description(
+    "The settings document (agent: and web: sections). Default: the agent row's settingsFile.",
+  ),
+  apiKeyName: Schema.string()
+    .default('DEEPSEEK_API_KEY')
+    .description('The credential the settings page stores the API key under.'),
+  baseUrlName: Schema.string()
+    .default('DEEPSEEK_BASE_URL')
+    .description('The credential the settings page stores the base URL under.'),
+  testTimeoutMs: Schema.natural()
+    .min(1)
+    .default(30_000)
+    .description('How long the connection test waits for the provider.'),
+  filesCacheMs: Schema.natural()
+    .default(5_000)
+    .description('How long a workspace file listing (for @ mentions) is reused.'),
   filesMaxOutputBytes: Schema.natural()
     .min(1024)
     .default(16 * 1024 * 1024)
     .description('Largest file listing read from ripgrep; past it the listing is cut.'),
   filesTimeoutMs: Schema.natural().min(1).default(10_000).description('How long listing a workspace may take.'),
-  maxFrameBytes: Schema.natural().min(1024).default(64 * 1024).description('Largest WebSocket frame a client may send.'),
+  maxFrameBytes: Schema.natural()
+    .min(1024)
+    .default(64 * 1024)
+    .description('Largest WebSocket frame a client may send.'),
   idleUnloadMs: Schema.natural()
     .default(60_000)
     .description(
@@ -58,7 +74,8 @@ export const Config: Schema<WebApiConfig> = Schema.object({
 function installedVersion(): string {
   for (const file of ['../../../../apps/cli/package.json', '../package.json']) {
     try {
-      return (JSON.parse(readFileSync(fileURLToPath(new URL(file, import.meta.url)), 'utf8')) as { version: string }).version
+      return (JSON.parse(readFileSync(fileURLToPath(new URL(file, import.meta.url)), 'utf8')) as { version: string })
+        .version
     } catch {
       // try the next
     }
@@ -66,7 +83,11 @@ function installedVersion(): string {
   return 'unknown'
 }
 
-const FilesQuery = z.object({ cwd: z.string().optional(), query: z.string().max(1000).default(''), limit: z.coerce.number().int().min(1).max(1000).default(50) })
+const FilesQuery = z.object({
+  cwd: z.string().optional(),
+  query: z.string().max(1000).default(''),
+  limit: z.coerce.number().int().min(1).max(1000).default(50),
+})
 const DirsQuery = z.object({ path: z.string().optional(), hidden: z.enum(['0', '1', 'true', 'false']).optional() })
 
 /**
@@ -77,7 +98,10 @@ export function apply(ctx: Context, config: WebApiConfig) {
   const launchCwd = path.resolve(config.launchCwd ?? process.cwd())
   const home = config.home ?? (process.env.DSH_HOME?.trim() || path.join(os.homedir(), '.dsh'))
   const settingsFile = config.settingsFile ?? ctx.agents.settingsFile()
-  if (!settingsFile) throw new Error('web-api: no settings file: set settingsFile on the agent row (the base bundle does) or on this row')
+  if (!settingsFile)
+    throw new Error(
+      'web-api: no settings file: set settingsFile on the agent row (the base bundle does) or on this row',
+    )
   const settings = new SettingsStore(ctx, {
     settingsFile,
     apiKeyName: config.apiKeyName,
@@ -94,7 +118,12 @@ export function apply(ctx: Context, config: WebApiConfig) {
   }
   const sessions = new SessionAccess(ctx, webDefaults)
   const hub = new SocketHub(ctx, sessions, config.maxFrameBytes)
-  const idle = new IdleUnloader(ctx, config.idleUnloadMs, (sessionId) => hub.isWatched(sessionId), (agent) => sessions.unload(agent))
+  const idle = new IdleUnloader(
+    ctx,
+    config.idleUnloadMs,
+    (sessionId) => hub.isWatched(sessionId),
+    (agent) => sessions.unload(agent),
+  )
   hub.watchers = { watched: (sessionId) => idle.disarm(sessionId), unwatched: (sessionId) => idle.arm(sessionId) }
   const server = ctx.webServer
 
@@ -103,7 +132,8 @@ export function apply(ctx: Context, config: WebApiConfig) {
 
   ctx.on('session/published', (session, event) => {
     hub.onEvent(session.id, event)
-    if (event.type === 'turn/start' || event.type === 'turn/end' || (event.type as string) === 'session/title') hub.broadcast({ type: 'sessions-changed' })
+    if (event.type === 'turn/start' || event.type === 'turn/end' || (event.type as string) === 'session/title')
+      hub.broadcast({ type: 'sessions-changed' })
   })
   ctx.on('agent/delta', (agent, delta) => hub.toSubscribers(agent.id, { type: 'delta', sessionId: agent.id, delta }))
   ctx.on('agent/status', (agent, status) => hub.broadcast({ type: 'status', sessionId: agent.id, status }))
@@ -120,7 +150,11 @@ export function apply(ctx: Context, config: WebApiConfig) {
       home,
       defaultModel: model,
       provider,
-      models: ctx.get('llm')?.models(provider).map((m) => m.id) ?? [],
+      models:
+        ctx
+          .get('llm')
+          ?.models(provider)
+          .map((m) => m.id) ?? [],
       presets: [...PRESETS],
       reasoningEfforts: [...REASONING_EFFORTS],
       auth: server.token !== undefined,
@@ -133,7 +167,10 @@ export function apply(ctx: Context, config: WebApiConfig) {
     const cwd = q.cwd ? await existingFolder(q.cwd, 'cwd') : launchCwd
     let cached = listings.get(cwd)
     if (!cached || Date.now() - cached.at > config.filesCacheMs) {
-      cached = { at: Date.now(), listing: listFiles(cwd, { maxOutputBytes: config.filesMaxOutputBytes, timeoutMs: config.filesTimeoutMs }) }
+      cached = {
+        at: Date.now(),
+        listing: listFiles(cwd, { maxOutputBytes: config.filesMaxOutputBytes, timeoutMs: config.filesTimeoutMs }),
+      }
       listings.set(cwd, cached)
       cached.listing.catch(() => listings.delete(cwd))
     }

@@ -15,7 +15,12 @@ export class HttpError extends Error {
   }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body)
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
@@ -27,7 +32,9 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text)
 }
 
-export function errorBody(error: HttpError): { error: { code: string; message: string; details?: Record<string, unknown> } } {
+export function errorBody(error: HttpError): {
+  error: { code: string; message: string; details?: Record<string, unknown> }
+} {
   return { error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } }
 }
 
@@ -53,11 +60,20 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
     if (size > limit * 4) break
     if (size <= limit) chunks.push(chunk)
   }
-  if (size > limit) throw new HttpError(413, 'too-large', `the request body is over the limit of ${limit} bytes (maxBodyBytes); it was ${size > limit * 4 ? 'more than ' : ''}${size} bytes`)
+  if (size > limit)
+    throw new HttpError(
+      413,
+      'too-large',
+      `the request body is over the limit of ${limit} bytes (maxBodyBytes); it was ${size > limit * 4 ? 'more than ' : ''}${size} bytes`,
+    )
   if (size === 0) return undefined
   const type = String(req.headers['content-type'] ?? '')
   if (!/^application\/json\s*(;|$)/i.test(type)) {
-    throw new HttpError(415, 'unsupported-media-type', `Content-Type must be application/json, got ${type ? JSON.stringify(type) : 'none'}`)
+    throw new HttpError(
+      415,
+      'unsupported-media-type',
+      `Content-Type must be application/json, got ${type ? JSON.stringify(type) : 'none'}`,
+    )
   }
   const text = Buffer.concat(chunks, size).toString('utf8')
   try {
@@ -65,7 +81,12 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   } catch (error) {
     const detail = error instanceof Error ? error.message : String(error)
     const position = /position (\d+)/.exec(detail)?.[1]
-    throw new HttpError(400, 'bad-json', `the request body is not valid JSON: ${detail}`, position ? { position: Number(position) } : undefined)
+    throw new HttpError(
+      400,
+      'bad-json',
+      `the request body is not valid JSON: ${detail}`,
+      position ? { position: Number(position) } : undefined,
+    )
   }
 }
 

@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import type { Duplex } from 'node:stream'
@@ -36,16 +42,26 @@ export const DEFAULT_STATIC_DIR = path.join(INSTALL_ROOT, 'apps/web/dist')
 export const DEFAULT_PORT = 3080
 
 export const Config: Schema<WebServerConfig> = Schema.object({
-  host: Schema.string().default('127.0.0.1').description('Address to bind. A non-loopback address turns on the access token.'),
+  host: Schema.string()
+    .default('127.0.0.1')
+    .description('Address to bind. A non-loopback address turns on the access token.'),
   port: Schema.natural().max(65535).default(DEFAULT_PORT).description('Port to listen on; 0 picks a free one.'),
-  trustedHosts: Schema.array(Schema.string()).default([]).description('Extra Host values the API accepts: host:port exact, or a bare host for any port.'),
-  openBrowser: Schema.boolean().default(false).description('Open the default browser once listening (never in an SSH session).'),
-  staticDir: Schema.string().description('Folder of the built browser app. Default: apps/web/dist of the installation.'),
+  trustedHosts: Schema.array(Schema.string())
+    .default([])
+    .description('Extra Host values the API accepts: host:port exact, or a bare host for any port.'),
+  openBrowser: Schema.boolean()
+    .default(false)
+    .description('Open the default browser once listening (never in an SSH session).'),
+  staticDir: Schema.string().description(
+    'Folder of the built browser app. Default: apps/web/dist of the installation.',
+  ),
   maxBodyBytes: Schema.natural()
     .min(1024)
     .default(8 * 1024 * 1024)
     .description('Largest request body, in bytes (pasted images need a few MiB).'),
-  settleTimeoutMs: Schema.natural().default(30_000).description('How long to wait for the rest of the tree to start before printing the URL.'),
+  settleTimeoutMs: Schema.natural()
+    .default(30_000)
+    .description('How long to wait for the rest of the tree to start before printing the URL.'),
 })
 
 /** One API call as a route handler sees it. */
@@ -171,8 +187,13 @@ export class WebServer extends Service {
     const { host } = this.config
     await new Promise<void>((resolve, reject) => {
       const fail = (error: NodeJS.ErrnoException) => {
-        const hint = error.code === 'EADDRINUSE' ? ' (another program uses it; pass --port <n>, or --port 0 for any free port)' : ''
-        reject(new Error(`dsh web cannot listen on ${host}:${this.config.port}: ${error.message}${hint}`, { cause: error }))
+        const hint =
+          error.code === 'EADDRINUSE'
+            ? ' (another program uses it; pass --port <n>, or --port 0 for any free port)'
+            : ''
+        reject(
+          new Error(`dsh web cannot listen on ${host}:${this.config.port}: ${error.message}${hint}`, { cause: error }),
+        )
       }
       this.server.once('error', fail)
       this.server.listen(this.config.port, host, () => {
@@ -185,7 +206,12 @@ export class WebServer extends Service {
     const wildcard = ['0.0.0.0', '::', '[::]'].includes(host)
     const shown = wildcard ? '127.0.0.1' : hostLiteral(host)
     const url = `http://${shown}:${port}${this.token ? `/#token=${this.token}` : ''}`
-    this.policy = trustPolicy({ host, port, trustedHosts: this.config.trustedHosts, ...(this.token ? { token: this.token } : {}) })
+    this.policy = trustPolicy({
+      host,
+      port,
+      trustedHosts: this.config.trustedHosts,
+      ...(this.token ? { token: this.token } : {}),
+    })
     this.address = { port, url }
     if (!hasBuild(this.staticDir)) process.stderr.write(`dsh web: warning: ${missingBuildText(this.staticDir)}\n`)
     void this.announce(url)
@@ -198,7 +224,9 @@ export class WebServer extends Service {
     process.stdout.write(`dsh web: ${url}\n`)
     if (!this.config.openBrowser) return
     if (inSshSession()) {
-      process.stderr.write('dsh web: SSH session detected, not opening a browser; forward the port and open the URL on your machine\n')
+      process.stderr.write(
+        'dsh web: SSH session detected, not opening a browser; forward the port and open the URL on your machine\n',
+      )
       return
     }
     process.stderr.write('dsh web: opening the default browser; pass --no-open to disable\n')
@@ -223,19 +251,47 @@ export class WebServer extends Service {
         await this.handleApi(req, res, method, url)
         return
       }
-      if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, 'method-not-allowed', `${method} ${url.pathname}: only GET and HEAD serve the app`, undefined, { allow: 'GET, HEAD' })
+      if (method !== 'GET' && method !== 'HEAD')
+        throw new HttpError(
+          405,
+          'method-not-allowed',
+          `${method} ${url.pathname}: only GET and HEAD serve the app`,
+          undefined,
+          { allow: 'GET, HEAD' },
+        )
       await serveStatic(req, res, this.staticDir, url.pathname)
     } catch (error) {
       if (error instanceof HttpError) return sendError(res, error)
-      this.home.logger('web-server').error('%s %s failed: %s', method, url.pathname, error instanceof Error ? (error.stack ?? error.message) : String(error))
-      sendError(res, new HttpError(500, 'internal', `${method} ${url.pathname} failed: ${error instanceof Error ? error.message : String(error)}`))
+      this.home
+        .logger('web-server')
+        .error(
+          '%s %s failed: %s',
+          method,
+          url.pathname,
+          error instanceof Error ? (error.stack ?? error.message) : String(error),
+        )
+      sendError(
+        res,
+        new HttpError(
+          500,
+          'internal',
+          `${method} ${url.pathname} failed: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      )
     }
   }
 
   private async handleApi(req: IncomingMessage, res: ServerResponse, method: string, url: URL): Promise<void> {
     if (!this.policy) throw new HttpError(503, 'unavailable', 'the server is still starting')
     checkTrust(this.policy, req.headers)
-    if (this.upgrades.has(url.pathname)) throw new HttpError(426, 'upgrade-required', `${url.pathname} is a WebSocket endpoint; connect with a WebSocket client`, undefined, { upgrade: 'websocket' })
+    if (this.upgrades.has(url.pathname))
+      throw new HttpError(
+        426,
+        'upgrade-required',
+        `${url.pathname} is a WebSocket endpoint; connect with a WebSocket client`,
+        undefined,
+        { upgrade: 'websocket' },
+      )
     const parts = url.pathname.split('/')
     const allowed: string[] = []
     let found: { route: Route; params: Record<string, string> } | undefined
@@ -247,7 +303,13 @@ export class WebServer extends Service {
     }
     if (!found) {
       if (allowed.length) {
-        throw new HttpError(405, 'method-not-allowed', `${method} is not allowed on ${url.pathname}; use ${allowed.join(', ')}`, undefined, { allow: allowed.join(', ') })
+        throw new HttpError(
+          405,
+          'method-not-allowed',
+          `${method} is not allowed on ${url.pathname}; use ${allowed.join(', ')}`,
+          undefined,
+          { allow: allowed.join(', ') },
+        )
       }
       throw new HttpError(404, 'not-found', `no API route ${method} ${url.pathname}`)
     }
@@ -275,7 +337,14 @@ export class WebServer extends Service {
       checkTrust(this.policy, req.headers, url.searchParams.get('token'))
       if (!handler) throw new HttpError(404, 'not-found', `no WebSocket endpoint at ${url.pathname}`)
     } catch (error) {
-      if (!(error instanceof HttpError)) this.home.logger('web-server').error('upgrade of %s failed: %s', url.pathname, error instanceof Error ? (error.stack ?? error.message) : String(error))
+      if (!(error instanceof HttpError))
+        this.home
+          .logger('web-server')
+          .error(
+            'upgrade of %s failed: %s',
+            url.pathname,
+            error instanceof Error ? (error.stack ?? error.message) : String(error),
+          )
       rejectUpgrade(socket, error instanceof HttpError ? error : new HttpError(500, 'internal', String(error)))
       return
     }

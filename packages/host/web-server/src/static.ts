@@ -63,7 +63,13 @@ function fileFor(dir: string, urlPath: string): string | undefined {
   return file === dir || file.startsWith(`${dir}${path.sep}`) ? file : undefined
 }
 
-function send(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string | number>, body: string): void {
+function send(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string | number>,
+  body: string,
+): void {
   res.writeHead(status, { 'content-length': Buffer.byteLength(body), 'x-content-type-options': 'nosniff', ...headers })
   res.end(req.method === 'HEAD' ? undefined : body)
 }
@@ -83,9 +89,20 @@ async function regularFile(file: string): Promise<{ size: number; mtime: Date } 
  * assets are cached for good, index.html never. A missing build answers 503
  * with a page that says how to build it.
  */
-export async function serveStatic(req: IncomingMessage, res: ServerResponse, dir: string, urlPath: string): Promise<void> {
+export async function serveStatic(
+  req: IncomingMessage,
+  res: ServerResponse,
+  dir: string,
+  urlPath: string,
+): Promise<void> {
   if (!hasBuild(dir)) {
-    send(req, res, 503, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }, missingBuildPage(dir))
+    send(
+      req,
+      res,
+      503,
+      { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' },
+      missingBuildPage(dir),
+    )
     return
   }
   const notFound = () => send(req, res, 404, { 'content-type': 'text/plain; charset=utf-8' }, `not found: ${urlPath}\n`)

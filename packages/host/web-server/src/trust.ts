@@ -61,7 +61,12 @@ function interfaceAddresses(): string[] {
  * them, and the `--trusted-host` entries (exact `host:port`, or a bare host
  * for any port). A malformed trusted host throws, naming it.
  */
-export function trustPolicy(options: { host: string; port: number; trustedHosts: readonly string[]; token?: string }): TrustPolicy {
+export function trustPolicy(options: {
+  host: string
+  port: number
+  trustedHosts: readonly string[]
+  token?: string
+}): TrustPolicy {
   const { port } = options
   const authorities = new Set<string>()
   const anyPortHosts = new Set<string>()
@@ -70,7 +75,8 @@ export function trustPolicy(options: { host: string; port: number; trustedHosts:
   for (const name of names) if (!isWildcard(name)) authorities.add(`${name}:${port}`)
   for (const entry of options.trustedHosts) {
     const parsed = parseAuthority(entry)
-    if (!parsed) throw new Error(`trusted host "${entry}" is not a host or host:port (e.g. myhost.lan or myhost.lan:3080)`)
+    if (!parsed)
+      throw new Error(`trusted host "${entry}" is not a host or host:port (e.g. myhost.lan or myhost.lan:3080)`)
     const host = hostLiteral(parsed.host)
     if (parsed.port === undefined) anyPortHosts.add(host)
     else authorities.add(`${host}:${parsed.port}`)
@@ -109,11 +115,19 @@ function sameToken(expected: string, given: string): boolean {
 export function checkTrust(policy: TrustPolicy, headers: IncomingHttpHeaders, queryToken?: string | null): void {
   const host = single(headers, 'host')
   if (!hostAllowed(policy, host)) {
-    throw new HttpError(403, 'bad-host', `Host header ${host === undefined ? '(missing)' : JSON.stringify(host)} is not this dsh server; open it as http://127.0.0.1:<port> or pass --trusted-host`)
+    throw new HttpError(
+      403,
+      'bad-host',
+      `Host header ${host === undefined ? '(missing)' : JSON.stringify(host)} is not this dsh server; open it as http://127.0.0.1:<port> or pass --trusted-host`,
+    )
   }
   const origin = single(headers, 'origin')
   if (origin !== undefined && origin.toLowerCase() !== `http://${(host as string).toLowerCase()}`) {
-    throw new HttpError(403, 'bad-origin', `Origin ${JSON.stringify(origin)} is not this server's origin (http://${host}); cross-site requests are refused`)
+    throw new HttpError(
+      403,
+      'bad-origin',
+      `Origin ${JSON.stringify(origin)} is not this server's origin (http://${host}); cross-site requests are refused`,
+    )
   }
   if (single(headers, 'sec-fetch-site') === 'cross-site') {
     throw new HttpError(403, 'bad-origin', 'Sec-Fetch-Site is cross-site; requests from other sites are refused')
@@ -122,6 +136,16 @@ export function checkTrust(policy: TrustPolicy, headers: IncomingHttpHeaders, qu
   const auth = single(headers, 'authorization')
   const bearer = auth && /^Bearer\s+(.+)$/i.exec(auth.trim())?.[1]
   const given = bearer || queryToken
-  if (!given) throw new HttpError(401, 'unauthorized', 'this server needs its access token: send Authorization: Bearer <token> (the token is in the URL dsh web printed)')
-  if (!sameToken(policy.token, given)) throw new HttpError(401, 'unauthorized', 'the access token is wrong; use the one in the URL dsh web printed at startup')
+  if (!given)
+    throw new HttpError(
+      401,
+      'unauthorized',
+      'this server needs its access token: send Authorization: Bearer <token> (the token is in the URL dsh web printed)',
+    )
+  if (!sameToken(policy.token, given))
+    throw new HttpError(
+      401,
+      'unauthorized',
+      'the access token is wrong; use the one in the URL dsh web printed at startup',
+    )
 }

@@ -20,10 +20,12 @@ beforeEach(async () => {
 afterEach(() => rm(dir, { recursive: true, force: true }))
 
 /** Opens "the log": a fresh object per call, as a provider's parse would return. */
-const open = (logFile = file) => async (): Promise<OpenedLog> => {
-  opens++
-  return { meta: { id: 's1' as SessionId, createdAt: 1, cwd: '/w' }, events: [], problems: [], file: logFile }
-}
+const open =
+  (logFile = file) =>
+  async (): Promise<OpenedLog> => {
+    opens++
+    return { meta: { id: 's1' as SessionId, createdAt: 1, cwd: '/w' }, events: [], problems: [], file: logFile }
+  }
 
 describe('RecentReads', () => {
   it('reads a log once for the requests of one opening, and again once it changed', async () => {

@@ -50,7 +50,10 @@ async function routesPlugin(register: (ctx: Context) => void) {
   return root.plugin({ name: 'routes', inject: ['webServer'], apply: register })
 }
 
-const json = async (res: Response): Promise<{ status: number; body: any }> => ({ status: res.status, body: await res.json() })
+const json = async (res: Response): Promise<{ status: number; body: any }> => ({
+  status: res.status,
+  body: await res.json(),
+})
 
 describe('routes', () => {
   it('dispatches with params, query and JSON bodies; other statuses via JsonReply', async () => {
@@ -58,8 +61,15 @@ describe('routes', () => {
       ctx.webServer.route(ctx, 'GET', '/api/things/:id', (r) => ({ id: r.params.id, q: r.query.get('q') }))
       ctx.webServer.route(ctx, 'POST', '/api/things', async (r) => new JsonReply(201, { got: await r.body() }))
     })
-    expect(await json(await fetch(`${base}/api/things/a%20b?q=1`))).toEqual({ status: 200, body: { id: 'a b', q: '1' } })
-    const created = await fetch(`${base}/api/things`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"x":1}' })
+    expect(await json(await fetch(`${base}/api/things/a%20b?q=1`))).toEqual({
+      status: 200,
+      body: { id: 'a b', q: '1' },
+    })
+    const created = await fetch(`${base}/api/things`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"x":1}',
+    })
     expect(await json(created)).toEqual({ status: 201, body: { got: { x: 1 } } })
   })
 
@@ -72,12 +82,21 @@ describe('routes', () => {
         throw new Error('kaboom')
       })
     })
-    expect(await json(await fetch(`${base}/api/nope`))).toEqual({ status: 404, body: { error: { code: 'not-found', message: 'no API route GET /api/nope' } } })
+    expect(await json(await fetch(`${base}/api/nope`))).toEqual({
+      status: 404,
+      body: { error: { code: 'not-found', message: 'no API route GET /api/nope' } },
+    })
     const wrong = await fetch(`${base}/api/x`, { method: 'DELETE' })
     expect(wrong.headers.get('allow')).toBe('GET')
     expect((await json(wrong)).body.error.code).toBe('method-not-allowed')
-    expect(await json(await fetch(`${base}/api/x`))).toEqual({ status: 409, body: { error: { code: 'busy', message: 'x is busy' } } })
-    expect(await json(await fetch(`${base}/api/crash`))).toMatchObject({ status: 500, body: { error: { code: 'internal', message: 'GET /api/crash failed: kaboom' } } })
+    expect(await json(await fetch(`${base}/api/x`))).toEqual({
+      status: 409,
+      body: { error: { code: 'busy', message: 'x is busy' } },
+    })
+    expect(await json(await fetch(`${base}/api/crash`))).toMatchObject({
+      status: 500,
+      body: { error: { code: 'internal', message: 'GET /api/crash failed: kaboom' } },
+    })
   })
 
   it('removes the routes of a disposed plugin', async () => {
@@ -94,13 +113,20 @@ describe('routes', () => {
 
   it('refuses a second registration of the same route', async () => {
     await routesPlugin((ctx) => ctx.webServer.route(ctx, 'GET', '/api/one', () => ({})))
-    expect(() => root.webServer.route(root, 'GET', '/api/one', () => ({}))).toThrow('web route "GET /api/one" is already registered')
+    expect(() => root.webServer.route(root, 'GET', '/api/one', () => ({}))).toThrow(
+      'web route "GET /api/one" is already registered',
+    )
   })
 })
 
 describe('bodies', () => {
-  beforeEach(() => routesPlugin((ctx) => ctx.webServer.route(ctx, 'POST', '/api/echo', async (r) => ({ body: (await r.body()) ?? null }))))
-  const post = (body: string, type = 'application/json') => fetch(`${base}/api/echo`, { method: 'POST', headers: { 'content-type': type }, body })
+  beforeEach(() =>
+    routesPlugin((ctx) =>
+      ctx.webServer.route(ctx, 'POST', '/api/echo', async (r) => ({ body: (await r.body()) ?? null })),
+    ),
+  )
+  const post = (body: string, type = 'application/json') =>
+    fetch(`${base}/api/echo`, { method: 'POST', headers: { 'content-type': type }, body })
 
   it('reads JSON, and no body as null', async () => {
     expect((await json(await post('{"a":[1]}'))).body).toEqual({ body: { a: [1] } })
@@ -122,7 +148,9 @@ describe('bodies', () => {
   })
 
   it('answers a body that is not JSON content with 415', async () => {
-    expect((await json(await post('a=1', 'application/x-www-form-urlencoded'))).body.error.code).toBe('unsupported-media-type')
+    expect((await json(await post('a=1', 'application/x-www-form-urlencoded'))).body.error.code).toBe(
+      'unsupported-media-type',
+    )
   })
 })
 
@@ -195,6 +223,8 @@ describe('lifecycle', () => {
   it('fails to start with a clear message when the port is taken', async () => {
     const taken = root.webServer.port as number
     const other = new Context()
-    await expect(other.plugin(webServer, settings({ port: taken }))).rejects.toThrow(/cannot listen on 127\.0\.0\.1:\d+: .*--port 0/)
+    await expect(other.plugin(webServer, settings({ port: taken }))).rejects.toThrow(
+      /cannot listen on 127\.0\.0\.1:\d+: .*--port 0/,
+    )
   })
 })

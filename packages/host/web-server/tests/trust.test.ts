@@ -15,9 +15,12 @@ function refusal(run: () => void): { status: number; code: string; message: stri
 }
 
 describe('Host', () => {
-  it.each(['127.0.0.1:3080', 'localhost:3080', 'LOCALHOST:3080', '[::1]:3080'])('accepts the loopback authority %s', (host) => {
-    expect(refusal(() => checkTrust(loopback, { host }))).toBeUndefined()
-  })
+  it.each(['127.0.0.1:3080', 'localhost:3080', 'LOCALHOST:3080', '[::1]:3080'])(
+    'accepts the loopback authority %s',
+    (host) => {
+      expect(refusal(() => checkTrust(loopback, { host }))).toBeUndefined()
+    },
+  )
 
   it.each([
     ['evil.com:3080', 'DNS rebinding: a foreign name resolving to 127.0.0.1'],
@@ -43,7 +46,9 @@ describe('Host', () => {
   })
 
   it('rejects a malformed trusted host at startup, naming it', () => {
-    expect(() => trustPolicy({ host: '127.0.0.1', port: 1, trustedHosts: ['http://x.lan/'] })).toThrow('trusted host "http://x.lan/"')
+    expect(() => trustPolicy({ host: '127.0.0.1', port: 1, trustedHosts: ['http://x.lan/'] })).toThrow(
+      'trusted host "http://x.lan/"',
+    )
   })
 
   it('accepts the bound address, and every interface address when bound to all of them', () => {
@@ -57,15 +62,25 @@ describe('Host', () => {
 
 describe('Origin', () => {
   it('accepts no Origin, and the same origin', () => {
-    expect(refusal(() => checkTrust(loopback, { host: '127.0.0.1:3080', origin: 'http://127.0.0.1:3080' }))).toBeUndefined()
+    expect(
+      refusal(() => checkTrust(loopback, { host: '127.0.0.1:3080', origin: 'http://127.0.0.1:3080' })),
+    ).toBeUndefined()
   })
 
-  it.each(['http://evil.com', 'http://localhost:3080', 'https://127.0.0.1:3080', 'null'])('refuses Origin %s with 403 bad-origin', (origin) => {
-    expect(refusal(() => checkTrust(loopback, { host: '127.0.0.1:3080', origin }))).toMatchObject({ status: 403, code: 'bad-origin' })
-  })
+  it.each(['http://evil.com', 'http://localhost:3080', 'https://127.0.0.1:3080', 'null'])(
+    'refuses Origin %s with 403 bad-origin',
+    (origin) => {
+      expect(refusal(() => checkTrust(loopback, { host: '127.0.0.1:3080', origin }))).toMatchObject({
+        status: 403,
+        code: 'bad-origin',
+      })
+    },
+  )
 
   it('refuses Sec-Fetch-Site: cross-site', () => {
-    expect(refusal(() => checkTrust(loopback, { host: '127.0.0.1:3080', 'sec-fetch-site': 'cross-site' }))?.code).toBe('bad-origin')
+    expect(refusal(() => checkTrust(loopback, { host: '127.0.0.1:3080', 'sec-fetch-site': 'cross-site' }))?.code).toBe(
+      'bad-origin',
+    )
   })
 })
 
@@ -75,20 +90,31 @@ describe('token', () => {
 
   it('needs the bearer token or the socket query token', () => {
     expect(refusal(() => checkTrust(guarded, { host }))).toMatchObject({ status: 401, code: 'unauthorized' })
-    expect(refusal(() => checkTrust(guarded, { host, authorization: 'Bearer wrong-token!' }))).toMatchObject({ status: 401, code: 'unauthorized' })
+    expect(refusal(() => checkTrust(guarded, { host, authorization: 'Bearer wrong-token!' }))).toMatchObject({
+      status: 401,
+      code: 'unauthorized',
+    })
     expect(refusal(() => checkTrust(guarded, { host, authorization: 'Bearer s3cret-token' }))).toBeUndefined()
     expect(refusal(() => checkTrust(guarded, { host }, 's3cret-token'))).toBeUndefined()
     expect(refusal(() => checkTrust(guarded, { host }, 's3cret'))?.code).toBe('unauthorized')
   })
 
   it('checks Host before the token', () => {
-    expect(refusal(() => checkTrust(guarded, { host: 'evil.com:3080', authorization: 'Bearer s3cret-token' }))?.code).toBe('bad-host')
+    expect(
+      refusal(() => checkTrust(guarded, { host: 'evil.com:3080', authorization: 'Bearer s3cret-token' }))?.code,
+    ).toBe('bad-host')
   })
 })
 
 describe('helpers', () => {
   it('tells loopback binds from others', () => {
-    expect(['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]'].map(isLoopback)).toEqual([true, true, true, true, true])
+    expect(['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]'].map(isLoopback)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+    ])
     expect(['0.0.0.0', '::', '192.168.1.4', 'example.com'].map(isLoopback)).toEqual([false, false, false, false])
   })
 

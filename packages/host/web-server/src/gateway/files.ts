@@ -8,7 +8,8 @@ const VCS_FOLDERS = ['.git', '.svn', '.hg', '.bzr', '.jj', '.sl']
 
 /** `value` as a normalized absolute path, or a 400 naming the parameter. */
 export function absolutePath(value: string, parameter: string): string {
-  if (!path.isAbsolute(value)) throw new HttpError(400, 'bad-request', `${parameter} must be an absolute path, got ${JSON.stringify(value)}`)
+  if (!path.isAbsolute(value))
+    throw new HttpError(400, 'bad-request', `${parameter} must be an absolute path, got ${JSON.stringify(value)}`)
   return path.resolve(value)
 }
 
@@ -22,12 +23,23 @@ export async function existingFolder(value: string, parameter: string): Promise<
 }
 
 /** Every file under `cwd` that git would not ignore (bundled ripgrep: .gitignore, .ignore, hidden files listed, VCS folders not). */
-export async function listFiles(cwd: string, options: { maxOutputBytes: number; timeoutMs: number }): Promise<{ files: string[]; truncated: boolean }> {
+export async function listFiles(
+  cwd: string,
+  options: { maxOutputBytes: number; timeoutMs: number },
+): Promise<{ files: string[]; truncated: boolean }> {
   const args = ['--files', '--null', '--hidden', '--no-require-git', ...VCS_FOLDERS.map((f) => `--glob=!${f}`)]
-  const outcome = await runRipgrep(args, { cwd, signal: AbortSignal.timeout(options.timeoutMs), maxOutputBytes: options.maxOutputBytes })
+  const outcome = await runRipgrep(args, {
+    cwd,
+    signal: AbortSignal.timeout(options.timeoutMs),
+    maxOutputBytes: options.maxOutputBytes,
+  })
   const files = nullSeparated(outcome.stdout, outcome.overflow).map((f) => f.replace(/^\.\//, ''))
   if (outcome.code !== 0 && outcome.code !== 1 && files.length === 0) {
-    throw new HttpError(500, 'internal', `listing the files of ${cwd} failed: ${outcome.stderr.trim() || `ripgrep exit code ${outcome.code}`}`)
+    throw new HttpError(
+      500,
+      'internal',
+      `listing the files of ${cwd} failed: ${outcome.stderr.trim() || `ripgrep exit code ${outcome.code}`}`,
+    )
   }
   return { files, truncated: outcome.overflow }
 }
@@ -74,12 +86,19 @@ async function isFolder(dir: string, entry: Dirent): Promise<boolean> {
 }
 
 /** The sub-folders of `dir` by name, for the workspace picker. */
-export async function listDirs(dir: string, hidden: boolean): Promise<{ path: string; parent?: string; dirs: string[] }> {
+export async function listDirs(
+  dir: string,
+  hidden: boolean,
+): Promise<{ path: string; parent?: string; dirs: string[] }> {
   let entries: Dirent[]
   try {
     entries = await readdir(dir, { withFileTypes: true })
   } catch (error) {
-    throw new HttpError(400, 'bad-request', `path: cannot read ${dir}: ${error instanceof Error ? error.message : String(error)}`)
+    throw new HttpError(
+      400,
+      'bad-request',
+      `path: cannot read ${dir}: ${error instanceof Error ? error.message : String(error)}`,
+    )
   }
   const dirs: string[] = []
   for (const entry of entries) {

@@ -46,7 +46,10 @@ export class SocketHub {
   /** Pending approvals and questions of a session, re-sent when a client subscribes to it. */
   pendingFrames: (sessionId: string) => ServerFrame[] = () => []
   /** Told when a session gains its first watching client, and when it loses its last. */
-  watchers: { watched(sessionId: string): void; unwatched(sessionId: string): void } = { watched: () => {}, unwatched: () => {} }
+  watchers: { watched(sessionId: string): void; unwatched(sessionId: string): void } = {
+    watched: () => {},
+    unwatched: () => {},
+  }
 
   constructor(
     private readonly ctx: Context,
@@ -64,7 +67,8 @@ export class SocketHub {
       ws.on('message', (data, isBinary) => void this.receive(client, data as Buffer, isBinary))
       ws.on('close', () => {
         this.clients.delete(client)
-        for (const sessionId of client.subscriptions.keys()) if (!this.isWatched(sessionId)) this.watchers.unwatched(sessionId)
+        for (const sessionId of client.subscriptions.keys())
+          if (!this.isWatched(sessionId)) this.watchers.unwatched(sessionId)
       })
       ws.on('error', () => ws.terminate())
     })
@@ -104,7 +108,9 @@ export class SocketHub {
       if (!sub?.ready || event.seq <= sub.lastSeq) continue
       if (event.seq > sub.lastSeq + 1) {
         const log = this.ctx.sessions.get(sessionId)?.events ?? []
-        for (const missed of log) if (missed.seq > sub.lastSeq && missed.seq < event.seq) this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, missed, cwd) })
+        for (const missed of log)
+          if (missed.seq > sub.lastSeq && missed.seq < event.seq)
+            this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, missed, cwd) })
       }
       this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, event, cwd) })
       sub.lastSeq = event.seq
@@ -124,19 +130,33 @@ export class SocketHub {
     const parsed = ClientFrame.safeParse(raw)
     if (!parsed.success) {
       const issue = parsed.error.issues[0]
-      return fail('bad-request', `bad frame: ${issue?.path.join('.') || 'type'}: ${issue?.message ?? 'invalid'} (types: subscribe, unsubscribe, ping)`)
+      return fail(
+        'bad-request',
+        `bad frame: ${issue?.path.join('.') || 'type'}: ${issue?.message ?? 'invalid'} (types: subscribe, unsubscribe, ping)`,
+      )
     }
     const frame = parsed.data
     if (frame.type === 'ping') return this.send(client, { type: 'pong' })
     if (frame.type === 'unsubscribe') {
-      if (client.subscriptions.delete(frame.sessionId) && !this.isWatched(frame.sessionId)) this.watchers.unwatched(frame.sessionId)
+      if (client.subscriptions.delete(frame.sessionId) && !this.isWatched(frame.sessionId))
+        this.watchers.unwatched(frame.sessionId)
       return
     }
     await this.subscribe(client, frame.sessionId, frame.afterSeq ?? -1).catch((error: unknown) => {
       if (error instanceof HttpError) fail(error.code, error.message, frame.sessionId)
       else {
-        this.ctx.logger('web-api').error('subscribing to %s failed: %s', frame.sessionId, error instanceof Error ? (error.stack ?? error.message) : String(error))
-        fail('internal', `subscribing to ${frame.sessionId} failed: ${error instanceof Error ? error.message : String(error)}`, frame.sessionId)
+        this.ctx
+          .logger('web-api')
+          .error(
+            'subscribing to %s failed: %s',
+            frame.sessionId,
+            error instanceof Error ? (error.stack ?? error.message) : String(error),
+          )
+        fail(
+          'internal',
+          `subscribing to ${frame.sessionId} failed: ${error instanceof Error ? error.message : String(error)}`,
+          frame.sessionId,
+        )
       }
     })
   }

@@ -23,10 +23,13 @@ export class IdleUnloader {
     ctx.on('agent/status', (agent, status) => (status === 'idle' ? this.arm(agent.id) : this.disarm(agent.id)))
     ctx.on('agent/created', (agent) => this.arm(agent.id))
     ctx.on('agent/disposed', (agent) => this.disarm(agent.id))
-    ctx.effect(() => () => {
-      for (const timer of this.timers.values()) clearTimeout(timer)
-      this.timers.clear()
-    }, 'idle agent timers')
+    ctx.effect(
+      () => () => {
+        for (const timer of this.timers.values()) clearTimeout(timer)
+        this.timers.clear()
+      },
+      'idle agent timers',
+    )
   }
 
   /** Starts the countdown of an idle, unwatched agent (again, from now). */
@@ -37,7 +40,10 @@ export class IdleUnloader {
     const timer = setTimeout(() => {
       this.timers.delete(sessionId)
       const agent = this.ctx.agents.get(sessionId)
-      if (this.unloadable(agent)) void this.unload(agent).catch((error: unknown) => this.ctx.logger('web-api').warn('unloading idle session %s failed: %s', sessionId, error))
+      if (this.unloadable(agent))
+        void this.unload(agent).catch((error: unknown) =>
+          this.ctx.logger('web-api').warn('unloading idle session %s failed: %s', sessionId, error),
+        )
     }, this.delayMs)
     timer.unref()
     this.timers.set(sessionId, timer)

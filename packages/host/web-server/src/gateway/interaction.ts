@@ -33,7 +33,8 @@ function within(ctx: Context, sessionId: string, subscribed: string): boolean {
  * the frames they send, and the routes that answer them.
  */
 export function applyInteraction(ctx: Context, hub: SocketHub): void {
-  const announce = (frame: { sessionId: string; type: string }) => hub.toSubscribers(frame.sessionId, frame, (subscribed) => within(ctx, frame.sessionId, subscribed))
+  const announce = (frame: { sessionId: string; type: string }) =>
+    hub.toSubscribers(frame.sessionId, frame, (subscribed) => within(ctx, frame.sessionId, subscribed))
   const approvals = new PendingRequests<ApprovalAnswer>('approval', announce)
   const questions = new PendingRequests<QuestionAnswer[]>('question', announce)
   hub.pendingFrames = (subscribed) => {
@@ -56,7 +57,16 @@ export function applyInteraction(ctx: Context, hub: SocketHub): void {
       inner.permission.setApprover(inner, (call, reason, run) =>
         approvals.ask(
           run.sessionId,
-          { toolCall: { callId: call.callId, name: call.name, arguments: call.arguments, ...presentationOf(inner, call, run.cwd) }, reason, preset: inner.permission.preset(run.sessionId) },
+          {
+            toolCall: {
+              callId: call.callId,
+              name: call.name,
+              arguments: call.arguments,
+              ...presentationOf(inner, call, run.cwd),
+            },
+            reason,
+            preset: inner.permission.preset(run.sessionId),
+          },
           run.signal,
         ),
       )
@@ -66,7 +76,8 @@ export function applyInteraction(ctx: Context, hub: SocketHub): void {
     name: 'web-api-asker',
     inject: ['questions'],
     apply(inner: Context) {
-      const asker: Asker = (request, signal) => questions.ask(request.sessionId, { callId: request.callId, questions: request.questions }, signal)
+      const asker: Asker = (request, signal) =>
+        questions.ask(request.sessionId, { callId: request.callId, questions: request.questions }, signal)
       inner.questions.setAsker(inner, asker)
     },
   })
@@ -75,21 +86,35 @@ export function applyInteraction(ctx: Context, hub: SocketHub): void {
   server.route(ctx, 'POST', '/api/approvals/:requestId', async (request) => {
     const body = parseWith(ApprovalBody, await request.body(), 'approval answer')
     const answer: ApprovalAnswer =
-      body.decision === 'reject' ? { kind: 'reject', ...(body.message?.trim() ? { message: body.message } : {}) } : body.decision
-    if (!approvals.answer(request.params.requestId as string, answer)) throw notPending('approval', request.params.requestId as string)
+      body.decision === 'reject'
+        ? { kind: 'reject', ...(body.message?.trim() ? { message: body.message } : {}) }
+        : body.decision
+    if (!approvals.answer(request.params.requestId as string, answer))
+      throw notPending('approval', request.params.requestId as string)
     return {}
   })
   server.route(ctx, 'POST', '/api/questions/:requestId', async (request) => {
     const id = request.params.requestId as string
     const body = parseWith(QuestionBody, await request.body(), 'question answers')
     if (!questions.get(id)) throw notPending('question', id)
-    questions.answer(id, body.answers.map((a) => ({ question: a.question, selected: a.selected, ...(a.text !== undefined ? { text: a.text } : {}) })))
+    questions.answer(
+      id,
+      body.answers.map((a) => ({
+        question: a.question,
+        selected: a.selected,
+        ...(a.text !== undefined ? { text: a.text } : {}),
+      })),
+    )
     return {}
   })
 }
 
 function notPending(kind: string, id: string): HttpError {
-  return new HttpError(404, 'not-found', `${kind} ${JSON.stringify(id)} is not pending: it was answered already (maybe in another tab) or its call was cancelled`)
+  return new HttpError(
+    404,
+    'not-found',
+    `${kind} ${JSON.stringify(id)} is not pending: it was answered already (maybe in another tab) or its call was cancelled`,
+  )
 }
 
 /** How the call's tool shows it, for the approval dialog (`presentation`, absent without `ctx.tools`). */

@@ -45,7 +45,10 @@ const MessageBody = z
       .optional(),
   })
   .strict()
-  .refine((m) => m.text.trim() !== '' || (m.images?.length ?? 0) > 0, { message: 'must not be empty (give text or images)', path: ['text'] })
+  .refine((m) => m.text.trim() !== '' || (m.images?.length ?? 0) > 0, {
+    message: 'must not be empty (give text or images)',
+    path: ['text'],
+  })
 
 const ForkBody = z.object({ turn: z.number().int().min(1).optional() }).strict()
 
@@ -94,7 +97,12 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
   route('GET', '/api/sessions', async (request) => {
     const q = parseWith(ListQuery, Object.fromEntries(request.query), 'query')
     const cwd = q.cwd ? absolutePath(q.cwd, 'cwd') : undefined
-    return sessions.list({ limit: q.limit, ...(cwd ? { cwd } : {}), ...(q.query ? { query: q.query } : {}), ...(q.cursor ? { cursor: q.cursor } : {}) })
+    return sessions.list({
+      limit: q.limit,
+      ...(cwd ? { cwd } : {}),
+      ...(q.query ? { query: q.query } : {}),
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+    })
   })
 
   route('POST', '/api/sessions', async (request) => {
@@ -126,7 +134,13 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
   route('GET', '/api/sessions/:id/events', async (request) => {
     const q = parseWith(EventsQuery, Object.fromEntries(request.query), 'query')
     const { events, meta } = await sessions.view(idOf(request))
-    return { events: displayedAll(ctx, events.filter((event) => event.seq < q.before), meta.cwd) }
+    return {
+      events: displayedAll(
+        ctx,
+        events.filter((event) => event.seq < q.before),
+        meta.cwd,
+      ),
+    }
   })
 
   route('POST', '/api/sessions/:id/messages', async (request) => {

@@ -30,7 +30,11 @@ export function checkedSessionId(id: string, parameter = 'id'): string {
 /** `model` when the provider's catalog offers it (or has no catalog), else a 400 naming `field`. */
 export function checkedModel(ctx: Context, model: string, field = 'model'): string {
   const provider = ctx.agents.defaults().provider
-  const offered = ctx.get('llm')?.models(provider).map((m) => m.id) ?? []
+  const offered =
+    ctx
+      .get('llm')
+      ?.models(provider)
+      .map((m) => m.id) ?? []
   if (offered.length > 0 && !offered.includes(model)) {
     throw badParameter(field, `unknown model ${JSON.stringify(model)}; ${provider} offers ${offered.join(', ')}`)
   }
@@ -108,11 +112,17 @@ export class SessionAccess {
   async view(id: string): Promise<SessionView> {
     const agent = this.live(id)
     const session = agent?.session ?? this.ctx.sessions.get(id)
-    if (session) return { meta: session.meta, events: this.ctx.sessions.publishedEvents(session), ...(agent ? { agent } : {}) }
+    if (session)
+      return { meta: session.meta, events: this.ctx.sessions.publishedEvents(session), ...(agent ? { agent } : {}) }
     const stored = await this.readStored(id)
     // It may have been resumed while the log was read: the live copy is newer.
     const now = this.ctx.sessions.get(id)
-    if (now) return { meta: now.meta, events: this.ctx.sessions.publishedEvents(now), ...(this.live(id) ? { agent: this.live(id) } : {}) }
+    if (now)
+      return {
+        meta: now.meta,
+        events: this.ctx.sessions.publishedEvents(now),
+        ...(this.live(id) ? { agent: this.live(id) } : {}),
+      }
     return stored
   }
 

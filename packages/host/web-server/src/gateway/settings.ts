@@ -50,7 +50,11 @@ const SettingsBody = z
   .strict()
 
 function fileError(file: string, error: unknown): HttpError {
-  return new HttpError(500, 'internal', `cannot use the settings file ${file}: ${error instanceof Error ? error.message : String(error)}`)
+  return new HttpError(
+    500,
+    'internal',
+    `cannot use the settings file ${file}: ${error instanceof Error ? error.message : String(error)}`,
+  )
 }
 
 /**
@@ -78,7 +82,8 @@ export class SettingsStore {
     const section = this.readDoc().web
     if (!isPlainObject(section)) return {}
     const out: WebSettings = {}
-    if (PRESETS.includes(section.permissionPreset as PermissionPreset)) out.permissionPreset = section.permissionPreset as PermissionPreset
+    if (PRESETS.includes(section.permissionPreset as PermissionPreset))
+      out.permissionPreset = section.permissionPreset as PermissionPreset
     if (NETWORK_MODES.includes(section.network as NetworkMode)) out.network = section.network as NetworkMode
     if (THEMES.includes(section.theme as Theme)) out.theme = section.theme as Theme
     return out
@@ -118,13 +123,19 @@ export class SettingsStore {
     if (input.model !== undefined) checkedModel(this.ctx, input.model)
     if (input.apiKey !== undefined || input.baseUrl !== undefined) {
       const credentials = this.credentials()
-      if (!credentials) throw new HttpError(503, 'unavailable', 'the credentials plugin is not loaded, so the key and base URL cannot be stored')
+      if (!credentials)
+        throw new HttpError(
+          503,
+          'unavailable',
+          'the credentials plugin is not loaded, so the key and base URL cannot be stored',
+        )
       if (input.apiKey !== undefined) await credentials.set(this.options.apiKeyName, input.apiKey)
       if (input.baseUrl !== undefined) await credentials.set(this.options.baseUrlName, input.baseUrl)
     }
     const agentFields = { model: input.model, reasoningEffort: input.reasoningEffort }
     const webFields = { permissionPreset: input.permissionPreset, network: input.network, theme: input.theme }
-    const defined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
+    const defined = (o: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
     if (Object.keys(defined(agentFields)).length || Object.keys(defined(webFields)).length) {
       const doc = this.readDoc()
       const section = (name: string) => (isPlainObject(doc[name]) ? (doc[name] as Record<string, unknown>) : {})
@@ -157,7 +168,11 @@ export class SettingsStore {
     const { provider, model } = this.ctx.agents.defaults()
     const failed = (failure: Pick<LlmFailure, 'code' | 'message' | 'status'>) => ({
       ok: false,
-      error: { code: failure.code, message: failure.message, ...(failure.status !== undefined ? { status: failure.status } : {}) },
+      error: {
+        code: failure.code,
+        message: failure.message,
+        ...(failure.status !== undefined ? { status: failure.status } : {}),
+      },
     })
     const stream = llm.stream({
       provider,
@@ -169,8 +184,13 @@ export class SettingsStore {
     })
     for await (const chunk of stream) {
       if (chunk.type !== 'finish') continue
-      if (chunk.reason === 'aborted') return failed({ code: 'TIMEOUT', message: `the provider did not answer within ${this.options.testTimeoutMs} ms` })
-      if (chunk.reason === 'error') return failed(chunk.failure ?? { code: 'INTERNAL', message: 'the test call failed without a reason' })
+      if (chunk.reason === 'aborted')
+        return failed({
+          code: 'TIMEOUT',
+          message: `the provider did not answer within ${this.options.testTimeoutMs} ms`,
+        })
+      if (chunk.reason === 'error')
+        return failed(chunk.failure ?? { code: 'INTERNAL', message: 'the test call failed without a reason' })
       return { ok: true, model }
     }
     return failed({ code: 'PROTOCOL', message: 'the model stream ended without a finish' })
