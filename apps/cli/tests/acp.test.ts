@@ -629,9 +629,11 @@ describe('dsh --profile acp: bad input', { timeout: 60_000 }, () => {
       message: expect.stringContaining('cwd must be an absolute path'),
     })
     raw.request(6, 'session/new', { cwd: path.join(t.work, 'missing'), mcpServers: [] })
-    expect((await raw.response(6)).error.message).toContain(
-      `cwd must be an existing folder: ${path.join(t.work, 'missing')}`,
-    )
+    expect((await raw.response(6)).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining(`cwd: ${path.join(t.work, 'missing')} is not a folder`),
+      data: { field: 'cwd' },
+    })
     raw.request(7, 'session/prompt', { sessionId: 'session-nope', prompt: [{ type: 'text', text: 'hi' }] })
     expect((await raw.response(7)).error).toMatchObject({
       code: -32002,

@@ -3,6 +3,7 @@ import { Readable, Writable } from 'node:stream'
 import { ndJsonStream, type Stream } from '@agentclientprotocol/sdk'
 import type { Context } from '@dsh/cordis'
 import type {} from '@dsh/cmdline'
+import type {} from '@dsh/conversations'
 import type {} from '@dsh/fs'
 import type {} from '@dsh/llm'
 import type {} from '@dsh/permission'
@@ -20,7 +21,7 @@ export { mcpConfig, McpLinks } from './mcp.ts'
 export { routeFilesThroughClient, type ClientFiles } from './client-fs.ts'
 
 export const name = 'acp-server'
-export const inject = ['acpAppStartup', 'agents', 'sessions', 'permission', 'tools', 'appExit']
+export const inject = ['acpAppStartup', 'agents', 'sessions', 'conversations', 'permission', 'tools', 'appExit']
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version

@@ -1,11 +1,11 @@
-import { statSync } from 'node:fs'
 import path from 'node:path'
 import * as acp from '@agentclientprotocol/sdk'
 import type { Agent } from '@dsh/agent'
+import { ConversationError } from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
 import type { ApprovalAnswer } from '@dsh/tools'
 import { NETWORK_MODES, type NetworkMode, PRESETS, type PermissionPreset } from '@dsh/permission'
-import type { SessionEvent, SessionId } from '@dsh/session'
+import type { SessionEvent } from '@dsh/session'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { routeFilesThroughClient } from './client-fs.ts'
 import type { AcpServerConfig } from './config.ts'
@@ -20,7 +20,8 @@ import { SessionUpdates } from './updates.ts'
 interface AcpSession {
   agent: Agent
   updates: SessionUpdates
-  prompting: boolean
+  /** Prompts of this session in flight (a second one is refused by the conversation service). */
+  prompts: number
   cancelled: boolean
   /** Lifts the session's tool restriction. */
   unrestrict: () => void
@@ -71,7 +72,7 @@ export class AcpServer {
       .onRequest(acp.methods.agent.session.new, ({ params }) => explained(() => this.newSession(params)))
       .onRequest(acp.methods.agent.session.load, ({ params }) => explained(() => this.loadSession(params)))
       .onRequest(acp.methods.agent.session.prompt, ({ params, signal }) => explained(() => this.prompt(params, signal)))
-      .onRequest(acp.methods.agent.session.setMode, ({ params }) => explained(async () => this.setMode(params)))
+      .onRequest(acp.methods.agent.session.setMode, ({ params }) => explained(() => this.setMode(params)))
       .onRequest(acp.methods.agent.session.close, ({ params }) => explained(() => this.closeSession(params)))
       .onNotification(acp.methods.agent.session.cancel, ({ params }) => this.cancel(params.sessionId))
       .onRequest<{ bytes?: number; limit?: number }, never>(
@@ -122,7 +123,7 @@ export class AcpServer {
   /** The client closed its input: cancel running turns and wait (bounded) until every request in flight is answered. */
   private async inputEnded(): Promise<void> {
     for (const state of this.sessions.values()) {
-      if (!state.prompting) continue
+      if (state.prompts === 0) continue
       state.cancelled = true
       state.agent.cancel('shutdown')
     }
@@ -262,7 +263,7 @@ export class AcpServer {
     // Tools of MCP servers a client supplied are for the sessions that supplied them.
     const unrestrict =
       this.ctx.get('tools')?.restrict(this.ctx, id, (name) => this.links.visible(id, name)) ?? (() => {})
-    const state: AcpSession = { agent, updates, prompting: false, cancelled: false, unrestrict }
+    const state: AcpSession = { agent, updates, prompts: 0, cancelled: false, unrestrict }
     this.sessions.set(id, state)
     return state
   }
@@ -270,7 +271,7 @@ export class AcpServer {
   /** Closes a session: cancels its turn, saves it, and lets go of its MCP servers. */
   private async drop(state: AcpSession): Promise<void> {
     this.sessions.delete(state.agent.id)
-    await this.ctx.agents.dispose(state.agent)
+    await this.ctx.conversations.close(state.agent.id)
     state.unrestrict()
     await this.links.detach(state.agent.id)
   }
@@ -289,38 +290,26 @@ export class AcpServer {
   }
 
   private async newSession(params: acp.NewSessionRequest): Promise<acp.NewSessionResponse> {
-    const cwd = folder(params.cwd)
+    const cwd = absolute(params.cwd)
     if (params.additionalDirectories?.length)
       throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
     const servers = this.mcpServers(params.mcpServers, cwd)
     const network = networkOf(params._meta)
-    const agent = await this.ctx.agents.create({ cwd })
-    if (network) this.ctx.permission.setNetwork(agent.id, network)
+    const agent = await this.ctx.conversations.create({ cwd, ...(network ? { network } : {}) })
     await this.connectMcp(this.adopt(agent), servers)
     return { sessionId: agent.id, modes: this.modes(agent.id) }
   }
 
   private async loadSession(params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
     const id = checkSessionId(params.sessionId)
-    if (!path.isAbsolute(params.cwd)) throw invalid(`cwd must be an absolute path, got ${JSON.stringify(params.cwd)}`)
+    absolute(params.cwd)
     if (params.additionalDirectories?.length)
       throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
-    let agent: Agent
     const open = this.sessions.get(id)
-    if (open) {
-      if (open.prompting) throw invalid(`session ${id} is running a prompt; load it again once the prompt has ended`)
-      agent = open.agent
-    } else {
-      try {
-        const resumed = await this.ctx.agents.resume(id as SessionId)
-        for (const problem of resumed.problems) this.ctx.logger.warn('acp: %s', problem)
-        agent = resumed.agent
-      } catch (error) {
-        if (error instanceof Error && error.name === 'SessionNotFoundError')
-          throw new acp.RequestError(-32002, `unknown session: ${id}`, { sessionId: id })
-        throw acp.RequestError.internalError({ sessionId: id }, `cannot load session ${id}: ${message(error)}`)
-      }
-    }
+    if (open && open.prompts > 0)
+      throw invalid(`session ${id} is running a prompt; load it again once the prompt has ended`, { sessionId: id })
+    const { agent, problems } = await this.ctx.conversations.resume(id)
+    for (const problem of problems) this.ctx.logger.warn('acp: %s', problem)
     const cwd = agent.session.meta.cwd
     if (path.resolve(params.cwd) !== cwd)
       this.ctx.logger.info('acp: session %s keeps its own folder %s (the client asked for %s)', id, cwd, params.cwd)
@@ -328,41 +317,30 @@ export class AcpServer {
     const updates = new SessionUpdates(new ToolViews(cwd, this.ctx.tools, this.config.toolKinds))
     const state = open ?? this.adopt(agent, updates)
     state.updates = updates
-    for (const event of this.ctx.sessions.publishedEvents(agent.session))
-      this.send(state, updates.replay(event as SessionEvent))
+    for (const event of await this.ctx.conversations.events(id)) this.send(state, updates.replay(event))
     await this.connectMcp(state, servers)
     return { modes: this.modes(id) }
   }
 
   private async prompt(params: acp.PromptRequest, signal: AbortSignal): Promise<acp.PromptResponse> {
     const state = this.require(params.sessionId)
-    if (state.prompting) {
-      throw invalid(
-        `session ${params.sessionId} is already running a prompt; wait for its answer or send session/cancel`,
-        { sessionId: params.sessionId },
-      )
-    }
     const { agent } = state
     const prompt = promptMessage(params.prompt, {
       images: this.modelTakesImages(agent),
       model: agent.options.model,
       maxBytes: this.config.maxPromptBytes,
     })
-    state.prompting = true
-    state.cancelled = false
-    const from = agent.session.nextSeq
+    if (state.prompts++ === 0) state.cancelled = false
     const abort = () => this.cancel(agent.id)
     signal.addEventListener('abort', abort, { once: true })
+    let events: SessionEvent[]
     try {
-      agent.followup(prompt)
-      await agent.whenIdle()
+      events = await this.ctx.conversations.prompt(agent.id, prompt)
     } finally {
       signal.removeEventListener('abort', abort)
-      state.prompting = false
+      state.prompts--
     }
-    const end = agent.session.events.filter((e) => e.seq >= from && e.type === 'turn/end').at(-1) as
-      | SessionEvent<'turn/end'>
-      | undefined
+    const end = events.filter((e) => e.type === 'turn/end').at(-1) as SessionEvent<'turn/end'> | undefined
     return { stopReason: stopReason(end, state.cancelled) }
   }
 
@@ -372,16 +350,18 @@ export class AcpServer {
       this.ctx.logger.debug('acp: session/cancel for unknown session %s', sessionId)
       return
     }
-    if (state.prompting) state.cancelled = true
-    state.agent.cancel('user')
+    if (state.prompts > 0) state.cancelled = true
+    this.ctx.conversations.cancel(sessionId).catch((error: unknown) => {
+      this.ctx.logger.debug('acp: session/cancel of %s failed: %s', sessionId, message(error))
+    })
   }
 
-  private setMode(params: acp.SetSessionModeRequest): acp.SetSessionModeResponse {
+  private async setMode(params: acp.SetSessionModeRequest): Promise<acp.SetSessionModeResponse> {
     this.require(params.sessionId)
     const preset = params.modeId as PermissionPreset
     if (!PRESETS.includes(preset))
       throw invalid(`unknown mode "${params.modeId}"; the modes are ${PRESETS.join(', ')}`, { modeId: params.modeId })
-    this.ctx.permission.setPreset(params.sessionId, preset)
+    await this.ctx.conversations.configure(params.sessionId, { preset })
     return {}
   }
 
@@ -426,13 +406,33 @@ export class AcpServer {
   }
 }
 
-/** Runs a handler; an unexpected failure reaches the client as -32603 with its message, not a bare "Internal error". */
+/**
+ * Runs a handler. A conversation service error becomes its ACP error (an
+ * unknown session -32002, a busy one or a bad argument -32602); any other
+ * failure reaches the client as -32603 with its message, not a bare "Internal error".
+ */
 async function explained<T>(handler: () => Promise<T>): Promise<T> {
   try {
     return await handler()
   } catch (error) {
     if (error instanceof acp.RequestError) throw error
+    if (error instanceof ConversationError) throw acpError(error)
     throw acp.RequestError.internalError(undefined, message(error))
+  }
+}
+
+function acpError(error: ConversationError): acp.RequestError {
+  const { sessionId, field } = error.details
+  switch (error.kind) {
+    case 'not-found':
+      return new acp.RequestError(-32002, error.message, { sessionId })
+    case 'busy':
+      return invalid(error.message, { sessionId })
+    case 'invalid':
+    case 'unavailable':
+      return field ? invalid(`${field}: ${error.message}`, { field }) : invalid(error.message)
+    default:
+      return assertNever(error.kind, 'conversation error kind')
   }
 }
 
@@ -447,16 +447,10 @@ function checkSessionId(id: string): string {
   return id
 }
 
-/** An absolute path to an existing folder, or -32602 naming it. */
-function folder(cwd: string): string {
+/** ACP's `cwd` resolved, or -32602 when it is not an absolute path (whether it is a folder is the service's to say). */
+function absolute(cwd: string): string {
   if (!path.isAbsolute(cwd)) throw invalid(`cwd must be an absolute path, got ${JSON.stringify(cwd)}`, { cwd })
-  const resolved = path.resolve(cwd)
-  let isFolder = false
-  try {
-    isFolder = statSync(resolved).isDirectory()
-  } catch {}
-  if (!isFolder) throw invalid(`cwd must be an existing folder: ${resolved}`, { cwd })
-  return resolved
+  return path.resolve(cwd)
 }
 
 /** The ACP stop reason of a prompt's turn. A failed turn rejects the prompt with the failure. */

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import * as acp from '@agentclientprotocol/sdk'
 import * as agentPlugin from '@dsh/agent'
+import * as conversationsPlugin from '@dsh/conversations'
 import { Context } from '@dsh/cordis'
 import * as fsPlugin from '@dsh/fs'
 import * as permissionPlugin from '@dsh/permission'
@@ -37,6 +38,7 @@ beforeEach(async () => {
   })
   await root.plugin(fsPlugin, {})
   await root.plugin(agentPlugin, { provider: 'none', model: 'none' })
+  await root.plugin(conversationsPlugin)
 })
 
 afterEach(async () => {
@@ -48,7 +50,7 @@ async function mountServer(): Promise<{ client: acp.ClientConnection; dispose: (
   const [server, client] = pipePair()
   const fiber = await root.plugin({
     name: 'acp-under-test',
-    inject: ['agents', 'sessions', 'permission'],
+    inject: ['agents', 'sessions', 'conversations', 'permission'],
     apply: (ctx: Context) => {
       const instance = new AcpServer(ctx, Config({} as never), server, '0.0.0-test')
       ctx.effect(() => () => instance.close())
