@@ -512,6 +512,24 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
     })
   })
 
+  it('session/load of a session another dsh holds is refused naming that process, and loads once it lets go', async () => {
+    const first = start()
+    await first.initialize()
+    const { sessionId } = await first.newSession()
+    const second = start()
+    await second.initialize()
+    const load = () => second.agent.request('session/load', { sessionId, cwd: t.work, mcpServers: [] })
+    await expect(load()).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining(`process ${first.process.child.pid}`),
+      data: { sessionId },
+    })
+    await first.agent.request('session/close', { sessionId })
+    expect((await load()).modes?.currentModeId).toBe('workspace-write')
+    expect((await first.close()).code).toBe(0)
+    expect((await second.close()).code).toBe(0)
+  })
+
   it('reads and writes files through the client when it offers fs methods: the unsaved buffer is edited, the disk is not', async () => {
     const file = path.join(t.work, 'todo.md')
     writeFileSync(file, '- saved on disk\n')
