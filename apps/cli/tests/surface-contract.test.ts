@@ -1,0 +1,307 @@
+import path from 'node:path'
+import { reply } from '@dsh/llm-mock'
+import { type DshProcess, startDsh } from '@dsh/testkit'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import WebSocket from 'ws'
+import { AcpTestClient } from './support/acp.ts'
+import { useMockedHeadless } from './support/mocked-headless.ts'
+import { type Message, SdkWire } from './support/sdk-wire.ts'
+import { readSessionLog } from './support/session-log.ts'
+
+// The same behaviours of ctx.conversations, driven through each surface's real bin.
+// A surface leaves out the behaviours its protocol has no method for.
+
+const t = useMockedHeadless()
+
+type Preset = 'read-only' | 'workspace-write' | 'danger-full-access'
+type Answers = Array<{ question: string; selected: string[] }>
+
+interface Driver {
+  newSession(preset?: Preset): Promise<string>
+  /** Sends a prompt; resolves with how the turn stopped, in the surface's words. */
+  prompt(sessionId: string, text: string): Promise<string>
+  /** Resolves once the session's first tool call has started. */
+  toolStarted(sessionId: string): Promise<void>
+  cancel(sessionId: string): Promise<void>
+  /** Ends the process, saving its sessions. */
+  close(): Promise<void>
+  fork?(sessionId: string): Promise<string>
+  search?(query: string): Promise<string[]>
+  setPreset?(sessionId: string, preset: Preset): Promise<void>
+  /** Opens a stored session in this (new) process; resolves with the preset it runs under. */
+  resumePreset?(sessionId: string): Promise<Preset>
+  /** Answers the model's questions with `answers`; resolves with what the client was asked. */
+  answerQuestions?(answers: Answers): () => Message[]
+}
+
+interface Surface {
+  name: string
+  /** The optional behaviours its protocol has a method for. */
+  has: Array<keyof Driver>
+  start(): Promise<Driver>
+}
+
+const processes: DshProcess[] = []
+afterEach(async () => {
+  for (const proc of processes.splice(0))
+    if (proc.child.exitCode === null && proc.child.signalCode === null) await proc.kill('SIGKILL')
+})
+
+// --- web: `dsh web` over HTTP and its socket ----------------------------------
+
+async function startWeb(): Promise<Driver> {
+  const proc = startDsh(['web', '--port', '0', '--no-open'], { home: t.home, cwd: t.work, env: t.env() })
+  processes.push(proc)
+  const match = await proc.waitFor(/^dsh web: http:\/\/127\.0\.0\.1:(\d+)(?:\/#token=(\S+))?\n/m, {
+    stream: 'stdout',
+    timeoutMs: 60_000,
+  })
+  const base = `http://127.0.0.1:${match[1]}`
+  const auth: Record<string, string> = match[2] ? { authorization: `Bearer ${match[2]}` } : {}
+  const api = async (method: string, url: string, body?: unknown): Promise<{ status: number; json: any }> => {
+    const res = await fetch(`${base}${url}`, {
+      method,
+      headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+    return { status: res.status, json: await res.json() }
+  }
+  const ws = new WebSocket(`ws://127.0.0.1:${match[1]}/api/ws${match[2] ? `?token=${match[2]}` : ''}`)
+  const frames: Message[] = []
+  ws.on('message', (data) => frames.push(JSON.parse(String(data))))
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  const frame = (match: (f: Message) => boolean, from = 0) =>
+    vi.waitFor(
+      () => {
+        const found = frames.slice(from).find(match)
+        if (!found) throw new Error('no such frame yet')
+        return found
+      },
+      { timeout: 20_000, interval: 20 },
+    )
+  const isEvent = (sessionId: string, type: string) => (f: Message) =>
+    f.type === 'event' && f.sessionId === sessionId && f.event.type === type
+  const subscribe = (sessionId: string) => ws.send(JSON.stringify({ type: 'subscribe', sessionId }))
+  const session = async (sessionId: string) => (await api('GET', `/api/sessions/${sessionId}`)).json.session
+  return {
+    async newSession(preset) {
+      const created = await api('POST', '/api/sessions', preset ? { permissionPreset: preset } : {})
+      expect(created.status).toBe(201)
+      subscribe(created.json.sessionId)
+      return created.json.sessionId
+    },
+    async prompt(sessionId, text) {
+      const from = frames.length
+      expect((await api('POST', `/api/sessions/${sessionId}/messages`, { text })).status).toBe(202)
+      return (await frame(isEvent(sessionId, 'turn/end'), from)).event.data.reason
+    },
+    async toolStarted(sessionId) {
+      await frame(isEvent(sessionId, 'tool/call'))
+    },
+    async cancel(sessionId) {
+      expect((await api('POST', `/api/sessions/${sessionId}/cancel`)).status).toBe(200)
+    },
+    async close() {
+      ws.close()
+      await proc.kill('SIGTERM')
+    },
+    async fork(sessionId) {
+      const fork = await api('POST', `/api/sessions/${sessionId}/fork`, {})
+      expect(fork.status).toBe(201)
+      return fork.json.sessionId
+    },
+    async search(query) {
+      const found = await api('GET', `/api/sessions?query=${encodeURIComponent(query)}`)
+      return found.json.sessions.map((s: Message) => s.sessionId)
+    },
+    async setPreset(sessionId, preset) {
+      expect((await api('PATCH', `/api/sessions/${sessionId}`, { permissionPreset: preset })).status).toBe(200)
+    },
+    async resumePreset(sessionId) {
+      return (await session(sessionId)).permissionPreset
+    },
+    answerQuestions(answers) {
+      const asked: Message[] = []
+      const seen = new Set<string>()
+      ws.on('message', async (data) => {
+        const f = JSON.parse(String(data))
+        if (f.type !== 'question' || seen.has(f.requestId)) return
+        seen.add(f.requestId)
+        asked.push(f)
+        await api('POST', `/api/questions/${f.requestId}`, { answers })
+      })
+      return () => asked.map((f) => f.questions)
+    },
+  }
+}
+
+// --- SDK: `dsh --profile sdk` over stdio ---------------------------------------
+
+async function startSdk(): Promise<Driver> {
+  const wire = new SdkWire(['--profile', 'sdk'], { home: t.home, cwd: t.work, env: t.env() })
+  processes.push(wire.proc)
+  await wire.call('initialize', { protocolVersion: 1, capabilities: { questions: true } })
+  return {
+    async newSession(preset) {
+      return (await wire.call('session/new', { cwd: t.work, ...(preset ? { permissionPreset: preset } : {}) }))
+        .sessionId
+    },
+    async prompt(sessionId, text) {
+      return (await wire.call('session/prompt', { sessionId, content: text })).stopReason
+    },
+    async toolStarted(sessionId) {
+      await wire.waitFor(
+        (m) => m.method === 'session/event' && m.params.sessionId === sessionId && m.params.event.type === 'tool/call',
+        'the tool call',
+      )
+    },
+    async cancel(sessionId) {
+      expect(await wire.call('session/cancel', { sessionId })).toEqual({})
+    },
+    async close() {
+      expect((await wire.shutdown()).code).toBe(0)
+    },
+    async fork(sessionId) {
+      return (await wire.call('session/fork', { sessionId })).sessionId
+    },
+    async search(query) {
+      return (await wire.call('session/list', { query })).sessions.map((s: Message) => s.sessionId)
+    },
+    answerQuestions(answers) {
+      wire.answer = (request) => (request.method === 'question/ask' ? { answers } : undefined)
+      return () => wire.received.filter((m) => m.method === 'question/ask').map((m) => m.params.questions)
+    },
+  }
+}
+
+// --- ACP: `dsh --profile acp` through the ACP library's client ----------------
+
+async function startAcp(): Promise<Driver> {
+  const client = new AcpTestClient({ home: t.home, cwd: t.work, env: t.env() })
+  processes.push(client.process)
+  await client.initialize()
+  return {
+    async newSession(preset) {
+      const { sessionId } = await client.newSession()
+      if (preset) await client.agent.request('session/set_mode', { sessionId, modeId: preset })
+      return sessionId
+    },
+    async prompt(sessionId, text) {
+      return (await client.prompt(sessionId, text)).stopReason
+    },
+    async toolStarted(sessionId) {
+      await vi.waitFor(
+        () => expect(client.updatesOf(sessionId).some((u) => u.sessionUpdate === 'tool_call')).toBe(true),
+        { timeout: 20_000, interval: 20 },
+      )
+    },
+    async cancel(sessionId) {
+      await client.agent.notify('session/cancel', { sessionId })
+    },
+    async close() {
+      expect((await client.close()).code).toBe(0)
+    },
+    async setPreset(sessionId, preset) {
+      await client.agent.request('session/set_mode', { sessionId, modeId: preset })
+    },
+    async resumePreset(sessionId) {
+      const loaded = await client.agent.request('session/load', { sessionId, cwd: t.work, mcpServers: [] })
+      return loaded.modes?.currentModeId as Preset
+    },
+  }
+}
+
+const surfaces: Surface[] = [
+  { name: 'web API', start: startWeb, has: ['fork', 'search', 'setPreset', 'answerQuestions'] },
+  { name: 'SDK', start: startSdk, has: ['fork', 'search', 'answerQuestions'] },
+  { name: 'ACP', start: startAcp, has: ['setPreset'] },
+]
+
+/** The reason each surface reports for a turn stopped by the user. */
+const CANCELLED: Record<string, string> = { 'web API': 'aborted', SDK: 'cancelled', ACP: 'cancelled' }
+/** The reason each surface reports for a turn that ran to its end. */
+const COMPLETED: Record<string, string> = { 'web API': 'completed', SDK: 'completed', ACP: 'end_turn' }
+
+const presetsLogged = async (sessionId: string) =>
+  (await readSessionLog(t.home, sessionId)).events.filter((e) => e.type === 'permission/preset').map((e) => e.data)
+
+const able = (behaviour: keyof Driver) => surfaces.filter((s) => s.has.includes(behaviour))
+
+describe.each(surfaces)('the conversation contract through the $name', { timeout: 90_000 }, (surface) => {
+  it('cancel stops a running tool: the tool result says cancelled and the prompt ends', async () => {
+    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'sleep 30' } }]), reply.text('Stopped.'))
+    const dsh = await surface.start()
+    const sessionId = await dsh.newSession()
+    const pending = dsh.prompt(sessionId, 'wait a while')
+    await dsh.toolStarted(sessionId)
+    await dsh.cancel(sessionId)
+    expect(await pending).toBe(CANCELLED[surface.name])
+    await dsh.close()
+    const { events } = await readSessionLog(t.home, sessionId)
+    const result = events.find((e) => e.type === 'tool/result')
+    expect(result?.data).toMatchObject({ name: 'bash', error: { code: 'CANCELLED' } })
+    expect(JSON.stringify(result?.data.message)).toContain('the tool call was cancelled before it finished.')
+    expect(events.findLast((e) => e.type === 'turn/end')?.data).toMatchObject({ reason: 'aborted' })
+  })
+})
+
+describe.each(able('fork'))('fork through the $name', { timeout: 90_000 }, (surface) => {
+  it('copies the preset of the source session', async () => {
+    t.mock.enqueue(reply.text('First.'))
+    const dsh = await surface.start()
+    const sessionId = await dsh.newSession('danger-full-access')
+    expect(await dsh.prompt(sessionId, 'one')).toBe(COMPLETED[surface.name])
+    const fork = await dsh.fork?.(sessionId)
+    expect(fork).toBeDefined()
+    expect(fork).not.toBe(sessionId)
+    await dsh.close()
+    expect((await presetsLogged(fork as string)).at(-1)).toEqual({ preset: 'danger-full-access' })
+    expect((await readSessionLog(t.home, fork as string)).header).toMatchObject({ forkedFrom: sessionId })
+  })
+})
+
+describe.each(able('search'))('search through the $name', { timeout: 90_000 }, (surface) => {
+  it('finds the session by a part of its folder', async () => {
+    t.mock.enqueue(reply.text('Hello.'))
+    const dsh = await surface.start()
+    const sessionId = await dsh.newSession()
+    await dsh.prompt(sessionId, 'hello')
+    expect(await dsh.search?.(path.basename(t.work))).toContain(sessionId)
+    expect(await dsh.search?.('no-folder-has-this-name')).not.toContain(sessionId)
+    await dsh.close()
+  })
+})
+
+describe.each(able('setPreset'))('session settings through the $name', { timeout: 90_000 }, (surface) => {
+  it('a per-session preset change is logged and survives resume in a new process', async () => {
+    const first = await surface.start()
+    const sessionId = await first.newSession()
+    await first.setPreset?.(sessionId, 'read-only')
+    await first.close()
+    expect((await presetsLogged(sessionId)).at(-1)).toEqual({ preset: 'read-only' })
+    const second = await surface.start()
+    expect(await second.resumePreset?.(sessionId)).toBe('read-only')
+    await second.close()
+  })
+})
+
+describe.each(able('answerQuestions'))('questions through the $name', { timeout: 90_000 }, (surface) => {
+  it('a question reaches the client and its answer reaches the model', async () => {
+    const question = { question: 'Which colour?', header: 'Colour', options: [{ label: 'red' }, { label: 'blue' }] }
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]),
+      reply.text('Blue it is.'),
+    )
+    const dsh = await surface.start()
+    const sessionId = await dsh.newSession()
+    const asked = dsh.answerQuestions?.([{ question: 'Which colour?', selected: ['blue'] }])
+    expect(await dsh.prompt(sessionId, 'ask me')).toBe(COMPLETED[surface.name])
+    expect(asked?.()).toEqual([[question]])
+    const toolMessage = t.mock.requests[1]?.body.messages.find((m: Message) => m.role === 'tool')
+    expect(JSON.stringify(toolMessage.content)).toContain('blue')
+    await dsh.close()
+  })
+})
