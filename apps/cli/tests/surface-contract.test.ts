@@ -121,6 +121,11 @@ async function startWeb(): Promise<Driver> {
       expect((await api('PATCH', `/api/sessions/${sessionId}`, { permissionPreset: preset })).status).toBe(200)
     },
     async resumePreset(sessionId) {
+      // A stored session opens read-only; the first message resumes it in this process.
+      subscribe(sessionId)
+      const from = frames.length
+      expect((await api('POST', `/api/sessions/${sessionId}/messages`, { text: 'go on' })).status).toBe(202)
+      await frame(isEvent(sessionId, 'turn/end'), from)
       return (await session(sessionId)).permissionPreset
     },
     answerQuestions(answers) {
@@ -282,6 +287,7 @@ describe.each(able('setPreset'))('session settings through the $name', { timeout
     await first.setPreset?.(sessionId, 'read-only')
     await first.close()
     expect((await presetsLogged(sessionId)).at(-1)).toEqual({ preset: 'read-only' })
+    t.mock.enqueue(reply.text('Resumed.'))
     const second = await surface.start()
     expect(await second.resumePreset?.(sessionId)).toBe('read-only')
     await second.close()
