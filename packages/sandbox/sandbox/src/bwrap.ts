@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { type Context, Schema } from '@dsh/cordis'
 import { Placeholders } from './placeholders.ts'
-import { bwrapArguments, protectedPathStates, reaperArguments, SECCOMP_FD } from './profile.ts'
+import { bwrapArguments, protectedPathStates, reaperArguments, SECCOMP_FD, writableRoots } from './profile.ts'
 import {
   NETWORK_MODES,
   type NetworkAttachment,
@@ -69,6 +69,8 @@ export class BwrapSandbox extends Sandbox {
   private availability: Promise<SandboxAvailability> | undefined
   /** The absolute path of bwrap, once the self-check found it. */
   private program: string | undefined
+  /** The absolute path of nsenter, looked up on the first command that joins a network namespace. */
+  private nsenter: Promise<string | undefined> | undefined
   /** The folder (0700) holding the seccomp filter, once the self-check wrote it. */
   private filterFolder: string | undefined
   private readonly placeholders = new Placeholders()
@@ -112,7 +114,8 @@ export class BwrapSandbox extends Sandbox {
         refused: `the command needs the ${policy.mode} sandbox, which is unavailable here (${reason}), so it was not run`,
       }
     }
-    const states = await protectedPathStates(policy)
+    const roots = await writableRoots(policy)
+    const states = await protectedPathStates(policy, roots)
     const planted = states.find((item) => item.state === 'symlink')
     if (planted) {
       return {
@@ -146,7 +149,7 @@ export class BwrapSandbox extends Sandbox {
       prefix = attached.prefix
     }
     const hidden = { paths: this.settings.hiddenPaths, secretFiles: this.settings.secretFiles }
-    const bwrapOptions = await bwrapArguments(policy, cwd, hidden, network)
+    const bwrapOptions = await bwrapArguments(policy, cwd, hidden, network, roots)
     const filter = path.join(this.filterFolder, FILTER_FILE)
     return { argv: [...prefix, ...withSeccompFd(filter), this.program, ...bwrapOptions, '--', ...argv], release }
   }
@@ -162,7 +165,8 @@ export class BwrapSandbox extends Sandbox {
         refused: `the command asks for network "${mode}", but the sandbox network service (@dsh/sandbox-network) is not running, so it was not run`,
       }
     }
-    const nsenter = await findExecutable(this.settings.nsenterPath)
+    this.nsenter ??= findExecutable(this.settings.nsenterPath)
+    const nsenter = await this.nsenter
     if (!nsenter) {
       return {
         refused: `the command asks for network "${mode}", which needs nsenter (util-linux), and it was not found, so it was not run`,

@@ -25,17 +25,20 @@ export interface ProtectedPathState {
  * the inherited mounts are locked, also for root), the host read-only, a fresh
  * /dev and /proc, a private /tmp, the writable roots bound back (parents
  * first), the protected paths read-only over them, the hidden paths masked,
- * the network unshared unless allowed, and the seccomp filter on fd 3.
+ * the network unshared (or, with an attachment, its settings), and the
+ * seccomp filter on fd 3. `roots`: the policy's `writableRoots()`, when the
+ * caller has them already.
  */
 export async function bwrapArguments(
   policy: SandboxPolicy,
   cwd: string,
   hidden: HiddenPaths,
   network?: NetworkAttachment,
+  roots?: string[],
 ): Promise<string[]> {
   const args = ['--unshare-user', '--disable-userns', '--cap-drop', 'ALL']
   args.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp')
-  const roots = await writableRoots(policy)
+  roots ??= await writableRoots(policy)
   const dir = await canonical(cwd)
   // The private /tmp hides the host's; a working directory there must stay visible.
   if (!roots.some((root) => within(dir, root))) args.push('--ro-bind-try', dir, dir)
@@ -76,10 +79,9 @@ export function reaperArguments(cwd: string, asRoot: boolean, interactive: boole
   return args
 }
 
-/** Where each protected path stands: a symlink in its place is reported, never followed. */
-export async function protectedPathStates(policy: SandboxPolicy): Promise<ProtectedPathState[]> {
+/** Where each protected path stands (`roots`: the policy's `writableRoots()`); a symlink in its place is reported, never followed. */
+export async function protectedPathStates(policy: SandboxPolicy, roots: string[]): Promise<ProtectedPathState[]> {
   if (policy.mode !== 'workspace-write') return []
-  const roots = await writableRoots(policy)
   const states: ProtectedPathState[] = []
   for (const item of unique(policy.protectedPaths.map((entry) => path.resolve(entry)))) {
     let state: ProtectedPathState['state']
@@ -99,7 +101,8 @@ export async function protectedPathStates(policy: SandboxPolicy): Promise<Protec
   return states
 }
 
-async function writableRoots(policy: SandboxPolicy): Promise<string[]> {
+/** The writable roots of a policy, canonical, parents first (none outside workspace-write). */
+export async function writableRoots(policy: SandboxPolicy): Promise<string[]> {
   if (policy.mode !== 'workspace-write') return []
   return byDepth(unique(await Promise.all(policy.writableRoots.map(canonical))))
 }
