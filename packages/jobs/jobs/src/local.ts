@@ -59,13 +59,9 @@ export class LocalJobs extends Jobs {
     this.settings = config
     ctx.effect(() => () => this.stopAll(), 'jobs: kill every job')
     // A session's jobs end with it (a web session unloaded, an SDK session closed), not only with dsh.
-    ctx.on('session/closed', async (session) => {
-      const running = [...this.jobs.values()].filter(
-        (record) => record.sessionId === session.id && record.status.state === 'running',
-      )
-      for (const record of running) record.killing = true
-      await Promise.allSettled(running.map((record) => record.handle.kill()))
-    })
+    ctx.on('session/closed', (session) =>
+      this.killRunning([...this.jobs.values()].filter((record) => record.sessionId === session.id)),
+    )
   }
 
   start(spec: JobStartSpec): JobId {
@@ -203,11 +199,15 @@ export class LocalJobs extends Jobs {
   private async stopAll(): Promise<void> {
     this.disposed = true
     const records = [...this.jobs.values()]
-    for (const record of records) if (record.status.state === 'running') record.killing = true
-    await Promise.allSettled(
-      records.map((record) => (record.status.state === 'running' ? record.handle.kill() : undefined)),
-    )
+    await this.killRunning(records)
     await Promise.allSettled(records.map((record) => record.finished))
+  }
+
+  /** Kills those of `records` still running; they end as `killed`. */
+  private async killRunning(records: JobRecord[]): Promise<void> {
+    const running = records.filter((record) => record.status.state === 'running')
+    for (const record of running) record.killing = true
+    await Promise.allSettled(running.map((record) => record.handle.kill()))
   }
 }
 
