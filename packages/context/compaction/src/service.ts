@@ -1,7 +1,7 @@
 import type { Agent } from '@dsh/agent'
 import { type Context, Service } from '@dsh/cordis'
 import { completeText, type Message } from '@dsh/llm'
-import { messageOf, newMessageId, type Session, type SessionEvent } from '@dsh/session'
+import { messageOf, newMessageId, type Session, type SessionEvent, textMessage } from '@dsh/session'
 import type { CompactionConfig } from './config.ts'
 import { contextTokens, estimateTokens } from './measure.ts'
 import { pairsIntact, prunable, resultChars, type Retention, SUMMARY_PLUGIN, summarisable, unitsOf } from './plan.ts'
@@ -227,23 +227,11 @@ export class Compaction extends Service {
       sessionId: agent.id,
       signal: AbortSignal.any([signal, this.stopped.signal]),
       messages: [
-        {
-          id: newMessageId(),
-          role: 'system',
-          source: { kind: 'system' },
-          content: [{ type: 'text', text: this.config.prompt }],
-        },
-        {
-          id: newMessageId(),
-          role: 'user',
-          source: { kind: 'plugin', plugin: SUMMARY_PLUGIN },
-          content: [
-            {
-              type: 'text',
-              text: `The conversation to summarise:\n\n<conversation>\n${conversation}\n</conversation>`,
-            },
-          ],
-        },
+        textMessage('system', this.config.prompt, { kind: 'system' }),
+        textMessage('user', `The conversation to summarise:\n\n<conversation>\n${conversation}\n</conversation>`, {
+          kind: 'plugin',
+          plugin: SUMMARY_PLUGIN,
+        }),
       ],
     })
     const summary = reply.text.trim()

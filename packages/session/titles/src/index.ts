@@ -1,7 +1,7 @@
 import type {} from '@dsh/agent'
 import { type Context, Schema, Service } from '@dsh/cordis'
 import { completeText, type Message } from '@dsh/llm'
-import { newMessageId, type Session, type SessionEvent } from '@dsh/session'
+import { type Session, type SessionEvent, textMessage } from '@dsh/session'
 
 /** The `session/title` event is a wire type (`@dsh/wire-types`). */
 export type { TitleSource } from '@dsh/wire-types'
@@ -152,18 +152,8 @@ export class SessionTitles extends Service {
         sessionId: session.id,
         signal: controller.signal,
         messages: [
-          {
-            id: newMessageId(),
-            role: 'system',
-            source: { kind: 'system' },
-            content: [{ type: 'text', text: this.config.prompt }],
-          },
-          {
-            id: newMessageId(),
-            role: 'user',
-            source: { kind: 'user' },
-            content: [{ type: 'text', text: text.slice(0, this.config.maxInputChars) }],
-          },
+          textMessage('system', this.config.prompt, { kind: 'system' }),
+          textMessage('user', text.slice(0, this.config.maxInputChars), { kind: 'user' }),
         ],
       })
       const title = normalizeTitle(reply.text, this.config.maxTitleChars)
