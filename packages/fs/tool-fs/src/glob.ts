@@ -3,7 +3,7 @@ import { callTarget, defineTool, textArgument, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { MAX_PATH_LENGTH } from './files.ts'
-import { cutFooter, nullSeparated, type RgOutcome, rgFailure, runRipgrep, searchRoot } from './ripgrep.ts'
+import { cutFooter, nullSeparated, rgFailure, ripgrepIn, searchRoot } from './ripgrep.ts'
 
 /** Version-control folders never listed. */
 const VCS_FOLDERS = ['.git', '.svn', '.hg', '.bzr', '.jj', '.sl']
@@ -58,18 +58,7 @@ export function globTool(ctx: Context, config: FsToolsConfig) {
       const rgArgs = ['--files', '--null', '--hidden', '--no-require-git', '--sortr=modified', `--glob=${args.pattern}`]
       for (const folder of VCS_FOLDERS) rgArgs.push(`--glob=!${folder}`)
       if (config.globIncludeIgnored) rgArgs.push('--no-ignore')
-      rgArgs.push(...root.excludes, '--', root.target)
-
-      let outcome: RgOutcome
-      try {
-        outcome = await runRipgrep(rgArgs, {
-          cwd: root.cwd,
-          signal: run.signal,
-          maxOutputBytes: config.searchMaxOutputBytes,
-        })
-      } finally {
-        root.close()
-      }
+      const outcome = await ripgrepIn(root, rgArgs, { signal: run.signal, maxOutputBytes: config.searchMaxOutputBytes })
       const found = nullSeparated(outcome.stdout, outcome.overflow).filter(root.allowed)
       // rg exits 1 when nothing matched, and 2 on trouble that may still leave results (an unreadable folder).
       if (outcome.code !== 0 && outcome.code !== 1 && found.length === 0 && !outcome.overflow)

@@ -9,7 +9,7 @@ import {
   nullSeparated,
   type RgOutcome,
   rgFailure,
-  runRipgrep,
+  ripgrepIn,
   type SearchRoot,
   searchRoot,
 } from './ripgrep.ts'
@@ -112,18 +112,8 @@ export function grepTool(ctx: Context, config: FsToolsConfig) {
       } else {
         rgArgs.push(mode === 'count' ? '--count' : '--files-with-matches', '--null')
       }
-      rgArgs.push(...root.excludes, '--regexp', args.pattern, '--', root.target)
-
-      let outcome: RgOutcome
-      try {
-        outcome = await runRipgrep(rgArgs, {
-          cwd: root.cwd,
-          signal: run.signal,
-          maxOutputBytes: config.searchMaxOutputBytes,
-        })
-      } finally {
-        root.close()
-      }
+      rgArgs.push('--regexp', args.pattern)
+      const outcome = await ripgrepIn(root, rgArgs, { signal: run.signal, maxOutputBytes: config.searchMaxOutputBytes })
       const limit = args.head_limit ?? config.grepMaxResults
       const base = { ctx, run, root, outcome, limit, config }
       if (mode === 'content') return content(base, parseJson(outcome, root))

@@ -181,6 +181,22 @@ export async function searchRoot(
   }
 }
 
+/**
+ * Runs rg with `args` over a held search root (its exclusions last among the
+ * globs, then the root), and lets go of the root once rg has exited.
+ */
+export async function ripgrepIn(
+  root: SearchRoot,
+  args: readonly string[],
+  options: { signal: AbortSignal; maxOutputBytes: number },
+): Promise<RgOutcome> {
+  try {
+    return await runRipgrep([...args, ...root.excludes, '--', root.target], { ...options, cwd: root.cwd })
+  } finally {
+    root.close()
+  }
+}
+
 /** rg's own complaint, first lines only, without its `rg: ` prefixes. */
 export function rgComplaint(stderr: string): string {
   const lines = stderr
