@@ -2,16 +2,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { type RecordedRequest, reply } from '@dsh/llm-mock'
 import { describe, expect, it } from 'vitest'
-import { useMockedHeadless } from './support/mocked-headless.ts'
+import { toolTexts, useMockedHeadless } from './support/mocked-headless.ts'
 
 const t = useMockedHeadless()
-
-/** The text of the tool results in a request, in order. */
-function toolTexts(request: RecordedRequest | undefined): string[] {
-  return (request?.body.messages ?? [])
-    .filter((m: { role: string }) => m.role === 'tool')
-    .map((m: { content: string }) => m.content)
-}
 
 const lastToolText = (request: RecordedRequest) => toolTexts(request).at(-1) ?? ''
 

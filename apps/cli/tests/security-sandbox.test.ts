@@ -3,23 +3,16 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { type RecordedRequest, reply } from '@dsh/llm-mock'
+import { reply } from '@dsh/llm-mock'
 import { type HttpTestHost, startHttpTestHost } from '@dsh/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { liveWithMarker } from '../../../packages/shell/shell/tests/processes.ts'
-import { useMockedHeadless } from './support/mocked-headless.ts'
+import { toolTexts, useMockedHeadless } from './support/mocked-headless.ts'
 import { sessionLogText } from './support/session-log.ts'
 
 // Attacks a prompt-injected model would make, issued as bash calls through the
 // real headless bin. CI runs as root, so every fence here holds for root.
 const t = useMockedHeadless()
-
-/** The text of the tool results in a request, in order. */
-function toolTexts(request: RecordedRequest | undefined): string[] {
-  return (request?.body.messages ?? [])
-    .filter((m: { role: string }) => m.role === 'tool')
-    .map((m: { content: string }) => m.content)
-}
 
 /** Runs one headless task whose model makes one bash call with `command`, and returns that call's result text. */
 async function bash(command: string, args: string[] = []): Promise<{ text: string; code: number; stderr: string }> {

@@ -3,22 +3,16 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { type RecordedRequest, reply } from '@dsh/llm-mock'
+import { reply } from '@dsh/llm-mock'
 import { type HttpTestHost, runDsh, startHttpTestHost } from '@dsh/testkit'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { liveWithMarker } from '../../../packages/shell/shell/tests/processes.ts'
-import { useMockedHeadless } from './support/mocked-headless.ts'
+import { toolTexts, useMockedHeadless } from './support/mocked-headless.ts'
 
 // The same attacks as security-sandbox.test.ts, with dsh run as an ordinary
 // user (nobody) instead of root: the sandbox must not depend on who runs dsh.
 const t = useMockedHeadless()
 const NOBODY = { uid: 65534, gid: 65534 }
-
-function toolTexts(request: RecordedRequest | undefined): string[] {
-  return (request?.body.messages ?? [])
-    .filter((m: { role: string }) => m.role === 'tool')
-    .map((m: { content: string }) => m.content)
-}
 
 beforeEach(() => {
   // The user's own home and workspace.

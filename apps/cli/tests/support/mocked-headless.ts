@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
-import { type MockLlm, startMockLlm } from '@dsh/llm-mock'
+import { type MockLlm, type RecordedRequest, startMockLlm } from '@dsh/llm-mock'
 import { type DshResult, runDsh, tempDir } from '@dsh/testkit'
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest'
 
@@ -48,4 +48,11 @@ export function useMockedHeadless(): MockedHeadless {
   })
   afterEach(() => cleanup())
   return t
+}
+
+/** The text of the tool results a model request carried, in order. */
+export function toolTexts(request: RecordedRequest | undefined): string[] {
+  return (request?.body.messages ?? [])
+    .filter((m: { role: string }) => m.role === 'tool')
+    .map((m: { content: string }) => m.content)
 }
