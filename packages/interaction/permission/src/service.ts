@@ -3,7 +3,13 @@ import os from 'node:os'
 import path from 'node:path'
 import { type Context, ExclusiveSlot, Schema, Service } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
-import { NETWORK_MODES, type NetworkDecision, type NetworkMode, type NetworkTarget } from '@dsh/sandbox'
+import {
+  NETWORK_MODES,
+  type NetworkDecision,
+  type NetworkMode,
+  type NetworkTarget,
+  unconfinedPolicy,
+} from '@dsh/sandbox'
 import {
   type ApprovalAnswer,
   type PreToolDecision,
@@ -237,7 +243,7 @@ export class PermissionService extends Service {
   sandboxPolicy(run: PermissionRun, options: SandboxPolicyOptions = {}): SandboxPolicy {
     const preset = this.preset(run.sessionId)
     if (preset === 'danger-full-access' || options.escalated === true) {
-      return { mode: 'off', writableRoots: [], protectedPaths: [], network: 'on' }
+      return unconfinedPolicy()
     }
     const network = this.networkFor(run.sessionId, options.call)
     if (preset === 'read-only') return { mode: 'read-only', writableRoots: [], protectedPaths: [], ...network }

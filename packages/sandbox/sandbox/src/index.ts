@@ -17,6 +17,7 @@ export {
   SandboxNetwork,
   type SandboxMode,
   type SandboxPolicy,
+  unconfinedPolicy,
   type WrapOptions,
   type WrapResult,
 } from './seam.ts'

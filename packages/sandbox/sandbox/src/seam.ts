@@ -15,6 +15,11 @@ export type SandboxMode = 'read-only' | 'workspace-write' | 'off'
 
 export const SANDBOX_MODES: readonly SandboxMode[] = ['read-only', 'workspace-write', 'off']
 
+/** No confinement (danger-full-access, an approved escalation, a terminal): the sandbox only reaps. */
+export function unconfinedPolicy(): SandboxPolicy {
+  return { mode: 'off', writableRoots: [], protectedPaths: [], network: 'on' }
+}
+
 /** How a confined command reaches the network; see `SandboxPolicy.network`. */
 export type NetworkMode = 'off' | 'proxy' | 'on'
 

@@ -3,6 +3,7 @@ import { closeSync, constants, openSync } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { isAbsolute } from 'node:path'
 import { type Context, Schema } from '@dsh/cordis'
+import { unconfinedPolicy } from '@dsh/sandbox'
 import pty from 'node-pty'
 import { AnsiStripper } from './ansi.ts'
 import { OutputBuffer } from './buffer.ts'
@@ -230,12 +231,7 @@ export class LocalTerminals extends Terminals {
   private async reaped(argv: string[], cwd: string): Promise<string[]> {
     const sandbox = this.home.get('sandbox')
     if (!sandbox) return argv
-    const wrapped = await sandbox.wrap(
-      argv,
-      { mode: 'off', writableRoots: [], protectedPaths: [], network: 'on' },
-      cwd,
-      { interactive: true },
-    )
+    const wrapped = await sandbox.wrap(argv, unconfinedPolicy(), cwd, { interactive: true })
     return 'argv' in wrapped ? wrapped.argv : argv
   }
 
