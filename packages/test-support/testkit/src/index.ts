@@ -53,9 +53,20 @@ function launchLine(args: string[], options: DshOptions): { program: string; arg
   chmodSync(mount, 0o755)
   const launcher = path.join(mount, path.relative(repoRoot, dshLauncher))
   const { uid, gid } = options.asUser
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash script, not a template
-  const script =
-    'mount --bind "$1" "$2" && shift 2 && exec setpriv --reuid="$1" --regid="$2" --clear-groups "$3" "${@:4}"'
+  // A tmpfs anyone may enter, with each top-level entry of the checkout bound into it: the checkout's own
+  // folder may be private (mktemp -d), its contents are not.
+  const script = [
+    'mount -t tmpfs -o mode=755 dsh-checkout "$2" || exit 1',
+    'for entry in "$1"/* "$1"/.[!.]*; do',
+    '  [ -e "$entry" ] || continue',
+    '  target="$2/$(basename "$entry")"',
+    '  if [ -d "$entry" ]; then mkdir "$target"; else : > "$target"; fi',
+    '  mount --bind "$entry" "$target" || exit 1',
+    'done',
+    'shift 2',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash script, not a template
+    'exec setpriv --reuid="$1" --regid="$2" --clear-groups "$3" "${@:4}"',
+  ].join('\n')
   return {
     program: 'unshare',
     argv: [
