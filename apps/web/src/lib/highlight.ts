@@ -26,7 +26,10 @@ hljs.registerAliases(['md'], { languageName: 'markdown' })
 hljs.registerAliases(['rs'], { languageName: 'rust' })
 hljs.registerAliases(['patch'], { languageName: 'diff' })
 
-/** Highlighted HTML for code (escaped plain text when the language is unknown). */
+/**
+ * Highlighted HTML for code (escaped plain text when the language is unknown).
+ * @public imported on demand by markdown.ts
+ */
 export function highlight(code: string, language: string | undefined): string {
   const lang = language?.trim().split(/\s+/, 1)[0]?.toLowerCase()
   if (lang && hljs.getLanguage(lang)) return hljs.highlight(code, { language: lang, ignoreIllegals: true }).value

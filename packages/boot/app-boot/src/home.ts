@@ -8,10 +8,6 @@ export function resolveHome(env: NodeJS.ProcessEnv = process.env): string {
   return path.resolve(fromEnv ? fromEnv : path.join(os.homedir(), '.dsh'))
 }
 
-export function homePath(home: string, ...segments: string[]): string {
-  return path.join(home, ...segments)
-}
-
 /** Creates a private folder (0700) and its missing parents. */
 export async function ensurePrivateDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 })

@@ -20,12 +20,6 @@ export function parseYaml(text: string, label: string): unknown {
   return doc.toJS({ maxAliasCount: 100 })
 }
 
-export interface Commented {
-  value: unknown
-  /** Comment lines to print before a list item, keyed by item path (indexes). */
-  comments: Map<string, string>
-}
-
 /** Prints a value as YAML, with `comments` attached before list items by path ("0", "3.1"). */
 export function stringifyYaml(value: unknown, comments: Map<string, string> = new Map()): string {
   const doc = new Document(value, options)

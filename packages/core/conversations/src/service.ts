@@ -9,7 +9,7 @@ import { Session, type SessionEvent, type SessionId } from '@dsh/session'
 import type {} from '@dsh/session-catalog'
 import type { OpenedLog, SessionPersistence } from '@dsh/session-persistence'
 import type {} from '@dsh/session-titles'
-import { busy, ConversationError, invalid, notFound, unavailable } from './errors.ts'
+import { busy, invalid, notFound, unavailable } from './errors.ts'
 import { listConversations, type ListQuery, type ListPage } from './listing.ts'
 
 declare module '@dsh/cordis' {
@@ -442,5 +442,3 @@ function loggedSettings(events: readonly SessionEvent[]): Partial<AgentOptions> 
   }
   return {}
 }
-
-export { ConversationError }

@@ -2,8 +2,6 @@ import path from 'node:path'
 import { FileSystemError, type ResolvedPath, type ResolveOptions } from './seam.ts'
 import { release, type Walked, walk } from './walk.ts'
 
-export { errno } from './walk.ts'
-
 function invalid(given: string, message: string): FileSystemError {
   return new FileSystemError('INVALID_PATH', given, message)
 }
