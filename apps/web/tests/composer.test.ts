@@ -91,3 +91,38 @@ describe('composer', { timeout: TEST_TIMEOUT_MS }, () => {
     await t.screenshot('zoom-200-drawer')
   })
 })
+
+describe('composer: workspace commands', { timeout: TEST_TIMEOUT_MS }, () => {
+  const t = useWebApp({
+    files: {
+      '.claude/commands/review.md':
+        '---\ndescription: Review a pull request\nargument-hint: <number>\n---\nReview pull request $ARGUMENTS with care.\n',
+    },
+  })
+
+  it('offers the workspace commands after the built-in ones and sends /review expanded; the message shows as typed', async () => {
+    t.script(reply.text('Review done.'))
+    const { page } = t
+    await page.goto(t.url)
+    const box = composer(page)
+    await box.fill('/')
+    const commands = page.getByRole('listbox', { name: 'Commands' })
+    await commands.getByRole('option', { name: /\/review <number>/ }).waitFor()
+    expect(await commands.getByRole('option').allTextContents()).toEqual([
+      expect.stringContaining('/compact'),
+      expect.stringContaining('/new'),
+      expect.stringContaining('/model'),
+      expect.stringMatching(/\/review <number>.*Review a pull request \(project\)/),
+    ])
+    await box.pressSequentially('rev')
+    await box.press('Tab')
+    expect(await box.inputValue()).toBe('/review ')
+    await box.pressSequentially('42')
+    await box.press('Enter')
+    await page.getByText('Review done.').waitFor()
+    const request = t.mock.requests.find((r) => r.body?.tools?.length)
+    expect(JSON.stringify(request?.body.messages.at(-1))).toContain('Review pull request 42 with care.')
+    await page.locator('[data-node="user"]').getByText('/review 42').waitFor()
+    await t.screenshot('composer-workspace-command')
+  })
+})

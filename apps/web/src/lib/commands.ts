@@ -15,7 +15,7 @@ export interface ParsedCommand {
   arg: string
 }
 
-/** A known `/command` line; anything else (skills such as `/review` included) goes to the model as text. */
+/** A built-in `/command` line; anything else goes to the server, which expands the workspace's own commands (prompt files, skills). */
 export function parseCommand(text: string): ParsedCommand | undefined {
   const match = text.trim().match(/^\/(\S+)(?:\s+([\s\S]*))?$/)
   const spec = match && COMMANDS.find((c) => c.name === match[1])

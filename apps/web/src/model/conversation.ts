@@ -178,7 +178,10 @@ export class ConversationModel {
       const { plugin, form } = message.source
       this.put({ kind: 'context', key, plugin, text, ...(form ? { form } : {}) })
     } else if (message.source.kind === 'user') {
-      this.put({ kind: 'user', key, text, images: imagesOf(message.content), time })
+      // A command shows as typed (`/review 42`); the model got its expanded prompt.
+      const { command } = message.source
+      const typed = command ? `/${command.name}${command.args ? ` ${command.args}` : ''}` : text
+      this.put({ kind: 'user', key, text: typed, images: imagesOf(message.content), time })
     }
   }
 

@@ -205,6 +205,17 @@ export class AcpServer {
     }
   }
 
+  /** `available_commands_update`, sent once the session's id has reached the client. */
+  private announceCommands(state: AcpSession): void {
+    const availableCommands = this.ctx.conversations.commands({ sessionId: state.agent.id }).map((command) => ({
+      name: command.name,
+      description: command.description,
+      ...(command.argumentHint ? { input: { hint: command.argumentHint } } : {}),
+    }))
+    if (availableCommands.length)
+      setImmediate(() => this.send(state, [{ sessionUpdate: 'available_commands_update', availableCommands }]))
+  }
+
   private initialize(params: acp.InitializeRequest): acp.InitializeResponse {
     this.capabilities = params.clientCapabilities ?? {}
     return {
@@ -296,7 +307,9 @@ export class AcpServer {
     const servers = this.mcpServers(params.mcpServers, cwd)
     const network = networkOf(params._meta)
     const agent = await this.ctx.conversations.create({ cwd, ...(network ? { network } : {}) })
-    await this.connectMcp(this.adopt(agent), servers)
+    const state = this.adopt(agent)
+    await this.connectMcp(state, servers)
+    this.announceCommands(state)
     return { sessionId: agent.id, modes: this.modes(agent.id) }
   }
 
@@ -319,6 +332,7 @@ export class AcpServer {
     state.updates = updates
     for (const event of await this.ctx.conversations.events(id)) this.send(state, updates.replay(event))
     await this.connectMcp(state, servers)
+    this.announceCommands(state)
     return { modes: this.modes(id) }
   }
 

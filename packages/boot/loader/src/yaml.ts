@@ -20,6 +20,18 @@ export function parseYaml(text: string, label: string): unknown {
   return doc.toJS({ maxAliasCount: 100 })
 }
 
+const FRONTMATTER = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/
+
+/**
+ * Splits Markdown that starts with a `---` YAML block (SKILL.md, command files)
+ * into the parsed block and the body after it; `undefined` when there is none.
+ */
+export function splitFrontmatter(text: string, label: string): { data: unknown; body: string } | undefined {
+  const match = FRONTMATTER.exec(text)
+  if (!match) return undefined
+  return { data: parseYaml(match[1] as string, label), body: text.slice(match[0].length) }
+}
+
 /** Prints a value as YAML, with `comments` attached before list items by path ("0", "3.1"). */
 export function stringifyYaml(value: unknown, comments: Map<string, string> = new Map()): string {
   const doc = new Document(value, options)

@@ -1,5 +1,6 @@
 import type {
   ApprovalDecision,
+  CommandInfo,
   ConnectionTest,
   DirListing,
   Info,
@@ -117,6 +118,11 @@ export class DshApi {
 
   files(query: { cwd?: string; query?: string; limit?: number }): Promise<{ files: string[]; truncated: boolean }> {
     return this.call('GET', `/api/files${search(query)}`)
+  }
+
+  /** Commands callable as `/name args` in a workspace (the launch folder when none is given). */
+  commands(cwd?: string): Promise<{ commands: CommandInfo[] }> {
+    return this.call('GET', `/api/commands${search({ cwd })}`)
   }
 
   dirs(path?: string, hidden = false): Promise<DirListing> {

@@ -20,6 +20,7 @@ import type {
 export type {
   ApprovalDecision,
   Branded,
+  CommandInfo,
   ContentBlock,
   Delta,
   EarlierHistory,

@@ -195,7 +195,10 @@ export class LoopAgent implements Agent {
       this.openStep = { turn, step }
       const config = await this.ctx.waterfall('agent/request', this, info, async () => ({ ...this.options }))
       this.reconcileSystem(config)
-      for (const message of pending) this.session.append('user/message', { message })
+      for (const given of pending) {
+        const message = await this.ctx.waterfall('agent/user-message', this, given, async () => given)
+        this.session.append('user/message', { message })
+      }
       pending = []
       // The turn's input is stored before anything of the turn is shown (its events and its first delta);
       // the request goes out meanwhile. Later steps are not held.

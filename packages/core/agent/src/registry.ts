@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { type Context, emitIsolated, Schema, Service } from '@dsh/cordis'
-import { type LlmFailure, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
+import { type LlmFailure, type Message, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
 import { isPlainObject, parseYaml } from '@dsh/loader/compose'
 import { closersForOpenTurn, type Session, type SessionEvent, type SessionId } from '@dsh/session'
 import type {} from '@dsh/cmdline'
@@ -38,6 +38,8 @@ declare module '@dsh/cordis' {
     'agent/error'(agent: Agent, error: unknown): void
     /** @mode waterfall: before each step; return `{kind:'reject'}` to end the turn instead. */
     'agent/pre-step'(agent: Agent, step: StepInfo, next: () => Promise<PreStepDecision>): Promise<PreStepDecision>
+    /** @mode waterfall: a user message about to be logged for a step; a listener may return a rewritten one (`/command` expansion). */
+    'agent/user-message'(agent: Agent, message: Message, next: () => Promise<Message>): Promise<Message>
     /** @mode waterfall: the model settings of the step's request. */
     'agent/request'(agent: Agent, step: StepInfo, next: () => Promise<RequestConfig>): Promise<RequestConfig>
     /** @mode waterfall: a model call failed; return `{kind:'retry', delayMs}` to try again. */

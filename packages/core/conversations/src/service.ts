@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises'
 import { type Agent, type AgentOptions, summarizeTurns, type TurnSummary } from '@dsh/agent'
+import type { CommandInfo } from '@dsh/commands'
 import type {} from '@dsh/compaction'
 import { type Context, Service } from '@dsh/cordis'
 import type { Message, ReasoningEffort } from '@dsh/llm'
@@ -350,6 +351,15 @@ export class Conversations extends Service {
       await agent.whenIdle()
       return agent.session.events.filter((e) => e.seq >= from)
     })
+  }
+
+  /**
+   * What the user can call as `/name args`: in an open session's workspace, or
+   * in a folder before any session exists there (none without ctx.commands).
+   */
+  commands(where: { sessionId: string } | { cwd: string }): CommandInfo[] {
+    const cwd = 'cwd' in where ? where.cwd : this.agent(where.sessionId).session.meta.cwd
+    return this.home.get('commands')?.list(cwd) ?? []
   }
 
   /** Shortens the history of an open, idle session (`ctx.compaction`). */

@@ -1,3 +1,4 @@
+export type * from './commands.ts'
 export type * from './events.ts'
 export type * from './json.ts'
 export type * from './messages.ts'

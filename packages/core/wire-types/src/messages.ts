@@ -13,9 +13,12 @@ export type ContentBlock =
 
 export type Role = 'system' | 'user' | 'assistant'
 
-/** Where a message came from. `model` carries the route and model that produced an assistant message. */
+/**
+ * Where a message came from. `model` carries the route and model that produced an assistant message;
+ * `user` carries the `/name args` the user typed when the text is a command's expanded prompt.
+ */
 export type MessageSource =
-  | { kind: 'user' }
+  | { kind: 'user'; command?: { name: string; args: string } }
   | { kind: 'system' }
   | { kind: 'model'; provider: string; model: string }
   | { kind: 'tool'; name: string }

@@ -88,6 +88,7 @@ const FilesQuery = z.object({
   query: z.string().max(1000).default(''),
   limit: z.coerce.number().int().min(1).max(1000).default(50),
 })
+const CommandsQuery = z.object({ cwd: z.string().optional() })
 const DirsQuery = z.object({ path: z.string().optional(), hidden: z.enum(['0', '1', 'true', 'false']).optional() })
 
 /**
@@ -176,6 +177,12 @@ export function apply(ctx: Context, config: WebApiConfig) {
     }
     const { files, truncated } = await cached.listing
     return { files: rankFiles(files, q.query, q.limit), truncated }
+  })
+
+  server.route(ctx, 'GET', '/api/commands', async (request) => {
+    const q = parseWith(CommandsQuery, Object.fromEntries(request.query), 'query')
+    const cwd = q.cwd ? await existingFolder(q.cwd, 'cwd') : launchCwd
+    return { commands: ctx.conversations.commands({ cwd }) }
   })
 
   server.route(ctx, 'GET', '/api/dirs', async (request) => {

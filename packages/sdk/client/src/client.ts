@@ -4,6 +4,7 @@ import {
   type ApprovalRequestParams,
   type ApprovalResult,
   type ClientMethod,
+  type CommandSummary,
   ConnectionClosedError,
   type Delta,
   ErrorCodes,
@@ -221,6 +222,11 @@ export class DshClient {
     return (await this.request('session/events', { sessionId, ...(afterSeq === undefined ? {} : { afterSeq }) })).events
   }
 
+  /** What the session can call as `/name args` in a prompt: prompt-file commands and skills. */
+  async commands(sessionId: string): Promise<CommandSummary[]> {
+    return (await this.request('session/commands', { sessionId })).commands
+  }
+
   /** Stops the session's agent and saves it; its event streams end. */
   async closeSession(sessionId: string): Promise<void> {
     await this.request('session/close', { sessionId })
@@ -327,6 +333,10 @@ export class Session {
 
   readEvents(afterSeq?: number): Promise<WireEvent[]> {
     return this.client.readEvents(this.id, afterSeq)
+  }
+
+  commands(): Promise<CommandSummary[]> {
+    return this.client.commands(this.id)
   }
 
   fork(turn?: number): Promise<Session> {

@@ -10,6 +10,7 @@ export {
 export {
   type ApprovalRequestParams,
   type ApprovalResult,
+  type CommandSummary,
   ConnectionClosedError,
   ErrorCodes,
   type InitializeResult,

@@ -117,6 +117,15 @@ export const PromptResult = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 })
 export const SessionRefParams = z.object({ sessionId })
+export const CommandSummary = z.object({
+  name: z.string(),
+  description: z.string(),
+  argumentHint: z.string().optional(),
+  /** Where it comes from: `project`, `user`, `project:<subfolder>`, `skill`. */
+  scope: z.string(),
+})
+/** Commands callable as `/name args` in a session's `session/prompt` text. */
+export const SessionCommandsResult = z.object({ commands: z.array(CommandSummary) })
 export const SessionEventsParams = z.object({ sessionId, afterSeq: z.number().int().min(-1).optional() })
 export const SessionEventsResult = z.object({ events: z.array(WireEvent) })
 
@@ -131,6 +140,7 @@ export const ClientMethods = {
   'session/cancel': { params: SessionRefParams, result: empty },
   'session/events': { params: SessionEventsParams, result: SessionEventsResult },
   'session/close': { params: SessionRefParams, result: empty },
+  'session/commands': { params: SessionRefParams, result: SessionCommandsResult },
   shutdown: { params: empty, result: empty },
 } as const
 

@@ -23,6 +23,7 @@ export type WireEvent = z.output<typeof S.WireEvent>
 export type Usage = Required<TokenUsage>
 export type ModelSummary = z.output<typeof S.ModelSummary>
 export type SessionSummary = z.output<typeof S.SessionSummary>
+export type CommandSummary = z.output<typeof S.CommandSummary>
 export type StopReason = z.output<typeof S.StopReason>
 export type InitializeParams = z.input<typeof S.InitializeParams>
 export type InitializeResult = z.output<typeof S.InitializeResult>

@@ -180,6 +180,7 @@ export class SdkServer {
       await this.conversations.close(p.sessionId)
       return {}
     },
+    'session/commands': async (p) => ({ commands: this.conversations.commands({ sessionId: p.sessionId }) }),
     shutdown: async () => {
       await this.stop()
       setImmediate(this.onStopped)

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
-import { isPlainObject, parseYaml } from '@dsh/loader/compose'
+import { isPlainObject, splitFrontmatter } from '@dsh/loader/compose'
 
 export interface Skill {
   name: string
@@ -31,19 +31,18 @@ export interface ParsedSkill {
 
 export const SKILL_FILE = 'SKILL.md'
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
-const FRONTMATTER = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/
 
 /**
  * Splits a SKILL.md into its YAML frontmatter (`name`, `description`) and
  * body. Throws an error saying what is wrong, naming the file.
  */
 export function parseSkill(text: string, file: string): ParsedSkill {
-  const match = FRONTMATTER.exec(text)
-  if (!match)
+  const split = splitFrontmatter(text, file)
+  if (!split)
     throw new Error(
       `${file} has no YAML frontmatter: it must start with a "---" line, then name and description, then "---"`,
     )
-  const data = parseYaml(match[1] as string, file)
+  const { data, body } = split
   if (!isPlainObject(data)) throw new Error(`${file}: the frontmatter must be a mapping with name and description`)
   const { name, description } = data
   if (typeof name !== 'string' || !name.trim()) throw new Error(`${file}: the frontmatter has no name`)
@@ -53,7 +52,7 @@ export function parseSkill(text: string, file: string): ParsedSkill {
     )
   if (typeof description !== 'string' || !description.trim())
     throw new Error(`${file}: the frontmatter has no description`)
-  return { name: name.trim(), description: description.trim().replace(/\s+/g, ' '), body: text.slice(match[0].length) }
+  return { name: name.trim(), description: description.trim().replace(/\s+/g, ' '), body }
 }
 
 export interface DiscoverOptions {

@@ -1,4 +1,5 @@
 import path from 'node:path'
+import type {} from '@dsh/commands'
 import { type Context, Schema } from '@dsh/cordis'
 import { projectFolders } from '@dsh/system-prompt'
 import { defineTool, textArgument, ToolError } from '@dsh/tools'
@@ -121,6 +122,29 @@ export function apply(ctx: Context, config: SkillsConfig) {
       },
     }),
   )
+
+  // Each skill is also callable as `/name args` where ctx.commands exists: its instructions become the prompt.
+  ctx.plugin({
+    name: 'skills-as-commands',
+    inject: ['commands'],
+    apply: (ctx: Context) => {
+      ctx.commands.register(ctx, 'skills', {
+        list: (cwd) =>
+          discover(cwd).skills.map((skill) => ({
+            name: skill.name,
+            description: skill.description.slice(0, config.maxDescriptionChars),
+            scope: 'skill',
+          })),
+        expand: (name, args, cwd) => {
+          const skill = discover(cwd).skills.find((s) => s.name === name)
+          if (!skill) return undefined
+          const body = parseSkill(readSkillFile(skill.file, config.maxFileBytes), skill.file).body
+          const request = args ? `\n\nApply the skill to: ${args}` : '\n\nApply the skill to the task at hand.'
+          return `${renderSkill(skill, body)}${request}`
+        },
+      })
+    },
+  })
 }
 
 function renderCatalog(skills: readonly Skill[], maxDescriptionChars: number): string | undefined {

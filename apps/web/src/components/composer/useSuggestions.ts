@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'react'
+import type { CommandInfo } from '@dsh/web-client'
 import { useApp } from '../../hooks/app-context.ts'
 import { COMMANDS } from '../../lib/commands.ts'
 import { useStore } from '../../lib/store.ts'
@@ -19,6 +20,21 @@ export function useSuggestions(trigger: Trigger | undefined, cwd: string | undef
   const info = useStore(app.info)
   const [files, setFiles] = useState<{ query: string; list: string[] }>({ query: '', list: [] })
   const mentionQuery = trigger?.kind === 'mention' ? trigger.query : undefined
+  const [workspaceCommands, setWorkspaceCommands] = useState<{ cwd: string | undefined; list: CommandInfo[] }>()
+  const wantsCommands = trigger?.kind === 'command'
+
+  // The workspace's own commands (prompt files, skills), fetched once per folder when `/` is typed.
+  useEffect(() => {
+    if (!wantsCommands || (workspaceCommands && workspaceCommands.cwd === cwd)) return
+    let live = true
+    app.api.commands(cwd).then(
+      ({ commands }) => live && setWorkspaceCommands({ cwd, list: commands }),
+      () => live && setWorkspaceCommands({ cwd, list: [] }),
+    )
+    return () => {
+      live = false
+    }
+  }, [app, cwd, wantsCommands, workspaceCommands])
 
   useEffect(() => {
     if (mentionQuery === undefined) return
@@ -38,12 +54,21 @@ export function useSuggestions(trigger: Trigger | undefined, cwd: string | undef
   if (!trigger) return []
   const query = trigger.query.toLowerCase()
   switch (trigger.kind) {
-    case 'command':
-      return COMMANDS.filter((c) => c.name.startsWith(query)).map((c) => ({
+    case 'command': {
+      const builtIn = COMMANDS.filter((c) => c.name.startsWith(query)).map((c) => ({
         value: c.name,
         label: `/${c.name}${c.args ? ` ${c.args}` : ''}`,
         detail: c.description,
       }))
+      const own = (workspaceCommands && workspaceCommands.cwd === cwd ? workspaceCommands.list : [])
+        .filter((c) => c.name.toLowerCase().startsWith(query) && !COMMANDS.some((b) => b.name === c.name))
+        .map((c) => ({
+          value: c.name,
+          label: `/${c.name}${c.argumentHint ? ` ${c.argumentHint}` : ''}`,
+          detail: `${c.description} (${c.scope})`,
+        }))
+      return [...builtIn, ...own]
+    }
     case 'model':
       return (info?.models ?? [])
         .filter((m) => m.toLowerCase().includes(query))
