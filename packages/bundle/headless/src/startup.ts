@@ -32,6 +32,10 @@ export interface HeadlessStartup {
   maxSteps?: number
   /** The network of sandboxed commands for this run; the permission row's per-preset default when absent. */
   network?: NetworkMode
+  /** Trust the current directory for this run: its project MCP servers and hooks may run. */
+  trustWorkspace: boolean
+  /** MCP files (`{ "mcpServers": ... }`) whose servers start for this run, as given on the command line. */
+  mcpConfig: string[]
 }
 
 const PRESETS = ['read-only', 'workspace-write', 'danger-full-access'] as const
@@ -64,6 +68,16 @@ export function apply(ctx: Context) {
       `network of sandboxed commands: ${NETWORK_MODES.join(', ')} (default proxy under workspace-write: allowed registries only)`,
     )
     .option('--max-steps <n>', 'model calls the task may make before it stops with an error (default 200)')
+    .option(
+      '--trust-workspace',
+      'trust the current directory for this run: its .mcp.json servers and project hooks may run (headless cannot ask)',
+    )
+    .option(
+      '--mcp-config <file>',
+      'start the MCP servers of this file ({"mcpServers": ...}); repeatable',
+      (file: string, files: string[]) => [...files, file],
+      [] as string[],
+    )
   const startup = parseCmdline(ctx, program, ({ args, options }): HeadlessStartup => {
     const stdin = args.includes('-')
     const task = args
@@ -81,6 +95,8 @@ export function apply(ctx: Context) {
       reasoning: options.reasoning === true,
       verbose: options.verbose === true,
       continue: options.continue === true,
+      trustWorkspace: options.trustWorkspace === true,
+      mcpConfig: Array.isArray(options.mcpConfig) ? options.mcpConfig.map(String) : [],
     }
     if (value.continue && options.resume !== undefined)
       program.error('error: --continue and --resume cannot be used together')
