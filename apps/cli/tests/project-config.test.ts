@@ -174,3 +174,55 @@ describe('workspace trust and the project .mcp.json', () => {
     expect((await wire.shutdown()).code).toBe(0)
   })
 })
+
+describe('instructions and skills users already keep', () => {
+  const systemOf = (request = 0): string => String(t.mock.requests[request]?.body.messages[0]?.content ?? '')
+
+  async function files(entries: Record<string, string>, base = t.work) {
+    for (const [name, content] of Object.entries(entries)) {
+      await mkdir(path.dirname(path.join(base, name)), { recursive: true })
+      await writeFile(path.join(base, name), content)
+    }
+  }
+
+  it('reads CLAUDE.md in a folder without AGENTS.md, and only AGENTS.md where both exist', async () => {
+    const sub = path.join(t.work, 'pkg')
+    await files({
+      '.git/HEAD': 'ref: refs/heads/main\n',
+      'CLAUDE.md': 'ROOT-CLAUDE-MARKER',
+      'pkg/AGENTS.md': 'PKG-AGENTS-MARKER',
+      'pkg/CLAUDE.md': 'PKG-CLAUDE-MARKER',
+    })
+    t.mock.enqueue(reply.text('Noted.'))
+    const result = await runDsh(['--profile', 'headless', 'hello'], { home: t.home, cwd: sub, env: t.env() })
+    expect(result.code).toBe(0)
+    const system = systemOf()
+    expect(system).toContain('ROOT-CLAUDE-MARKER')
+    expect(system).toContain('PKG-AGENTS-MARKER')
+    expect(system).not.toContain('PKG-CLAUDE-MARKER')
+  })
+
+  it('CLAUDE.md is not read once fallbackFileNames is emptied', async () => {
+    await files({ 'CLAUDE.md': 'ROOT-CLAUDE-MARKER' })
+    const patch = path.join(t.root, 'no-claude.yml')
+    await writeFile(patch, JSON.stringify([{ id: 'instructions', config: { fallbackFileNames: [] } }]))
+    t.mock.enqueue(reply.text('Noted.'))
+    expect((await t.headless(['--patch', patch, 'hello'])).code).toBe(0)
+    expect(systemOf()).not.toContain('ROOT-CLAUDE-MARKER')
+  })
+
+  it('lists skills from .claude/skills, .agents/skills and ~/.agents/skills', async () => {
+    const home = path.join(t.root, 'user-home')
+    const skill = (name: string) => `---\nname: ${name}\ndescription: The ${name} skill.\n---\nDo ${name}.\n`
+    await files({
+      '.git/HEAD': 'ref: refs/heads/main\n',
+      '.claude/skills/claude-one/SKILL.md': skill('claude-one'),
+      '.agents/skills/agents-one/SKILL.md': skill('agents-one'),
+    })
+    await files({ '.agents/skills/home-one/SKILL.md': skill('home-one') }, home)
+    t.mock.enqueue(reply.text('Noted.'))
+    expect((await t.headless(['hello'], { HOME: home })).code).toBe(0)
+    const system = systemOf()
+    for (const name of ['claude-one', 'agents-one', 'home-one']) expect(system).toContain(`The ${name} skill.`)
+  })
+})

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { type Context, Schema } from '@dsh/cordis'
 import type {} from '@dsh/session'
@@ -10,6 +11,7 @@ export { readCapped, type ReadOutcome } from './read.ts'
 export interface InstructionsConfig {
   homeFile: string
   fileNames: string[]
+  fallbackFileNames: string[]
   maxFileBytes: number
   maxTotalBytes: number
   order: number
@@ -23,6 +25,11 @@ export const Config: Schema<InstructionsConfig> = Schema.object({
     .default(['AGENTS.md'])
     .description(
       'The instruction file names looked for in each folder from the project root down to the workspace; each one found loads, in this order.',
+    ),
+  fallbackFileNames: Schema.array(Schema.string())
+    .default(['CLAUDE.md'])
+    .description(
+      'Read in a folder where none of fileNames exists (CLAUDE.md for projects written for Claude Code); empty: never.',
     ),
   maxFileBytes: Schema.natural()
     .min(1)
@@ -54,7 +61,11 @@ export function apply(ctx: Context, config: InstructionsConfig) {
     const files: Array<Omit<InstructionFile, 'outcome'>> = []
     if (config.homeFile) files.push({ path: path.resolve(config.homeFile), scope: 'user' })
     for (const folder of projectFolders(cwd).folders) {
-      for (const fileName of config.fileNames) files.push({ path: path.join(folder, fileName), scope: 'project' })
+      const primary = config.fileNames.map((fileName) => path.join(folder, fileName))
+      const names = primary.some((file) => existsSync(file))
+        ? primary
+        : config.fallbackFileNames.map((fileName) => path.join(folder, fileName))
+      for (const file of names) files.push({ path: file, scope: 'project' })
     }
     const loaded = loadInstructions(files, config)
     for (const file of loaded) {

@@ -1,3 +1,4 @@
+import os from 'node:os'
 import path from 'node:path'
 import type {} from '@dsh/commands'
 import { type Context, Schema } from '@dsh/cordis'
@@ -29,7 +30,8 @@ export const Config: Schema<SkillsConfig> = Schema.object({
     .default(['.dsh/skills'])
     .description(
       'Folders holding skill folders (<root>/<name>/SKILL.md), highest priority first: a name found in an earlier root wins. ' +
-        'Relative roots resolve against the project root (the nearest folder with .git, else the workspace). The base bundle adds $DSH_HOME/skills after the project root.',
+        'Relative roots resolve against the project root (the nearest folder with .git, else the workspace), ~/ against the home folder. ' +
+        'The base bundle reads .dsh/skills, .claude/skills, .agents/skills, then $DSH_HOME/skills and ~/.agents/skills.',
     ),
   maxDescriptionChars: Schema.natural()
     .min(1)
@@ -56,7 +58,9 @@ export function apply(ctx: Context, config: SkillsConfig) {
 
   const discover = (cwd: string): Discovery => {
     const project = projectFolders(cwd).root ?? path.resolve(cwd)
-    const roots = config.roots.map((root) => path.resolve(project, root))
+    const roots = config.roots.map((root) =>
+      root === '~' || root.startsWith('~/') ? path.join(os.homedir(), root.slice(1)) : path.resolve(project, root),
+    )
     const found = scanner.discover({ roots, maxFileBytes: config.maxFileBytes })
     for (const skipped of found.skipped) {
       if (reported.has(skipped.key)) continue
