@@ -104,6 +104,15 @@ describe('workspace trust and the project .mcp.json', () => {
     expect(second?.[0]?.content).toBe('5')
   })
 
+  it('a malformed project .mcp.json is reported and skipped; the run goes on', async () => {
+    await writeFile(path.join(t.work, '.mcp.json'), '{"mcpServers": ')
+    t.mock.enqueue(reply.text('Still here.'))
+    const result = await t.headless(['--trust-workspace', 'hello'])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe('Still here.\n')
+    expect(result.stderr).toContain(`${path.join(t.work, '.mcp.json')} is not readable JSON`)
+  })
+
   it('a malformed --mcp-config file fails the run, naming the file and the server', async () => {
     const file = path.join(t.root, 'bad.json')
     await writeFile(file, JSON.stringify({ mcpServers: { 'bad name!': { command: 'x' } } }))

@@ -36,6 +36,8 @@ export function readHooksFile(file: string): ParsedHooksFile | undefined {
     if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
     throw new Error(`${file} cannot be read: ${errorMessage(error)}`)
   }
+  // An empty file (e.g. the mount point the sandbox leaves for a protected path) holds no hooks.
+  if (!text.trim()) return { commands: [], skipped: [] }
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

@@ -43,7 +43,10 @@ export interface McpFileServers {
 export function readMcpFile(file: string, env: NodeJS.ProcessEnv = process.env): McpFileServers {
   let parsed: unknown
   try {
-    parsed = JSON.parse(readFileSync(file, 'utf8'))
+    const text = readFileSync(file, 'utf8')
+    // An empty file (e.g. the mount point the sandbox leaves for a protected path) names no servers.
+    if (!text.trim()) return { file, servers: {}, skipped: [] }
+    parsed = JSON.parse(text)
   } catch (error) {
     throw new Error(`mcp: ${file} is not readable JSON: ${errorMessage(error)}`)
   }
@@ -132,10 +135,16 @@ export function apply(ctx: Context, config: McpConfigFilesConfig) {
       ),
     )
   }
-  // Read all at load, so a malformed file fails the row loudly, naming the file.
+  // The files the user named are read at load, so a malformed one fails the row loudly, naming the file.
   const given = config.files.map((file) => readMcpFile(path.resolve(folder, file)))
   const projectFile = config.projectFile ? path.resolve(folder, config.projectFile) : undefined
-  const project = projectFile && existsSync(projectFile) ? readMcpFile(projectFile) : undefined
+  let project: McpFileServers | undefined
+  try {
+    project = projectFile && existsSync(projectFile) ? readMcpFile(projectFile) : undefined
+  } catch (error) {
+    // A repository's own file is not the user's config: a broken one is reported, never fatal.
+    logger.warn('%s; its servers were not started', errorMessage(error))
+  }
   for (const found of given) void start(found)
   if (!project || Object.keys(project.servers).length === 0) return
   const pending = project
