@@ -49,6 +49,7 @@ const LAZY_PACKAGES = new Set([
   'ws',
   'turndown',
   'import-meta-resolve',
+  '@mariozechner/pi-ai',
 ])
 const LAZY_SPECIFIERS = new Set(['undici'])
 const LAZY_FILES = [/\/zod\/v4\/locales\/index\.js$/]

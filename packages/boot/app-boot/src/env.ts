@@ -11,6 +11,10 @@ export interface DshEnv {
   permissionMode: string | undefined
   /** `DSH_SESSION_TITLES`: `on` or `off`, whether a model call names new sessions. */
   sessionTitles: string | undefined
+  /** `DSH_PROVIDER`: the model route new agents use; `openai-compatible` when only `DSH_BASE_URL` is set. */
+  provider: string | undefined
+  /** `DSH_BASE_URL`: the endpoint of that route (any OpenAI-compatible server when no provider is named). */
+  baseURL: string | undefined
 }
 
 export function readDshEnv(env: NodeJS.ProcessEnv = process.env): DshEnv {
@@ -19,5 +23,7 @@ export function readDshEnv(env: NodeJS.ProcessEnv = process.env): DshEnv {
     model: value('DSH_MODEL'),
     permissionMode: value('DSH_PERMISSION_MODE'),
     sessionTitles: value('DSH_SESSION_TITLES'),
+    provider: value('DSH_PROVIDER') ?? (value('DSH_BASE_URL') ? 'openai-compatible' : undefined),
+    baseURL: value('DSH_BASE_URL'),
   }
 }

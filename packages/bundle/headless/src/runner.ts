@@ -43,6 +43,7 @@ export function apply(ctx: Context) {
     let agent: Agent
     const overrides = {
       ...(startup.model ? { model: startup.model } : {}),
+      ...(startup.provider ? { provider: startup.provider } : {}),
       ...(startup.maxSteps ? { maxSteps: startup.maxSteps } : {}),
     }
     const resume = startup.continue ? await latestSessionHere() : startup.resume

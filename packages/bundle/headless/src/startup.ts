@@ -24,6 +24,10 @@ export interface HeadlessStartup {
   /** Continue the most recent stored session started in the current directory. */
   continue: boolean
   model?: string
+  /** The model route (`deepseek`, `anthropic`, `openai`, `google`, `openrouter`, `openai-compatible`, ...). */
+  provider?: string
+  /** The endpoint of that route; alone it means an OpenAI-compatible server. */
+  baseURL?: string
   /** Permission preset for this run; the permission row's default when absent. */
   permission?: 'read-only' | 'workspace-write' | 'danger-full-access'
   /** What happens to a call outside the preset: `ask` (denied here, since headless cannot ask) or `never`. */
@@ -55,6 +59,11 @@ export function apply(ctx: Context) {
     .option('--resume <sessionId>', 'continue a stored session with this task')
     .option('-c, --continue', 'continue the most recent stored session started in this directory')
     .option('--model <id>', 'the model to use (default from the agent config, e.g. deepseek-v4-flash)')
+    .option(
+      '--provider <route>',
+      'the model route: deepseek, anthropic, openai, google, openrouter or openai-compatible (default deepseek)',
+    )
+    .option('--base-url <url>', "the route's endpoint; without --provider, an OpenAI-compatible server at that URL")
     .option(
       '--permission <preset>',
       `what tools may do without asking: ${PRESETS.join(', ')} (default workspace-write)`,
@@ -106,6 +115,22 @@ export function apply(ctx: Context) {
       value.resume = options.resume
     }
     if (typeof options.model === 'string') value.model = options.model
+    if (typeof options.baseUrl === 'string') {
+      let url: URL | undefined
+      try {
+        url = new URL(options.baseUrl)
+      } catch {
+        // reported below
+      }
+      if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+        program.error(`error: --base-url needs an http(s) URL, got "${options.baseUrl}"`)
+      value.baseURL = options.baseUrl
+    }
+    if (typeof options.provider === 'string') {
+      if (!/^[a-z0-9][a-z0-9._-]*$/i.test(options.provider))
+        program.error(`error: --provider needs a route name such as anthropic, got "${options.provider}"`)
+      value.provider = options.provider
+    } else if (value.baseURL) value.provider = 'openai-compatible'
     if (options.permission !== undefined) {
       const preset = PRESETS.find((p) => p === options.permission)
       if (!preset)

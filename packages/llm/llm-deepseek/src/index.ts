@@ -38,16 +38,10 @@ function checkConfiguredURL(value: string | undefined, field: string): void {
   if ('failure' in parsed) throw new Error(parsed.failure.message)
 }
 
-/** Registers the `deepseek` route, and `openai-compatible` when `openaiCompatible.baseURL` is set. */
-export function apply(ctx: Context, config: DeepSeekConfig) {
-  // An empty string in a patch file means "unset".
-  const fixedBaseURL = config.baseURL?.trim() || undefined
-  const compatibleBaseURL = config.openaiCompatible.baseURL?.trim() || undefined
-  checkConfiguredURL(fixedBaseURL, 'baseURL')
-  checkConfiguredURL(compatibleBaseURL, 'openaiCompatible.baseURL')
-
+/** Secrets by name for a model adapter: `ctx.credentials` when it is mounted, then the environment. */
+export function credentialLookup(ctx: Context): SecretLookup {
   const credentials = () => ctx.get('credentials') as unknown as CredentialSource | undefined
-  const lookup: SecretLookup = {
+  return {
     async get(key) {
       const service = credentials()
       const stored = typeof service?.get === 'function' ? await service.get(key) : undefined
@@ -61,6 +55,17 @@ export function apply(ctx: Context, config: DeepSeekConfig) {
       return `set ${key} in the environment, in $DSH_HOME/.credentials.yaml, or in $DSH_HOME/.env`
     },
   }
+}
+
+/** Registers the `deepseek` route, and `openai-compatible` when `openaiCompatible.baseURL` is set. */
+export function apply(ctx: Context, config: DeepSeekConfig) {
+  // An empty string in a patch file means "unset".
+  const fixedBaseURL = config.baseURL?.trim() || undefined
+  const compatibleBaseURL = config.openaiCompatible.baseURL?.trim() || undefined
+  checkConfiguredURL(fixedBaseURL, 'baseURL')
+  checkConfiguredURL(compatibleBaseURL, 'openaiCompatible.baseURL')
+
+  const lookup = credentialLookup(ctx)
 
   let pool!: HttpPool
   ctx.effect(() => {

@@ -56,6 +56,14 @@ export class LlmRuntime extends Service {
     return this.routes.get(route)?.models() ?? []
   }
 
+  /** Asks the route's server which models it offers (see `LlmAdapter.discoverModels`); rejects for an unknown route. */
+  async discoverModels(route: string, signal?: AbortSignal): Promise<ModelInfo[]> {
+    const adapter = this.routes.get(route)
+    if (!adapter)
+      throw new Error(`no model route "${route}" is registered (known: ${this.routes.keys().join(', ') || 'none'})`)
+    return adapter.discoverModels(signal)
+  }
+
   modelInfo(route: string, model: string): ModelInfo | undefined {
     return this.models(route).find((m) => m.id === model)
   }

@@ -83,6 +83,15 @@ export abstract class LlmAdapter {
     return []
   }
 
+  /**
+   * The models the server offers, asked of it where it has a listing
+   * (`GET /models`); the known catalog otherwise. May reject with a
+   * message for users (unreachable server, refused key).
+   */
+  async discoverModels(_signal?: AbortSignal): Promise<ModelInfo[]> {
+    return this.models()
+  }
+
   retryPolicy(): RetryPolicy | undefined {
     return undefined
   }

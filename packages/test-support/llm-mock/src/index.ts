@@ -14,3 +14,13 @@ export type {
   ToolCallSpec,
   UsageSpec,
 } from './types.ts'
+export { OPENAI_CHAT_FIELDS } from './server.ts'
+export {
+  anthropicStream,
+  geminiStream,
+  json,
+  modelList,
+  responsesStream,
+  type WireReplySpec,
+} from './wires.ts'
+export type { EventsReply, JsonReply, WireEvent } from './types.ts'

@@ -13,7 +13,42 @@ export interface MockLlmOptions {
   port?: number
   /** How long the server keeps an idle connection open. Default: Node's (5 s). */
   keepAliveTimeoutMs?: number
+  /**
+   * More routes the mock answers from its script besides the chat completions paths, e.g.
+   * `(method, path) => method === 'POST' && path === '/v1/messages'` for an Anthropic mock.
+   */
+  routes?: (method: string, path: string) => boolean
+  /**
+   * A strict server: a chat completions body with a top-level field outside this list is refused with
+   * 400 naming the field, before any script runs (as strict OpenAI-compatible servers do).
+   */
+  strictFields?: readonly string[]
 }
+
+/** The request fields of OpenAI's chat completions API, for `strictFields`. */
+export const OPENAI_CHAT_FIELDS: readonly string[] = [
+  'model',
+  'messages',
+  'stream',
+  'stream_options',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'n',
+  'stop',
+  'presence_penalty',
+  'frequency_penalty',
+  'logit_bias',
+  'logprobs',
+  'top_logprobs',
+  'response_format',
+  'seed',
+  'user',
+]
 
 export interface MockLlm {
   /** Base URL (`http://127.0.0.1:<port>`), for `DEEPSEEK_BASE_URL` or an adapter's `baseURL`. */
@@ -94,7 +129,8 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
     requests.push(record)
     notify(requestWaiters)
 
-    if (record.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
+    const completions = record.method === 'POST' && COMPLETION_PATHS.has(path)
+    if (!completions && !options.routes?.(record.method, path)) {
       record.answer = 'not-found'
       sendJson(res, 404, {
         error: {
@@ -104,10 +140,24 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
       })
       return
     }
-    if (body === undefined || typeof body !== 'object') {
+    if (completions && (body === undefined || typeof body !== 'object')) {
       record.answer = 'bad-request'
       sendJson(res, 400, {
         error: { message: 'llm-mock: the request body is not a JSON object', type: 'invalid_request_error' },
+      })
+      return
+    }
+
+    const unknown = completions && options.strictFields ? unknownField(body, options.strictFields) : undefined
+    if (unknown !== undefined) {
+      record.answer = 'unknown-field'
+      sendJson(res, 400, {
+        error: {
+          message: `Unrecognized request argument supplied: ${unknown}`,
+          type: 'invalid_request_error',
+          param: unknown,
+          code: null,
+        },
       })
       return
     }
@@ -172,6 +222,32 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
           mergeOptions(answer.reply, answer),
           requestId,
           { end: 'stall', limit: answer.after },
+        )
+      case 'json': {
+        if (answer.delayMs) {
+          const gone = new AbortController()
+          res.on('close', () => gone.abort())
+          try {
+            await sleep(answer.delayMs, undefined, { signal: gone.signal })
+          } catch {
+            return
+          }
+        }
+        res.writeHead(answer.status ?? 200, {
+          'content-type': 'application/json',
+          'x-request-id': requestId,
+          ...answer.headers,
+        })
+        res.end(JSON.stringify(answer.body))
+        return
+      }
+      case 'events':
+        return stream(
+          res,
+          answer.events.map((e) => `${e.event ? `event: ${e.event}\n` : ''}data: ${JSON.stringify(e.data)}`),
+          { ...answer, keepAlive: answer.keepAlive ?? false },
+          requestId,
+          { end: 'end', raw: true },
         )
       case 'raw':
         return stream(res, answer.lines, { ...answer, keepAlive: answer.keepAlive ?? false }, requestId, {
@@ -243,6 +319,11 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
   }
 }
 
+function unknownField(body: unknown, known: readonly string[]): string | undefined {
+  if (body === null || typeof body !== 'object') return undefined
+  return Object.keys(body).find((key) => !known.includes(key))
+}
+
 function mergeOptions(inner: StreamOptions, outer: StreamOptions): StreamOptions {
   return {
     delayMs: outer.delayMs ?? inner.delayMs,
@@ -308,7 +389,9 @@ async function stream(
       }
     }
     const event = events[i] as string
-    if (plan.raw) await write(event.startsWith('data:') ? `${event}\n\n` : `${event}\n`)
+    // A `data:` line, or a named event with its data, ends the event with a blank line.
+    const complete = event.startsWith('data:') || (event.startsWith('event:') && event.includes('\ndata:'))
+    if (plan.raw) await write(complete ? `${event}\n\n` : `${event}\n`)
     else await write(`data: ${event}\n\n`)
     if (keepAlive && (i + 1) % KEEP_ALIVE_EVERY === 0) await write(': keep-alive\n\n')
   }

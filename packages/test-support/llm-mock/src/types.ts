@@ -15,7 +15,7 @@ export interface RecordedRequest {
   /** The body as received. */
   rawBody: string
   /** What the mock answered: the reply kind, `unscripted` when the script ran out, or `not-found`. */
-  answer: MockReply['kind'] | 'unscripted' | 'not-found' | 'bad-request'
+  answer: MockReply['kind'] | 'unscripted' | 'not-found' | 'bad-request' | 'unknown-field'
 }
 
 /** A tool call the model "makes". Object arguments are sent as their JSON text. */
@@ -107,7 +107,30 @@ export interface RawReply extends StreamOptions {
   keepAlive?: boolean
 }
 
-export type MockReply = CompletionReply | ErrorReply | CutReply | StallReply | RawReply
+/** A plain JSON answer (a search API, a non-streamed Messages reply, a `/models` listing). */
+export interface JsonReply {
+  kind: 'json'
+  body: unknown
+  /** Default 200. */
+  status?: number
+  headers?: Record<string, string>
+  /** Wait this long before answering; the answer is dropped when the client goes away first. */
+  delayMs?: number
+}
+
+/** One server-sent event of another provider's wire: an optional `event:` name and a JSON `data:` payload. */
+export interface WireEvent {
+  event?: string
+  data: unknown
+}
+
+/** A stream of named SSE events, as Anthropic, Gemini and OpenAI's Responses API send them (no `[DONE]`). */
+export interface EventsReply extends StreamOptions {
+  kind: 'events'
+  events: WireEvent[]
+}
+
+export type MockReply = CompletionReply | ErrorReply | CutReply | StallReply | RawReply | JsonReply | EventsReply
 
 /** A queued answer: a reply, or a function that picks one from the request. */
 export type MockScript = MockReply | ((request: RecordedRequest) => MockReply | Promise<MockReply>)
