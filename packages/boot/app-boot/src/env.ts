@@ -15,6 +15,8 @@ export interface DshEnv {
   provider: string | undefined
   /** `DSH_BASE_URL`: the endpoint of that route (any OpenAI-compatible server when no provider is named). */
   baseURL: string | undefined
+  /** `DSH_WEB_SEARCH_PROVIDER`: the provider `web_search` uses (`deepseek`, `exa`, `perplexity`). */
+  webSearchProvider: string | undefined
 }
 
 export function readDshEnv(env: NodeJS.ProcessEnv = process.env): DshEnv {
@@ -25,5 +27,6 @@ export function readDshEnv(env: NodeJS.ProcessEnv = process.env): DshEnv {
     sessionTitles: value('DSH_SESSION_TITLES'),
     provider: value('DSH_PROVIDER') ?? (value('DSH_BASE_URL') ? 'openai-compatible' : undefined),
     baseURL: value('DSH_BASE_URL'),
+    webSearchProvider: value('DSH_WEB_SEARCH_PROVIDER'),
   }
 }

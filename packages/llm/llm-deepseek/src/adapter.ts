@@ -1,3 +1,4 @@
+import type { SecretLookup } from '@dsh/credentials/lookup'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { Agent, type Dispatcher, post } from './http.ts'
 import {
@@ -15,14 +16,6 @@ import { type ModelEntry, modelInfo, type ReasoningParams } from './config.ts'
 import { httpFailure, isConnectTimeout, networkDetail, providerMessage, requestIdOf } from './errors.ts'
 import { buildBody } from './request.ts'
 import { ChunkMapper } from './response.ts'
-
-/** Secrets and settings by name: the credentials service when there is one, then the environment. */
-export interface SecretLookup {
-  /** The value, or `undefined` when unset. May throw (an unreadable credentials file). */
-  get(name: string): Promise<string | undefined>
-  /** Where a user can set `name`, for messages. */
-  places(name: string): string
-}
 
 /** Why a request's controller was aborted. */
 class Stop {

@@ -1,25 +1,21 @@
 import type { Context } from '@dsh/cordis'
 import { failure, type LlmFailure, type RetryPolicy } from '@dsh/llm'
 import manifest from '../package.json' with { type: 'json' }
-import { ChatCompletionsAdapter, HttpPool, type SecretLookup } from './adapter.ts'
+import { credentialLookup } from '@dsh/credentials/lookup'
+import { ChatCompletionsAdapter, HttpPool } from './adapter.ts'
 import { Config, DEFAULT_BASE_URL, type DeepSeekConfig } from './config.ts'
 
 export { Config }
 export type { DeepSeekConfig, ModelEntry, OpenAICompatibleConfig, ReasoningParams, RetryConfig } from './config.ts'
 export { DEFAULT_BASE_URL, DEFAULT_MODELS, DEFAULT_RETRYABLE } from './config.ts'
-export { ChatCompletionsAdapter, HttpPool, type RouteSettings, type SecretLookup } from './adapter.ts'
+export { credentialLookup, type SecretLookup } from '@dsh/credentials/lookup'
+export { ChatCompletionsAdapter, HttpPool, type RouteSettings } from './adapter.ts'
 export { buildBody, toWireMessages, type WireMessage } from './request.ts'
 export { ChunkMapper, mapUsage } from './response.ts'
 export { httpFailure, retryAfterMs } from './errors.ts'
 
 export const name = 'llm-deepseek'
 export const inject = ['llm']
-
-/** What `ctx.credentials` offers, as far as this plugin cares; the service is optional. */
-interface CredentialSource {
-  get(name: string): string | undefined | Promise<string | undefined>
-  places?(name: string): string
-}
 
 function parseBaseURL(value: string, origin: string): { url: URL } | { failure: LlmFailure } {
   try {
@@ -36,25 +32,6 @@ function checkConfiguredURL(value: string | undefined, field: string): void {
   if (value === undefined) return
   const parsed = parseBaseURL(value, `llm-deepseek config ${field}`)
   if ('failure' in parsed) throw new Error(parsed.failure.message)
-}
-
-/** Secrets by name for a model adapter: `ctx.credentials` when it is mounted, then the environment. */
-export function credentialLookup(ctx: Context): SecretLookup {
-  const credentials = () => ctx.get('credentials') as unknown as CredentialSource | undefined
-  return {
-    async get(key) {
-      const service = credentials()
-      const stored = typeof service?.get === 'function' ? await service.get(key) : undefined
-      if (typeof stored === 'string' && stored.length > 0) return stored
-      const env = process.env[key]
-      return env && env.length > 0 ? env : undefined
-    },
-    places(key) {
-      const service = credentials()
-      if (typeof service?.places === 'function') return service.places(key)
-      return `set ${key} in the environment, in $DSH_HOME/.credentials.yaml, or in $DSH_HOME/.env`
-    },
-  }
 }
 
 /** Registers the `deepseek` route, and `openai-compatible` when `openaiCompatible.baseURL` is set. */

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import { ToolError } from '@dsh/tools'
-import { nonPublicReason } from '@dsh/address-rules'
+import { hostAllowed, nonPublicReason } from '@dsh/address-rules'
 
 export interface ResolvedAddress {
   address: string
@@ -48,19 +48,6 @@ export function parseTarget(raw: string, maxUrlLength: number, base?: URL): URL 
   if (url.username || url.password)
     throw new ToolError('WEB_BLOCKED_URL', `${url.origin}: URLs with a user name or password are not fetched`)
   return url
-}
-
-function hostAllowed(host: string, patterns: readonly string[]): boolean {
-  const name = host.toLowerCase().replace(/\.$/, '')
-  return patterns.some((pattern) => {
-    const p = pattern
-      .trim()
-      .toLowerCase()
-      .replace(/^\[|\]$/g, '')
-      .replace(/\.$/, '')
-    if (p.startsWith('*.')) return name.endsWith(p.slice(1))
-    return name === p
-  })
 }
 
 /**
