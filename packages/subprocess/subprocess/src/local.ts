@@ -104,14 +104,16 @@ class LiveProcess {
       () => undefined,
     )
     const stdin = child.stdin
+    const keepOpen = spec.stdin === undefined && spec.openStdin === true
     if (stdin) {
       stdin.on('error', () => {}) // the program may exit without reading its input
-      stdin.end(spec.stdin ?? '')
+      if (!keepOpen) stdin.end(spec.stdin ?? '')
     }
     this.handle = {
       get pid() {
         return child.pid
       },
+      ...(keepOpen && stdin ? { stdin } : {}),
       stdout: child.stdout!,
       stderr: child.stderr!,
       done,
@@ -171,7 +173,7 @@ export class LocalSubprocess extends Subprocess {
       cwd: spec.cwd,
       env: this.environment(spec.env),
       detached: true,
-      stdio: [spec.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      stdio: [spec.stdin === undefined && spec.openStdin !== true ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       windowsHide: true,
     })
     const proc = new LiveProcess(child, spec, this.settings, (pid) =>

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream'
+import type { Readable, Writable } from 'node:stream'
 import { type Context, Service } from '@dsh/cordis'
 
 declare module '@dsh/cordis' {
@@ -16,6 +16,11 @@ export interface ProcessSpec {
   env?: Record<string, string>
   /** Written to stdin, which is then closed. Without it stdin is /dev/null. */
   stdin?: string
+  /**
+   * Keep stdin an open pipe, exposed as `handle.stdin`, for programs spoken to
+   * while they run (language servers). Ignored when `stdin` is given.
+   */
+  openStdin?: boolean
   /** Aborting it kills the whole tree; `done` then reports `cancelled`. */
   signal?: AbortSignal
   /** After this many milliseconds the whole tree is killed; `done` then reports `timedOut`. None by default. */
@@ -44,6 +49,8 @@ export interface ProcessExit {
 export interface ProcessHandle {
   /** Undefined when the process could not be started (`done` then rejects). */
   readonly pid: number | undefined
+  /** The open stdin pipe, only with `openStdin`. */
+  readonly stdin?: Writable
   readonly stdout: Readable
   readonly stderr: Readable
   /**

@@ -49,6 +49,20 @@ async function until(check: () => boolean): Promise<void> {
 }
 
 describe('ctx.subprocess (local)', () => {
+  it('keeps stdin open with openStdin, for a program spoken to while it runs', async () => {
+    await boot()
+    const handle = bash('while read -r line; do echo "got $line"; [ "$line" = bye ] && exit 0; done', {
+      openStdin: true,
+    })
+    const out = collect(handle.stdout)
+    handle.stdin?.write('one\n')
+    await until(() => out.text().includes('got one'))
+    handle.stdin?.write('bye\n')
+    expect((await handle.done).code).toBe(0)
+    expect(out.text()).toBe('got one\ngot bye\n')
+    expect(bash('true').stdin).toBeUndefined()
+  })
+
   it('runs a program and reports its output and exit code', async () => {
     await boot()
     const handle = bash('echo out; echo err >&2; exit 7')
