@@ -3,7 +3,7 @@ import type {} from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
 import type {} from '@dsh/loader'
 import type { SessionEvent, SessionId } from '@dsh/session'
-import type {} from '@dsh/tools'
+import { diagnosticCounts, resultDiagnostics } from '@dsh/tools'
 import type {} from '@dsh/session-persistence'
 import type {} from './startup.ts'
 import { joinTask, readTaskInput } from './stdin.ts'
@@ -73,8 +73,10 @@ export function apply(ctx: Context) {
           const call = (event as SessionEvent<'tool/call'>).data
           err(`→ ${ctx.tools.present(call, session.meta.cwd).title}`)
         } else if (event.type === 'tool/result') {
-          const { name, error } = (event as SessionEvent<'tool/result'>).data
+          const { name, error, meta } = (event as SessionEvent<'tool/result'>).data
           if (error) err(`  ✗ ${name}: ${error.code}: ${error.message}`)
+          const found = resultDiagnostics(meta)
+          if (found?.length) err(`  ⚠ ${name}: ${diagnosticCounts(found)} reported by the language server`)
         }
       }
     })

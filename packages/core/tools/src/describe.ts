@@ -1,4 +1,5 @@
 import path from 'node:path'
+import type { DiagnosticSeverity, FileDiagnostic } from '@dsh/wire-types'
 import type { CallArguments, ToolCallPresentation, ToolDefinition, ToolPresentation } from './types.ts'
 
 /** A call's arguments as the model sent them (a JSON string), parsed; undefined unless they are a JSON object. */
@@ -92,4 +93,34 @@ function attempt<T>(run: () => T): T | undefined {
   } catch {
     return undefined
   }
+}
+
+const SEVERITIES: readonly DiagnosticSeverity[] = ['error', 'warning', 'information', 'hint']
+
+/** The language-server findings a tool result carries in `meta.diagnostics`, if any (malformed entries dropped). */
+export function resultDiagnostics(meta: unknown): FileDiagnostic[] | undefined {
+  if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) return undefined
+  const list = (meta as { diagnostics?: unknown }).diagnostics
+  if (!Array.isArray(list)) return undefined
+  return list.filter(
+    (item): item is FileDiagnostic =>
+      typeof item === 'object' &&
+      item !== null &&
+      typeof item.path === 'string' &&
+      typeof item.message === 'string' &&
+      Number.isInteger(item.line) &&
+      Number.isInteger(item.character) &&
+      SEVERITIES.includes(item.severity),
+  )
+}
+
+/** "2 errors, 1 warning": the count of each severity present, most severe first. */
+export function diagnosticCounts(items: readonly FileDiagnostic[]): string {
+  return SEVERITIES.map((severity) => {
+    const count = items.filter((item) => item.severity === severity).length
+    const noun = severity === 'information' ? 'note' : severity
+    return count ? `${count} ${noun}${count === 1 ? '' : 's'}` : ''
+  })
+    .filter(Boolean)
+    .join(', ')
 }

@@ -6,10 +6,12 @@ export { untilAborted } from './abort.ts'
 export { defineTool, errorMessage, parametersJsonSchema } from './define.ts'
 export {
   callTarget,
+  diagnosticCounts,
   GENERIC_PRESENTATION,
   oneLine,
   parseCallArguments,
   presentCall,
+  resultDiagnostics,
   shownPath,
   textArgument,
 } from './describe.ts'

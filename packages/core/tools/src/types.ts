@@ -4,7 +4,16 @@ import type { ContentBlock, ToolCallId } from '@dsh/llm'
 import type { FileChange, ToolKind, ToolView } from '@dsh/wire-types'
 import type { z } from 'zod'
 
-export type { FileChange, ToolCallPresentation, ToolFailure, ToolKind, ToolResult, ToolView } from '@dsh/wire-types'
+export type {
+  DiagnosticSeverity,
+  FileChange,
+  FileDiagnostic,
+  ToolCallPresentation,
+  ToolFailure,
+  ToolKind,
+  ToolResult,
+  ToolView,
+} from '@dsh/wire-types'
 
 /** One tool call as the model made it. `arguments` is the raw JSON text the model produced. */
 export interface ToolCall {

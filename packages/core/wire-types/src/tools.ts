@@ -18,6 +18,27 @@ export interface ToolResult {
   meta?: JsonValue
 }
 
+export type DiagnosticSeverity = 'error' | 'warning' | 'information' | 'hint'
+
+/**
+ * One finding of a language server about a file, 1-based (`character` in
+ * UTF-16 units). A tool result whose call changed files may carry the new
+ * ones as `meta.diagnostics: FileDiagnostic[]` (added by `@dsh/lsp-diagnostics`);
+ * surfaces show them with the call.
+ */
+export interface FileDiagnostic {
+  /** Absolute path. */
+  path: string
+  line: number
+  character: number
+  severity: DiagnosticSeverity
+  message: string
+  /** The server's code for it, e.g. `TS2322` or `reportAttributeAccessIssue`. */
+  code?: string
+  /** Who reported it, e.g. `typescript` or `Pyright`. */
+  source?: string
+}
+
 /** What a user answers to a request to run a tool outside the session's permission preset. */
 export type ApprovalDecision = 'allow-once' | 'allow-session' | 'reject'
 

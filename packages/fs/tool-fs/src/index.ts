@@ -10,9 +10,9 @@ import { writeTool } from './write.ts'
 
 export { Config, FS_TOOL_NAMES, type FsToolName, type FsToolsConfig }
 export { editDiff, type Replacement } from './diff.ts'
-export { readRecords, type ReadRecord } from './files.ts'
+export { readRecords, type ReadRecord, toolErrorOf } from './files.ts'
 export { imageType, type ImageMediaType } from './image.ts'
-export { nullSeparated, runRipgrep, scrubbedEnv, type RgOutcome } from './ripgrep.ts'
+export { type CutMeta, cutFooter, nullSeparated, runRipgrep, scrubbedEnv, type RgOutcome } from './ripgrep.ts'
 
 export const name = 'tool-fs'
 export const inject = ['tools', 'fs']
