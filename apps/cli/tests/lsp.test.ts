@@ -1,8 +1,10 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type * as acp from '@agentclientprotocol/sdk'
 import { reply } from '@dsh/llm-mock'
 import { describe, expect, it } from 'vitest'
+import { AcpTestClient } from './support/acp.ts'
 import { toolTexts, useMockedHeadless } from './support/mocked-headless.ts'
 import { onlyStoredSession, readSessionLog } from './support/session-log.ts'
 
@@ -203,6 +205,38 @@ describe('the lsp tool and diagnostics through headless', () => {
     expect(results()[1]).toMatch(
       /main\.py:9:15 error reportAssignmentType: Type "float" is not assignable to declared type "str"/,
     )
+  })
+
+  it('sends the diagnostics in the ACP tool call content, under the diff', async () => {
+    files(t.work, TS_PROJECT)
+    patchHome()
+    t.mock.enqueue(
+      reply.toolCalls([{ id: 'call_read', ...read('src/main.ts') }]),
+      reply.toolCalls([{ id: 'call_edit', ...edit('src/main.ts', 'answer: number', 'answer: string') }]),
+      reply.text('Broke it.'),
+    )
+    const client = new AcpTestClient({ home: t.home, cwd: t.work, env: { ...t.env(), ...withServers } })
+    try {
+      await client.initialize()
+      const session = await client.newSession()
+      expect((await client.prompt(session.sessionId, 'break it')).stopReason).toBe('end_turn')
+      const updates = client.updatesOf(session.sessionId) as acp.ToolCallUpdate[]
+      const done = updates.filter((u) => u.toolCallId === 'call_edit').at(-1)
+      expect(done?.status).toBe('completed')
+      const file = path.join(t.work, 'src/main.ts')
+      expect(done?.content).toEqual([
+        { type: 'diff', path: file, oldText: 'answer: number', newText: 'answer: string' },
+        {
+          type: 'content',
+          content: {
+            type: 'text',
+            text: "Language server: 1 error\nsrc/main.ts:8:14 error TS2322: Type 'number' is not assignable to type 'string'.",
+          },
+        },
+      ])
+    } finally {
+      expect((await client.close()).code).toBe(0)
+    }
   })
 
   it('restarts a server that was killed, and says so', async () => {

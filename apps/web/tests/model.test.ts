@@ -350,6 +350,13 @@ describe('diffs', () => {
     expect(parseUnifiedDiff('no diff here')).toBeUndefined()
     expect(additionDiff('n.txt', 'a\nb\n')).toMatchObject({ added: 2, removed: 0 })
   })
+
+  it('ends a diff at an empty line: text after it (a language server report) is not part of it', () => {
+    const diff = parseUnifiedDiff(
+      'Edited a.ts.\n\n--- a.ts\n+++ a.ts\n@@ -1 +1 @@\n-x\n+y\n \n\nLanguage server diagnostics (1 error):\na.ts:1:1 error',
+    )
+    expect(diff?.lines.map((l) => l.kind)).toEqual(['hunk', 'del', 'add', 'context'])
+  })
 })
 
 describe('plain paragraphs', () => {

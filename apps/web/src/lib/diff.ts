@@ -24,6 +24,9 @@ export function parseUnifiedDiff(text: string): FileDiff | undefined {
   let added = 0
   let removed = 0
   for (const line of all.slice(start + 2)) {
+    // Inside a diff even an empty source line has its prefix: an empty line ends it (what follows, such as a
+    // language server's report, is the result's own text).
+    if (line === '') break
     const hunk = line.match(/^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/)
     if (hunk) {
       oldNo = Number(hunk[1])

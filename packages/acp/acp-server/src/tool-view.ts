@@ -1,6 +1,13 @@
 import type { ToolCallContent, ToolCallLocation, ToolKind } from '@agentclientprotocol/sdk'
 import type { ContentBlock } from '@dsh/llm'
-import { parseCallArguments, type ToolCallPresentation, type ToolRuntime } from '@dsh/tools'
+import {
+  diagnosticCounts,
+  formatDiagnostic,
+  parseCallArguments,
+  resultDiagnostics,
+  type ToolCallPresentation,
+  type ToolRuntime,
+} from '@dsh/tools'
 
 /** How a tool call looks to the client: everything but its status and outcome. */
 export interface ToolCallView {
@@ -46,9 +53,21 @@ export class ToolViews {
    * diff (undefined: leave the content as it is); the output of `terminal`
    * and `read` tools is fenced.
    */
-  resultContent(name: string, blocks: readonly ContentBlock[], failed: boolean): ToolCallContent[] | undefined {
+  resultContent(
+    name: string,
+    blocks: readonly ContentBlock[],
+    failed: boolean,
+    call: { arguments: string; meta?: unknown } = { arguments: '' },
+  ): ToolCallContent[] | undefined {
     const { view } = this.present(name, '')
-    if (!failed && view === 'diff') return undefined
+    if (!failed && view === 'diff') {
+      // The language server's findings go under the diff (content replaces the whole list).
+      const found = resultDiagnostics(call.meta)
+      if (!found?.length) return undefined
+      const lines = found.map((item) => formatDiagnostic(item, this.cwd))
+      const text = `Language server: ${diagnosticCounts(found)}\n${lines.join('\n')}`
+      return [...this.view(name, call.arguments).content, { type: 'content', content: { type: 'text', text } }]
+    }
     const out: ToolCallContent[] = []
     const texts = blocks.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text)
     const joined = texts.join('\n')

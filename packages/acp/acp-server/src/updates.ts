@@ -69,7 +69,10 @@ export class SessionUpdates {
         const result = typed.data.message.content.find((b) => b.type === 'tool-result')
         const failed = typed.data.error !== undefined || (result?.type === 'tool-result' && result.isError === true)
         const blocks = result?.type === 'tool-result' ? result.content : []
-        const content = this.views.resultContent(name, blocks, failed)
+        const content = this.views.resultContent(name, blocks, failed, {
+          arguments: this.announced.get(callId)?.arguments ?? '',
+          meta: typed.data.meta,
+        })
         out.push({
           sessionUpdate: 'tool_call_update',
           toolCallId: callId,

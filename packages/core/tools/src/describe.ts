@@ -124,3 +124,15 @@ export function diagnosticCounts(items: readonly FileDiagnostic[]): string {
     .filter(Boolean)
     .join(', ')
 }
+
+/** One finding as a line: `src/a.ts:12:5 error TS2322: message` (tsc's spelling for TypeScript codes). */
+export function formatDiagnostic(item: FileDiagnostic, root: string): string {
+  const code =
+    item.code === undefined
+      ? ''
+      : item.source === 'typescript' && /^\d+$/.test(item.code)
+        ? ` TS${item.code}`
+        : ` ${item.code}`
+  const message = item.message.replace(/\s*\n\s*/g, ' ')
+  return `${shownPath(root, item.path)}:${item.line}:${item.character} ${item.severity}${code}: ${message}`
+}

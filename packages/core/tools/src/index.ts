@@ -7,6 +7,7 @@ export { defineTool, errorMessage, parametersJsonSchema } from './define.ts'
 export {
   callTarget,
   diagnosticCounts,
+  formatDiagnostic,
   GENERIC_PRESENTATION,
   oneLine,
   parseCallArguments,

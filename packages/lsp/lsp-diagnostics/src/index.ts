@@ -1,6 +1,6 @@
 import { type Context, type JsonValue, Schema } from '@dsh/cordis'
 import type { FileDiagnostic } from '@dsh/lsp'
-import { diagnosticCounts, shownPath, type ToolExecution, type ToolResult } from '@dsh/tools'
+import { diagnosticCounts, formatDiagnostic, shownPath, type ToolExecution, type ToolResult } from '@dsh/tools'
 
 export interface LspDiagnosticsConfig {
   enabled: boolean
@@ -77,13 +77,6 @@ async function writtenFiles(ctx: Context, execution: ToolExecution): Promise<{ f
   return { files, workspace }
 }
 
-function label(item: FileDiagnostic): string {
-  if (item.code === undefined) return item.severity
-  // tsc's own spelling, which people search for.
-  const code = item.source === 'typescript' && /^\d+$/.test(item.code) ? `TS${item.code}` : item.code
-  return `${item.severity} ${code}`
-}
-
 /** `path:line:col severity CODE: message` lines, grouped by file; empty when nothing is to be reported. */
 export function render(items: FileDiagnostic[], root: string, maxPerFile: number): string {
   if (items.length === 0) return ''
@@ -92,10 +85,7 @@ export function render(items: FileDiagnostic[], root: string, maxPerFile: number
   for (const item of items) byFile.set(item.path, [...(byFile.get(item.path) ?? []), item])
   for (const [file, list] of byFile) {
     const sorted = [...list].sort((a, b) => a.line - b.line || a.character - b.character)
-    for (const item of sorted.slice(0, maxPerFile)) {
-      const message = item.message.replace(/\s*\n\s*/g, ' ')
-      lines.push(`${shownPath(root, file)}:${item.line}:${item.character} ${label(item)}: ${message}`)
-    }
+    for (const item of sorted.slice(0, maxPerFile)) lines.push(formatDiagnostic(item, root))
     if (sorted.length > maxPerFile) lines.push(`${shownPath(root, file)}: ${sorted.length - maxPerFile} more`)
   }
   return `Language server diagnostics after this change (${diagnosticCounts(items)}):\n${lines.join('\n')}`

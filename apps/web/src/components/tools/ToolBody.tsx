@@ -1,4 +1,5 @@
 import type { SessionId } from '@dsh/web-client'
+import { diagnosticsOf, diagnosticsText } from '../../lib/diagnostics.ts'
 import { hrefOf } from '../../lib/route.ts'
 import { prettyArgs } from '../../lib/tool-args.ts'
 import { toolDiff } from '../../lib/tool-diff.ts'
@@ -15,6 +16,8 @@ export function ToolBody({ node }: { node: ToolNode }) {
   const diff = toolDiff(node.presentation, node.result)
   const running = node.status === 'running' || node.status === 'pending' || node.status === 'streaming'
   const childSession = subagentOf(node)
+  const diagnostics = diagnosticsOf(node.meta)
+  const errors = diagnostics.filter((item) => item.severity === 'error').length
   return (
     <div className={styles.body}>
       {terminal ? (
@@ -36,6 +39,13 @@ export function ToolBody({ node }: { node: ToolNode }) {
       {node.error ? <PlainOutput label={`Error ${node.error.code}`} text={node.error.message} error /> : null}
       {node.result !== undefined && !terminal && !(diff && node.status === 'done') ? (
         <PlainOutput label="Result" text={node.result || '(empty)'} error={node.status === 'error'} />
+      ) : null}
+      {diagnostics.length > 0 ? (
+        <PlainOutput
+          label={`Language server: ${diagnostics.length} problem${diagnostics.length === 1 ? '' : 's'}`}
+          text={diagnosticsText(diagnostics)}
+          error={errors > 0}
+        />
       ) : null}
     </div>
   )
