@@ -51,7 +51,7 @@ const SCENARIOS = {
       exitCode: 0,
     },
     replies: () => [
-      reply.toolCalls([{ name: 'write', arguments: { path: 'greeting.txt', content: 'Hello from dsh!\n' } }], {
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'greeting.txt', content: 'Hello from dsh!\n' } }], {
         reasoning: 'The user wants a new file. The write tool creates it.',
         usage: { promptCacheHitTokens: 0, promptCacheMissTokens: 905, completionTokens: 41, reasoningTokens: 12 },
       }),
@@ -69,16 +69,24 @@ const SCENARIOS = {
     },
     replies: () => [
       reply.toolCalls(
-        [{ name: 'bash', arguments: { command: 'wc -l < app.cfg', description: 'Count the lines of app.cfg' } }],
+        [
+          {
+            name: 'bash',
+            arguments: {
+              command: 'wc -l < app.cfg',
+              description: 'Count the lines of app.cfg',
+            },
+          },
+        ],
         {
           reasoning: 'Count the lines with wc first.',
         },
       ),
-      reply.toolCalls([{ name: 'read', arguments: { path: 'app.cfg' } }], {
+      reply.toolCalls([{ name: 'read', arguments: { file_path: 'app.cfg' } }], {
         content: 'app.cfg has 3 lines. I will read it before editing.',
       }),
       reply.toolCalls(
-        [{ name: 'edit', arguments: { path: 'app.cfg', old_string: 'version = 1', new_string: 'version = 2' } }],
+        [{ name: 'edit', arguments: { file_path: 'app.cfg', old_string: 'version = 1', new_string: 'version = 2' } }],
         {
           reasoning: 'Line 2 holds the version.',
         },
@@ -97,8 +105,8 @@ const SCENARIOS = {
       reply.error(503, { retryAfter: 0 }),
       reply.toolCalls(
         [
-          { name: 'read', arguments: { path: 'names.txt' } },
-          { name: 'read', arguments: { path: 'ages.txt' } },
+          { name: 'read', arguments: { file_path: 'names.txt' } },
+          { name: 'read', arguments: { file_path: 'ages.txt' } },
         ],
         {
           reasoning: 'Both files are needed; read them together.',

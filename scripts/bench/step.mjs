@@ -16,7 +16,7 @@ export async function run({ runs }) {
   const replies = await instantReplies()
   const server = await startTimedMock((request) =>
     toolResults(request) < STEPS
-      ? replies.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }])
+      ? replies.toolCalls([{ name: 'read', arguments: { file_path: 'notes.txt' } }])
       : replies.text('Read it.'),
   )
   const box = await sandbox(name)

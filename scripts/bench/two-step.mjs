@@ -24,7 +24,7 @@ export async function run({ runs }) {
   const replies = await instantReplies()
   const server = await startTimedMock((request) =>
     toolResults(request) === 0
-      ? replies.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }])
+      ? replies.toolCalls([{ name: 'read', arguments: { file_path: 'notes.txt' } }])
       : replies.text('The file has 12 lines.'),
   )
   const box = await sandbox(name)

@@ -42,21 +42,25 @@ export const SCENARIOS: Record<string, { scenario: AcpScenario; replies: () => M
             name: 'todo_write',
             arguments: {
               todos: [
-                { content: 'Read the notes', status: 'in_progress', activeForm: 'Reading the notes' },
-                { content: 'Add the item', status: 'pending', activeForm: 'Adding the item' },
+                { content: 'Read the notes', status: 'in_progress' },
+                { content: 'Add the item', status: 'pending' },
               ],
             },
           },
         ],
         { reasoning: 'Plan, then read the file before editing it.' },
       ),
-      reply.toolCalls([{ id: 'call_read', name: 'read', arguments: { path: 'notes.md' } }]),
+      reply.toolCalls([{ id: 'call_read', name: 'read', arguments: { file_path: 'notes.md' } }]),
       reply.toolCalls(
         [
           {
             id: 'call_edit',
             name: 'edit',
-            arguments: { path: 'notes.md', old_string: '- call mom\n', new_string: '- call mom\n- walk the dog\n' },
+            arguments: {
+              file_path: 'notes.md',
+              old_string: '- call mom\n',
+              new_string: '- call mom\n- walk the dog\n',
+            },
           },
         ],
         {

@@ -58,9 +58,9 @@ export const SCENARIOS: Record<string, ScenarioScript> = {
     ],
     answers: { 'approval/request': [{ decision: 'allow-once' }, { decision: 'reject', message: 'not that one' }] },
     replies: () => [
-      reply.toolCalls([{ name: 'write', arguments: { path: 'hello.txt', content: 'hi\n' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'hello.txt', content: 'hi\n' } }]),
       reply.text('Created hello.txt.'),
-      reply.toolCalls([{ name: 'write', arguments: { path: 'bye.txt', content: 'bye\n' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'bye.txt', content: 'bye\n' } }]),
       reply.text('The user did not want bye.txt.'),
     ],
   },

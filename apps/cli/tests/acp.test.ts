@@ -40,15 +40,26 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
   it('initializes, creates a session and streams a prompt with tool calls as session updates', async () => {
     writeFileSync(path.join(t.work, 'app.cfg'), 'version = 1\n')
     t.mock.enqueue(
-      reply.toolCalls([{ id: 'call_bash', name: 'bash', arguments: { command: 'echo counted $((2+3))' } }], {
-        reasoning: 'Count first.',
+      reply.toolCalls(
+        [
+          {
+            id: 'call_bash',
+            name: 'bash',
+            arguments: { description: 'Run a command', command: 'echo counted $((2+3))' },
+          },
+        ],
+        {
+          reasoning: 'Count first.',
+        },
+      ),
+      reply.toolCalls([{ id: 'call_read', name: 'read', arguments: { file_path: 'app.cfg' } }], {
+        content: 'Reading it.',
       }),
-      reply.toolCalls([{ id: 'call_read', name: 'read', arguments: { path: 'app.cfg' } }], { content: 'Reading it.' }),
       reply.toolCalls([
         {
           id: 'call_edit',
           name: 'edit',
-          arguments: { path: 'app.cfg', old_string: 'version = 1', new_string: 'version = 2' },
+          arguments: { file_path: 'app.cfg', old_string: 'version = 1', new_string: 'version = 2' },
         },
       ]),
       reply.text('Bumped the version to 2.'),
@@ -100,7 +111,7 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
       kind: 'read',
       title: 'Read app.cfg',
       locations: [{ path: file }],
-      rawInput: { path: 'app.cfg' },
+      rawInput: { file_path: 'app.cfg' },
     })
     expect(JSON.stringify(read.at(-1))).toContain('version = 1')
     const edit = toolUpdates(updates, 'call_edit')
@@ -124,7 +135,10 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
         {
           id: 'call_net',
           name: 'bash',
-          arguments: { command: 'curl -sS --max-time 5 http://registry.npmjs.org/ ; echo " [exit $?]"' },
+          arguments: {
+            description: 'Run a command',
+            command: 'curl -sS --max-time 5 http://registry.npmjs.org/ ; echo " [exit $?]"',
+          },
         },
       ]),
       reply.text('No network.'),
@@ -149,7 +163,7 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
   it('sends the todo list as a plan, whole each time it changes', async () => {
     const todos = (second: 'in_progress' | 'completed') => [
       { content: 'Read the code', status: 'completed' },
-      { content: 'Fix the bug', status: second, activeForm: 'Fixing the bug' },
+      { content: 'Fix the bug', status: second },
     ]
     t.mock.enqueue(
       reply.toolCalls([{ id: 'call_plan_1', name: 'todo_write', arguments: { todos: todos('in_progress') } }]),
@@ -301,7 +315,7 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
   it('asks the client before a call outside the preset and follows its answer: allow once, allow for the session, reject', async () => {
     const outside = (name: string) => path.join(t.root, name)
     const write = (id: string, name: string) =>
-      reply.toolCalls([{ id, name: 'write', arguments: { path: outside(name), content: `${name}\n` } }])
+      reply.toolCalls([{ id, name: 'write', arguments: { file_path: outside(name), content: `${name}\n` } }])
     t.mock.enqueue(
       write('call_1', 'one.txt'),
       reply.text('Wrote one.'),
@@ -365,7 +379,7 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
 
   it('offers the permission presets as modes: read-only asks before a write, and the rejection keeps the file away', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ id: 'call_w', name: 'write', arguments: { path: 'notes.txt', content: 'hi\n' } }]),
+      reply.toolCalls([{ id: 'call_w', name: 'write', arguments: { file_path: 'notes.txt', content: 'hi\n' } }]),
       reply.text('Not allowed.'),
     )
     const client = start()
@@ -452,7 +466,7 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
     ])
 
     t.mock.enqueue(
-      reply.toolCalls([{ id: 'call_w', name: 'write', arguments: { path: 'kept-out.txt', content: 'x' } }]),
+      reply.toolCalls([{ id: 'call_w', name: 'write', arguments: { file_path: 'kept-out.txt', content: 'x' } }]),
       reply.text('Refused.'),
     )
     const second = start()
@@ -468,9 +482,12 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
 
   it('session/load replays the history as updates, then the session continues with it', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ id: 'call_echo', name: 'bash', arguments: { command: 'echo hello there' } }], {
-        reasoning: 'Use echo.',
-      }),
+      reply.toolCalls(
+        [{ id: 'call_echo', name: 'bash', arguments: { description: 'Run a command', command: 'echo hello there' } }],
+        {
+          reasoning: 'Use echo.',
+        },
+      ),
       reply.text('It said hello there.'),
     )
     const first = start()
@@ -534,15 +551,15 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
     const file = path.join(t.work, 'todo.md')
     writeFileSync(file, '- saved on disk\n')
     t.mock.enqueue(
-      reply.toolCalls([{ id: 'call_read', name: 'read', arguments: { path: 'todo.md' } }]),
+      reply.toolCalls([{ id: 'call_read', name: 'read', arguments: { file_path: 'todo.md' } }]),
       reply.toolCalls([
         {
           id: 'call_edit',
           name: 'edit',
-          arguments: { path: 'todo.md', old_string: '- unsaved item', new_string: '- [x] unsaved item' },
+          arguments: { file_path: 'todo.md', old_string: '- unsaved item', new_string: '- [x] unsaved item' },
         },
       ]),
-      reply.toolCalls([{ id: 'call_write', name: 'write', arguments: { path: 'new.md', content: '# New\n' } }]),
+      reply.toolCalls([{ id: 'call_write', name: 'write', arguments: { file_path: 'new.md', content: '# New\n' } }]),
       reply.text('Done.'),
     )
     const client = start({ fs: true })

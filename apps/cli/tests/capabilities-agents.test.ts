@@ -49,7 +49,7 @@ function route(
 }
 
 const delegate = (prompt: string) =>
-  reply.toolCalls([{ name: 'task', arguments: { description: 'look it up', prompt } }])
+  reply.toolCalls([{ name: 'subagent', arguments: { description: 'look it up', prompt } }])
 
 /** Runs headless with `--json` (and an overlay patch, which the launcher reads before the app arguments). */
 async function run(task: string, extra: string[] = [], patch?: string) {
@@ -91,7 +91,7 @@ describe('subagents', () => {
         (req) => reply.text(`The subagent found: ${lastTool(req)}`),
       ],
       [
-        reply.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }]),
+        reply.toolCalls([{ name: 'read', arguments: { file_path: 'notes.txt' } }]),
         (req) => reply.text(lastTool(req).includes('4711') ? '4711' : 'no code found'),
       ],
     )
@@ -104,13 +104,13 @@ describe('subagents', () => {
     expect(child.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } })
     expect(child.events.some((e) => e.type === 'assistant/message' && e.data.usage)).toBe(true)
     const parent = await readSessionLog(t.home, result.sessionId)
-    const taskResult = parent.events.find((e) => e.type === 'tool/result' && e.data.name === 'task')
+    const taskResult = parent.events.find((e) => e.type === 'tool/result' && e.data.name === 'subagent')
     expect(taskResult?.data.meta).toEqual({ sessionId: child.id })
     const childRequests = t.mock.requests.filter(isChild)
     expect(childRequests).toHaveLength(2)
     expect(toolNames(childRequests[0] as RecordedRequest)).toContain('read')
-    expect(toolNames(childRequests[0] as RecordedRequest)).not.toContain('task')
-    expect(toolNames(t.mock.requests[0] as RecordedRequest)).toContain('task')
+    expect(toolNames(childRequests[0] as RecordedRequest)).not.toContain('subagent')
+    expect(toolNames(t.mock.requests[0] as RecordedRequest)).toContain('subagent')
   })
 
   it('Ctrl+C during the child stream cancels both turns and saves both logs', async () => {
@@ -121,14 +121,14 @@ describe('subagents', () => {
       [reply.stall(2, reply.text('this reply never finishes streaming')), () => reply.text('unused')],
     )
     const running = startDsh(['--profile', 'headless', '--json', task], { home: t.home, cwd: t.work, env: t.env() })
-    await running.waitFor(/"name":"task"/, { stream: 'stdout' })
+    await running.waitFor(/"name":"subagent"/, { stream: 'stdout' })
     while (!t.mock.requests.some(isChild)) await t.mock.waitForRequests(t.mock.requests.length + 1)
     const result = await running.kill('SIGINT')
     expect(result.code).toBe(130)
     const parentId = JSON.parse(result.stdout.split('\n')[0] as string).sessionId as string
     const parent = await readSessionLog(t.home, parentId)
     expect(parent.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } })
-    expect(parent.events.find((e) => e.type === 'tool/result' && e.data.name === 'task')?.data.error.code).toBe(
+    expect(parent.events.find((e) => e.type === 'tool/result' && e.data.name === 'subagent')?.data.error.code).toBe(
       'CANCELLED',
     )
     const child = await childOf(parentId)
@@ -141,7 +141,7 @@ describe('subagents', () => {
       task,
       [delegate('Write "hello" into out.txt.'), (req) => reply.text(`Helper said: ${lastTool(req)}`)],
       [
-        reply.toolCalls([{ name: 'write', arguments: { path: 'out.txt', content: 'hello' } }]),
+        reply.toolCalls([{ name: 'write', arguments: { file_path: 'out.txt', content: 'hello' } }]),
         (req) => reply.text(`I could not write: ${lastTool(req)}`),
       ],
     )

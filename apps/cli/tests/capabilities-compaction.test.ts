@@ -20,7 +20,8 @@ const isSummary = (req: RecordedRequest) => !isAgent(req) && wire(req).includes(
 /** The context window the patch gives the default model: small enough that the mock's usage can fill it. */
 const WINDOW = 10_000
 const high = { usage: { promptCacheMissTokens: 9_000, completionTokens: 20 } }
-const read = (file: string, options = {}) => reply.toolCalls([{ name: 'read', arguments: { path: file } }], options)
+const read = (file: string, options = {}) =>
+  reply.toolCalls([{ name: 'read', arguments: { file_path: file } }], options)
 
 let patch = ''
 beforeEach(async () => {

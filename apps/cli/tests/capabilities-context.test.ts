@@ -126,7 +126,7 @@ describe('todo_write', () => {
   it('logs the list in the session file and summarises it for the model', async () => {
     const todos = [
       { content: 'Read the code', status: 'completed' },
-      { content: 'Fix the bug', status: 'in_progress', activeForm: 'Fixing the bug' },
+      { content: 'Fix the bug', status: 'in_progress' },
       { content: 'Run the tests', status: 'pending' },
     ]
     t.mock.enqueue(
@@ -143,7 +143,7 @@ describe('todo_write', () => {
 
 describe('ask_user_question', () => {
   it('in headless returns an error the model can read, and the run goes on', async () => {
-    const question = { question: 'Which port?', options: [{ label: '8080' }, { label: '3000' }] }
+    const question = { id: 'port', question: 'Which port?', options: [{ label: '8080' }, { label: '3000' }] }
     t.mock.enqueue(
       reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]),
       reply.text('Using 8080.'),
@@ -162,7 +162,7 @@ describe('plan mode', () => {
     await mkdir(t.home, { recursive: true })
     await writeFile(path.join(t.home, 'cordis.patch.yml'), '- id: plan-mode\n  config:\n    startInPlanMode: true\n')
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: 'plan.txt', content: 'too early' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'plan.txt', content: 'too early' } }]),
       reply.toolCalls([{ name: 'exit_plan_mode', arguments: { plan: '# Write plan.txt\n\n1. Create the file.' } }]),
       reply.text('Here is my plan: create plan.txt.'),
     )

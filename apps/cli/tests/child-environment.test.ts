@@ -148,19 +148,20 @@ function script(...steps: ((req: RecordedRequest) => MockReply)[]): void {
 
 const call = (name: string, args: Record<string, unknown>) => () => reply.toolCalls([{ name, arguments: args }])
 
-/** terminal_create, then terminal_read until the dump's end marker arrived. */
+/** terminal_open, terminal_send of the dump, then terminal_read of everything the terminal holds. */
 function terminalSteps(): ((req: RecordedRequest) => MockReply)[] {
   let id = ''
-  const read = (req: RecordedRequest) => {
-    id ||= /\[terminal (\S+) started/.exec(toolMessages(req).join('\n'))?.[1] ?? 'missing-id'
-    return reply.toolCalls([{ name: 'terminal_read', arguments: { terminal_id: id, wait_ms: 2000 } }])
+  const send = (req: RecordedRequest) => {
+    id = /\[terminal (\S+) started/.exec(toolMessages(req).join('\n'))?.[1] ?? 'missing-id'
+    return reply.toolCalls([{ name: 'terminal_send', arguments: { sessionId: id, text: DUMP } }])
   }
-  return [call('terminal_create', { command: DUMP }), read]
+  const read = () => reply.toolCalls([{ name: 'terminal_read', arguments: { sessionId: id } }])
+  return [call('terminal_open', { type: 'shell' }), send, read]
 }
 
 describe('the environment of spawned processes, through headless dsh', () => {
   it('bash (sandboxed) sees no secret-looking variable and no DSH_*, but PWD and ordinary variables', async () => {
-    script(call('bash', { command: DUMP }))
+    script(call('bash', { command: DUMP, description: 'Print the environment' }))
     const result = await t.headless(['show the environment'], plantedEnv())
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
@@ -176,7 +177,10 @@ describe('the environment of spawned processes, through headless dsh', () => {
     let read = false
     t.mock.setFallback((req) => {
       const text = lastTool(req)
-      if (!text) return reply.toolCalls([{ name: 'bash', arguments: { command: DUMP, run_in_background: true } }])
+      if (!text)
+        return reply.toolCalls([
+          { name: 'bash', arguments: { description: 'Run a command', command: DUMP, run_in_background: true } },
+        ])
       jobId ||= /started background job (\S+):/.exec(text)?.[1] ?? 'missing-id'
       if (read) return reply.text('Done.')
       if (!text.includes(`${jobId} [exited`)) return reply.toolCalls([{ name: 'job_list', arguments: {} }])
@@ -216,7 +220,11 @@ describe('the environment of spawned processes, through headless dsh', () => {
       config: { environment: { exclude: ['NORMAL_*'], set: { FROM_POLICY: 'policy-value' } } },
     }
     const patch = await mcpPatch([policy])
-    script(call('bash', { command: DUMP }), call('mcp__probe__env', {}), ...terminalSteps())
+    script(
+      call('bash', { command: DUMP, description: 'Print the environment' }),
+      call('mcp__probe__env', {}),
+      ...terminalSteps(),
+    )
     const env = { ...plantedEnv(), NORMAL_OTHER: 'also-excluded' }
     const result = await t.headless(
       ['--patch', patch, '--permission', 'danger-full-access', 'show every environment'],

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { type RecordedRequest, reply } from '@dsh/llm-mock'
+import { runDsh } from '@dsh/testkit'
 import { describe, expect, it } from 'vitest'
 import { toolTexts, useMockedHeadless } from './support/mocked-headless.ts'
 
@@ -13,10 +14,13 @@ describe('execution tools through headless', () => {
     writeFileSync(path.join(t.work, 'app.js'), 'const a = 1\n// TODO: rename b\nconst b = 2\n')
     writeFileSync(path.join(t.work, 'notes.md'), 'nothing to do here\n')
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'grep', arguments: { pattern: 'TODO', output_mode: 'content' } }]),
-      reply.toolCalls([{ name: 'read', arguments: { path: 'app.js' } }]),
+      reply.toolCalls([{ name: 'grep', arguments: { pattern: 'TODO' } }]),
+      reply.toolCalls([{ name: 'read', arguments: { file_path: 'app.js' } }]),
       reply.toolCalls([
-        { name: 'edit', arguments: { path: 'app.js', old_string: 'const b = 2', new_string: 'const renamed = 2' } },
+        {
+          name: 'edit',
+          arguments: { file_path: 'app.js', old_string: 'const b = 2', new_string: 'const renamed = 2' },
+        },
       ]),
       reply.text('Renamed b.'),
     )
@@ -36,6 +40,7 @@ describe('execution tools through headless', () => {
         {
           name: 'bash',
           arguments: {
+            description: 'Run a command',
             command: 'sleep 0.3; echo background-finished > done.txt; echo all done',
             run_in_background: true,
           },
@@ -48,7 +53,7 @@ describe('execution tools through headless', () => {
       const text = lastToolText(request)
       jobId ||= /started background job (\S+):/.exec(text)?.[1] ?? ''
       if (/status: running|started background job/.test(text))
-        return reply.toolCalls([{ name: 'job_output', arguments: { job_id: jobId, wait_ms: 2000 } }])
+        return reply.toolCalls([{ name: 'job_output', arguments: { job_id: jobId, wait: true, timeout_ms: 2000 } }])
       return reply.text('The job finished.')
     })
     const result = await t.headless(['run it in the background'])
@@ -62,32 +67,32 @@ describe('execution tools through headless', () => {
   })
 
   it('drives an interactive program through a terminal', async () => {
+    let id = ''
     t.mock.enqueue(
-      reply.toolCalls([
-        {
-          name: 'terminal_create',
-          arguments: { command: `python3 -c "name = input('name? '); print('hello', name)"` },
-        },
-      ]),
+      reply.toolCalls([{ name: 'terminal_open', arguments: { type: 'shell', name: 'python' } }]),
       (request) => {
-        const id = /\[terminal (\S+) started/.exec(lastToolText(request))?.[1] ?? 'missing-id'
+        id = /\[terminal (\S+) "python" started/.exec(lastToolText(request))?.[1] ?? 'missing-id'
         return reply.toolCalls([
-          { name: 'terminal_send', arguments: { terminal_id: id, input: 'dsh', wait_for: 'hello dsh' } },
+          {
+            name: 'terminal_send',
+            arguments: { sessionId: id, text: `python3 -c "name = input('name? '); print('hello', name)"` },
+          },
         ])
       },
+      () => reply.toolCalls([{ name: 'terminal_send', arguments: { sessionId: id, text: 'dsh' } }]),
       reply.text('It greeted dsh.'),
     )
     const result = await t.headless(['--permission', 'danger-full-access', 'talk to the program'])
     expect(result.code).toBe(0)
-    expect(toolTexts(t.mock.requests[1])[0]).toMatch(/name\?/)
-    expect(lastToolText(t.mock.requests[2] as RecordedRequest)).toMatch(/hello dsh/)
+    expect(lastToolText(t.mock.requests[2] as RecordedRequest)).toMatch(/name\?/)
+    expect(lastToolText(t.mock.requests[3] as RecordedRequest)).toMatch(/hello dsh/)
   })
 
   it('refuses a write outside the workspace under workspace-write (headless cannot ask)', async () => {
     // Outside the workspace and outside the temp dir (which workspace-write may also write).
     const target = path.join('/var/tmp', `dsh-outside-${path.basename(t.root)}.txt`)
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: target, content: 'escaped' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: target, content: 'escaped' } }]),
       reply.text('I could not write there.'),
     )
     const result = await t.headless(['write outside'])
@@ -102,6 +107,7 @@ describe('execution tools through headless', () => {
         {
           name: 'bash',
           arguments: {
+            description: 'Run a command',
             command: 'touch /tmp/dsh-escalated-marker',
             escalate: true,
             justification: 'needs the real /tmp',
@@ -110,7 +116,14 @@ describe('execution tools through headless', () => {
       ]),
       reply.text('Denied.'),
     )
-    const result = await t.headless(['--approval', 'ask', 'escalate'])
+    // The seeds' bash has no escalate parameter; a deployment that wants it turns it on.
+    const patch = path.join(t.root, 'escalation.yml')
+    writeFileSync(patch, '- id: tool-bash\n  config:\n    allowEscalation: true\n')
+    const result = await runDsh(['--profile', 'headless', '--patch', patch, '--approval', 'ask', 'escalate'], {
+      home: t.home,
+      cwd: t.work,
+      env: t.env(),
+    })
     expect(result.code).toBe(0)
     expect(toolTexts(t.mock.requests[1])[0]).toMatch(/denied|approv/i)
     expect(existsSync('/tmp/dsh-escalated-marker')).toBe(false)
@@ -118,7 +131,7 @@ describe('execution tools through headless', () => {
 
   it('read-only confines bash in bwrap: a write fails and nothing is created', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo hi > made.txt' } }]),
+      reply.toolCalls([{ name: 'bash', arguments: { description: 'Run a command', command: 'echo hi > made.txt' } }]),
       reply.text('Could not write.'),
     )
     const result = await t.headless(['--permission', 'read-only', 'try to write'])

@@ -17,7 +17,7 @@ const types = (events: LoggedEvent[]) => events.map((e) => e.type)
 describe('dsh --profile headless', () => {
   it('runs a task that writes a file, prints the answer and records the session', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: 'hello.txt', content: 'hello from dsh\n' } }], {
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'hello.txt', content: 'hello from dsh\n' } }], {
         reasoning: 'I will create the file.',
       }),
       reply.text('Created hello.txt.'),
@@ -50,7 +50,9 @@ describe('dsh --profile headless', () => {
 
   it('runs bash and feeds its output back', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo $((6*7)) | tee answer.txt' } }]),
+      reply.toolCalls([
+        { name: 'bash', arguments: { description: 'Run a command', command: 'echo $((6*7)) | tee answer.txt' } },
+      ]),
       reply.text('The answer is 42.'),
     )
     const result = await t.headless(['compute', '6*7'])
@@ -64,8 +66,8 @@ describe('dsh --profile headless', () => {
   it('runs two tools in one step and logs their results in the model order', async () => {
     t.mock.enqueue(
       reply.toolCalls([
-        { name: 'write', arguments: { path: 'a.txt', content: 'A' } },
-        { name: 'bash', arguments: { command: 'ls' } },
+        { name: 'write', arguments: { file_path: 'a.txt', content: 'A' } },
+        { name: 'bash', arguments: { description: 'Run a command', command: 'ls' } },
       ]),
       reply.text('Both done.'),
     )
@@ -141,7 +143,7 @@ describe('dsh --profile headless', () => {
   })
 
   it('--max-steps ends a task that keeps calling tools, with exit 1', async () => {
-    t.mock.setFallback(reply.toolCalls([{ name: 'read', arguments: { path: 'missing.txt' } }]))
+    t.mock.setFallback(reply.toolCalls([{ name: 'read', arguments: { file_path: 'missing.txt' } }]))
     try {
       const result = await t.headless(['--max-steps', '3', 'read forever'])
       expect(result.code).toBe(1)
@@ -174,10 +176,10 @@ describe('dsh --profile headless', () => {
   it('--verbose says on stderr what each tool call does, and which ones fail', async () => {
     t.mock.enqueue(
       reply.toolCalls([
-        { name: 'write', arguments: { path: 'notes/hello.txt', content: 'hi\n' } },
-        { name: 'read', arguments: { path: 'missing.txt' } },
+        { name: 'write', arguments: { file_path: 'notes/hello.txt', content: 'hi\n' } },
+        { name: 'read', arguments: { file_path: 'missing.txt' } },
       ]),
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'cat notes/hello.txt' } }]),
+      reply.toolCalls([{ name: 'bash', arguments: { description: 'Run a command', command: 'cat notes/hello.txt' } }]),
       reply.text('Done.'),
     )
     const result = await t.headless(['-v', 'make a note'])
@@ -343,7 +345,9 @@ describe('dsh --profile headless', () => {
   })
 
   it('after a crash mid-turn, resume closes the turn as interrupted and goes on', async () => {
-    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'sleep 30' } }]))
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'bash', arguments: { description: 'Run a command', command: 'sleep 30' } }]),
+    )
     const running = startDsh(['--profile', 'headless', '--json', 'wait a while'], {
       home: t.home,
       cwd: t.work,

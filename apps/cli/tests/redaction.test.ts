@@ -44,10 +44,17 @@ describe('credentials never reach the log, the catalog, the output or the model'
     t.mock.setFallback((request) => {
       const results = request.body.messages.filter((m: { role: string }) => m.role === 'tool').length
       // 1: the model "knows" the key and echoes it; 2: a command whose output holds it, though its text does not.
-      if (results === 0) return reply.toolCalls([{ name: 'bash', arguments: { command: `echo ${key}` } }])
+      if (results === 0)
+        return reply.toolCalls([{ name: 'bash', arguments: { description: 'Run a command', command: `echo ${key}` } }])
       if (results === 1)
         return reply.toolCalls([
-          { name: 'bash', arguments: { command: `printf '%s%s\\n' ${key.slice(0, half)} ${key.slice(half)}` } },
+          {
+            name: 'bash',
+            arguments: {
+              description: 'Run a command',
+              command: `printf '%s%s\\n' ${key.slice(0, half)} ${key.slice(half)}`,
+            },
+          },
         ])
       // Small deltas: the key and the token arrive split across several of them.
       return reply.text(`Your key is ${key} and your token is ${token}.`, { chunkSize: 5 })

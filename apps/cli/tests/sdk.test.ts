@@ -29,7 +29,10 @@ const textOf = (messages: Message[]) =>
 describe('dsh --profile sdk', () => {
   it('initializes, runs a prompt with a tool and streams events, deltas and status', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo streamed-from-bash' } }], { reasoning: 'Run it.' }),
+      reply.toolCalls(
+        [{ name: 'bash', arguments: { description: 'Run a command', command: 'echo streamed-from-bash' } }],
+        { reasoning: 'Run it.' },
+      ),
       reply.text('The command printed streamed-from-bash.'),
     )
     const wire = sdk()
@@ -255,7 +258,7 @@ describe('dsh --profile sdk', () => {
 
   describe('approvals', () => {
     const writeCall = (name: string) =>
-      reply.toolCalls([{ name: 'write', arguments: { path: name, content: 'approved content\n' } }])
+      reply.toolCalls([{ name: 'write', arguments: { file_path: name, content: 'approved content\n' } }])
 
     it('asks the client, which allows once (file written) or rejects with a message (not written)', async () => {
       t.mock.enqueue(
@@ -305,7 +308,7 @@ describe('dsh --profile sdk', () => {
   })
 
   it('sends the model’s questions to a client that declared questions, and the model reads the answers', async () => {
-    const question = { question: 'Which colour?', options: [{ label: 'red' }, { label: 'blue' }] }
+    const question = { id: 'colour', question: 'Which colour?', options: [{ label: 'red' }, { label: 'blue' }] }
     t.mock.enqueue(
       reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]),
       reply.text('Blue it is.'),
@@ -485,7 +488,12 @@ describe('dsh --profile sdk after a crash', () => {
 describe('dsh --profile sdk-minimal', () => {
   it('boots on its own and runs a prompt that uses bash', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo minimal-ok > out.txt && cat out.txt' } }]),
+      reply.toolCalls([
+        {
+          name: 'bash',
+          arguments: { description: 'Run a command', command: 'echo minimal-ok > out.txt && cat out.txt' },
+        },
+      ]),
       reply.text('Done.'),
     )
     const wire = await started(sdk([], 'sdk-minimal'))

@@ -45,10 +45,10 @@ describe('file tools against a swapped path', () => {
       const calls = []
       for (let i = 0; i < pairsPerStep; i += 1) {
         const tag = `${step}-${i}`
-        calls.push({ name: 'write', arguments: { path: 'd/file', content: `written ${tag}\n` } })
+        calls.push({ name: 'write', arguments: { file_path: 'd/file', content: `written ${tag}\n` } })
         calls.push({
           name: 'edit',
-          arguments: { path: 'd/file', old_string: `written ${tag}`, new_string: `edited ${tag}` },
+          arguments: { file_path: 'd/file', old_string: `written ${tag}`, new_string: `edited ${tag}` },
         })
       }
       t.mock.enqueue(reply.toolCalls(calls))
@@ -84,9 +84,9 @@ describe('file tools against a swapped path', () => {
     await rm(path.join(t.work, 'd'), { recursive: true, force: true })
     await mkdir(path.join(t.work, 'd'))
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: 'd/file', content: 'written calm\n' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'd/file', content: 'written calm\n' } }]),
       reply.toolCalls([
-        { name: 'edit', arguments: { path: 'd/file', old_string: 'written calm', new_string: 'edited calm' } },
+        { name: 'edit', arguments: { file_path: 'd/file', old_string: 'written calm', new_string: 'edited calm' } },
       ]),
       reply.text('Done.'),
     )
@@ -99,9 +99,11 @@ describe('file tools against a swapped path', () => {
     await mkdir(path.join(t.work, 'real'))
     await symlink('real', path.join(t.work, 'alias'))
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: 'alias/notes.txt', content: 'one\n' } }]),
-      reply.toolCalls([{ name: 'read', arguments: { path: 'alias/notes.txt' } }]),
-      reply.toolCalls([{ name: 'edit', arguments: { path: 'alias/notes.txt', old_string: 'one', new_string: 'two' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'alias/notes.txt', content: 'one\n' } }]),
+      reply.toolCalls([{ name: 'read', arguments: { file_path: 'alias/notes.txt' } }]),
+      reply.toolCalls([
+        { name: 'edit', arguments: { file_path: 'alias/notes.txt', old_string: 'one', new_string: 'two' } },
+      ]),
       reply.text('Edited through the link.'),
     )
     const result = await t.headless(['edit through the alias'])
@@ -128,9 +130,9 @@ describe("dsh's own secrets", () => {
     await symlink(credentials, path.join(t.work, 'config.yaml'))
     t.mock.enqueue(
       reply.toolCalls([
-        { name: 'read', arguments: { path: credentials } },
-        { name: 'read', arguments: { path: 'config.yaml' } },
-        { name: 'grep', arguments: { pattern: 'sk-test', path: t.home, output_mode: 'content' } },
+        { name: 'read', arguments: { file_path: credentials } },
+        { name: 'read', arguments: { file_path: 'config.yaml' } },
+        { name: 'grep', arguments: { pattern: 'sk-test', path: t.home } },
         { name: 'grep', arguments: { pattern: 'DEEPSEEK', path: t.home } },
         { name: 'glob', arguments: { pattern: '**/.credentials.yaml', path: t.home } },
         { name: 'ls', arguments: { path: t.home } },
@@ -165,10 +167,13 @@ describe('protected project paths', () => {
   it('write refuses .claude, .mcp.json and .git/hooks in a workspace without .git, and creates nothing', async () => {
     t.mock.enqueue(
       reply.toolCalls([
-        { name: 'write', arguments: { path: '.claude/settings.json', content: '{"hooks":{}}' } },
-        { name: 'write', arguments: { path: '.mcp.json', content: '{"mcpServers":{}}' } },
-        { name: 'write', arguments: { path: '.git/hooks/post-checkout', content: '#!/bin/sh\nid > /tmp/pwned\n' } },
-        { name: 'write', arguments: { path: 'src/ok.txt', content: 'fine\n' } },
+        { name: 'write', arguments: { file_path: '.claude/settings.json', content: '{"hooks":{}}' } },
+        { name: 'write', arguments: { file_path: '.mcp.json', content: '{"mcpServers":{}}' } },
+        {
+          name: 'write',
+          arguments: { file_path: '.git/hooks/post-checkout', content: '#!/bin/sh\nid > /tmp/pwned\n' },
+        },
+        { name: 'write', arguments: { file_path: 'src/ok.txt', content: 'fine\n' } },
       ]),
       reply.text('Tried.'),
     )

@@ -16,7 +16,10 @@ const t = useMockedHeadless()
 
 /** Runs one headless task whose model makes one bash call with `command`, and returns that call's result text. */
 async function bash(command: string, args: string[] = []): Promise<{ text: string; code: number; stderr: string }> {
-  t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command } }]), reply.text('done'))
+  t.mock.enqueue(
+    reply.toolCalls([{ name: 'bash', arguments: { description: 'Run a command', command } }]),
+    reply.text('done'),
+  )
   const result = await t.headless([...args, 'attack'])
   return { text: toolTexts(t.mock.requests.at(-1))[0] ?? '', code: result.code ?? -1, stderr: result.stderr }
 }
@@ -133,11 +136,18 @@ describe('sandbox confinement through the headless bin (as root)', () => {
     // The legitimate twin: a background job runs while the session does.
     t.mock.enqueue(
       reply.toolCalls([
-        { name: 'bash', arguments: { command: 'echo job-ran > job.txt; sleep 0.2', run_in_background: true } },
+        {
+          name: 'bash',
+          arguments: {
+            description: 'Run a command',
+            command: 'echo job-ran > job.txt; sleep 0.2',
+            run_in_background: true,
+          },
+        },
       ]),
       (request) => {
         const id = /started background job (\S+):/.exec(toolTexts(request).at(-1) ?? '')?.[1] ?? 'missing'
-        return reply.toolCalls([{ name: 'job_output', arguments: { job_id: id, wait_ms: 5000 } }])
+        return reply.toolCalls([{ name: 'job_output', arguments: { job_id: id, wait: true, timeout_ms: 5000 } }])
       },
       reply.text('done'),
     )
@@ -203,6 +213,7 @@ describe('the network settings through the headless bin', () => {
         {
           name: 'bash',
           arguments: {
+            description: 'Run a command',
             command: `${curl(`http://registry.test:${testHost.port}/pkg`)}; ${curl(`http://other.test:${testHost.port}/x`)}; ${curl(`http://loopback.test:${loopback.port}/`)}`,
           },
         },

@@ -22,7 +22,9 @@ async function approvingClient(): Promise<{ wire: SdkWire; sessionId: string }> 
   mkdirSync(t.home, { recursive: true })
   writeFileSync(
     path.join(t.home, 'cordis.patch.yml'),
-    `- id: sandbox-network\n  config:\n    allowedHosts: [registry.test]\n    staticHosts: { other.test: '${TEST_HOST}' }\n    publicRanges: ['${TEST_HOST}/32']\n`,
+    `- id: sandbox-network\n  config:\n    allowedHosts: [registry.test]\n    staticHosts: { other.test: '${TEST_HOST}' }\n    publicRanges: ['${TEST_HOST}/32']\n` +
+      // The escalation test needs bash's escalate parameter, which the seeds' schema leaves out by default.
+      '- id: tool-bash\n  config:\n    allowEscalation: true\n',
   )
   const wire = new SdkWire(['--profile', 'sdk'], { home: t.home, cwd: t.work, env: t.env() })
   await wire.call('initialize', { protocolVersion: 1, clientInfo: { name: 'test' }, capabilities: { approvals: true } })
@@ -34,7 +36,10 @@ const fetchOther = (name: string) =>
   reply.toolCalls([
     {
       name: 'bash',
-      arguments: { command: `curl -sS --max-time 10 http://other.test:${testHost.port}/${name}; echo " [exit $?]"` },
+      arguments: {
+        description: 'Run a command',
+        command: `curl -sS --max-time 10 http://other.test:${testHost.port}/${name}; echo " [exit $?]"`,
+      },
     },
   ])
 
@@ -74,11 +79,14 @@ describe('approvals the fences ask for, through the SDK', () => {
 
   it('protected paths: git init fails in the sandbox, and creates .git through an approved escalation', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'git init -q . && echo initialised' } }]),
+      reply.toolCalls([
+        { name: 'bash', arguments: { description: 'Run a command', command: 'git init -q . && echo initialised' } },
+      ]),
       reply.toolCalls([
         {
           name: 'bash',
           arguments: {
+            description: 'Run a command',
             command: 'git init -q . && echo initialised',
             escalate: true,
             justification: 'the user asked for a repository',

@@ -21,7 +21,10 @@ beforeEach(() => {
 })
 
 async function bashAsNobody(command: string, args: string[] = []): Promise<string> {
-  t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command } }]), reply.text('done'))
+  t.mock.enqueue(
+    reply.toolCalls([{ name: 'bash', arguments: { description: 'Run a command', command } }]),
+    reply.text('done'),
+  )
   const result = await runDsh(['--profile', 'headless', ...args, 'attack'], {
     home: t.home,
     cwd: t.work,

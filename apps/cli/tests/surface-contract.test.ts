@@ -237,7 +237,10 @@ const able = (behaviour: keyof Driver) => surfaces.filter((s) => s.has.includes(
 
 describe.each(surfaces)('the conversation contract through the $name', { timeout: 90_000 }, (surface) => {
   it('cancel stops a running tool: the tool result says cancelled and the prompt ends', async () => {
-    t.mock.enqueue(reply.toolCalls([{ name: 'bash', arguments: { command: 'sleep 30' } }]), reply.text('Stopped.'))
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'bash', arguments: { description: 'Run a command', command: 'sleep 30' } }]),
+      reply.text('Stopped.'),
+    )
     const dsh = await surface.start()
     const sessionId = await dsh.newSession()
     const pending = dsh.prompt(sessionId, 'wait a while')
@@ -296,7 +299,12 @@ describe.each(able('setPreset'))('session settings through the $name', { timeout
 
 describe.each(able('answerQuestions'))('questions through the $name', { timeout: 90_000 }, (surface) => {
   it('a question reaches the client and its answer reaches the model', async () => {
-    const question = { question: 'Which colour?', header: 'Colour', options: [{ label: 'red' }, { label: 'blue' }] }
+    const question = {
+      id: 'colour',
+      question: 'Which colour?',
+      header: 'Colour',
+      options: [{ label: 'red' }, { label: 'blue' }],
+    }
     t.mock.enqueue(
       reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]),
       reply.text('Blue it is.'),

@@ -27,11 +27,12 @@ async function model(req: RecordedRequest) {
   }
   const text = textOf(last)
   const write = /^write (\S+) (.+)$/.exec(text)
-  if (write) return reply.toolCalls([{ name: 'write', arguments: { path: write[1], content: write[2] } }])
+  if (write) return reply.toolCalls([{ name: 'write', arguments: { file_path: write[1], content: write[2] } }])
   if (text.startsWith('list')) return reply.toolCalls([{ name: 'ls', arguments: {} }])
   if (text.startsWith('ask')) {
     const questions = [
       {
+        id: 'color',
         question: 'Which color?',
         header: 'Color',
         options: [{ label: 'Red' }, { label: 'Blue', description: 'Calm.' }],
@@ -311,7 +312,9 @@ describe('dsh web API', () => {
       mock.setFallback((req) =>
         req.body.messages.at(-1)?.role === 'tool'
           ? reply.text('Found it: sk-test-key is your key.', { chunkSize: 3 })
-          : reply.toolCalls([{ name: 'bash', arguments: { command: "printf '%s%s\\n' sk-test- key" } }]),
+          : reply.toolCalls([
+              { name: 'bash', arguments: { description: 'Run a command', command: "printf '%s%s\\n' sk-test- key" } },
+            ]),
       )
       const id = await newSession()
       const socket = await open()
@@ -709,7 +712,7 @@ describe('dsh web API', () => {
       await app.api('POST', `/api/sessions/${id}/messages`, { text: 'write note.txt hello' })
       const asked = await socket.next((f) => f.type === 'approval')
       expect(asked).toMatchObject({ sessionId: id, preset: 'read-only', toolCall: { name: 'write' } })
-      expect(JSON.parse(asked.toolCall.arguments)).toEqual({ path: 'note.txt', content: 'hello' })
+      expect(JSON.parse(asked.toolCall.arguments)).toEqual({ file_path: 'note.txt', content: 'hello' })
       expect(asked.reason).toContain('read-only')
 
       const late = await open()
@@ -751,6 +754,7 @@ describe('dsh web API', () => {
         sessionId: id,
         questions: [
           {
+            id: 'color',
             question: 'Which color?',
             header: 'Color',
             options: [{ label: 'Red' }, { label: 'Blue', description: 'Calm.' }],

@@ -8,9 +8,9 @@ import { type AgentScript, composer, TEST_TIMEOUT_MS, useWebApp } from './suppor
 describe('approval and question dialogs', { timeout: TEST_TIMEOUT_MS }, () => {
   const t = useWebApp({ files: { 'notes.txt': 'alpha\nbeta\ngamma\n' } })
 
-  const read = reply.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }])
+  const read = reply.toolCalls([{ name: 'read', arguments: { file_path: 'notes.txt' } }])
   const edit = (from: string, to: string) =>
-    reply.toolCalls([{ name: 'edit', arguments: { path: 'notes.txt', old_string: from, new_string: to } }])
+    reply.toolCalls([{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: from, new_string: to } }])
 
   /** Under the read-only preset, asks for edits and waits for the first approval dialog. */
   async function promptUntilAsked(prompt: string, ...script: AgentScript[]) {
@@ -81,6 +81,7 @@ describe('approval and question dialogs', { timeout: TEST_TIMEOUT_MS }, () => {
           arguments: {
             questions: [
               {
+                id: 'greeting',
                 question: 'Which greeting should the file use?',
                 header: 'Greeting',
                 options: [{ label: 'Hello', description: 'Friendly' }, { label: 'Good day' }],

@@ -36,8 +36,10 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
 
   it('shows a tool card with the diff of an edit', async () => {
     t.script(
-      reply.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }]),
-      reply.toolCalls([{ name: 'edit', arguments: { path: 'notes.txt', old_string: 'beta', new_string: 'BETA' } }]),
+      reply.toolCalls([{ name: 'read', arguments: { file_path: 'notes.txt' } }]),
+      reply.toolCalls([
+        { name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'BETA' } },
+      ]),
       reply.text('I changed beta to BETA.'),
     )
     const { page } = t
@@ -136,7 +138,7 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
           arguments: {
             todos: [
               { content: 'Read the notes', status: 'completed' },
-              { content: 'Ask a helper', status: 'in_progress', activeForm: 'Asking a helper' },
+              { content: 'Ask a helper', status: 'in_progress' },
               { content: 'Report back', status: 'pending' },
             ],
           },
@@ -144,7 +146,7 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
       ]),
       reply.toolCalls([
         {
-          name: 'task',
+          name: 'subagent',
           arguments: { description: 'Count notes', prompt: 'Count the lines of notes.txt and answer with the number.' },
         },
       ]),
@@ -159,13 +161,13 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
     await todos.getByText('1/3 done').waitFor()
     expect(await todos.getByRole('listitem').allTextContents()).toEqual([
       '●Read the notes (completed)',
-      '◐Asking a helper (in progress)',
+      '◐Ask a helper (in progress)',
       '○Report back (pending)',
     ])
     await page.getByText('All done: 3 lines.').waitFor()
     await t.screenshot('todos-and-subagent')
     const parentUrl = page.url()
-    await page.locator('[data-tool="task"]').getByRole('link', { name: "Open the subagent's session" }).click()
+    await page.locator('[data-tool="subagent"]').getByRole('link', { name: "Open the subagent's session" }).click()
     await page.waitForURL((url) => url.href !== parentUrl)
     await page.getByText('The helper counted 3 lines.').waitFor()
     await page.getByRole('link', { name: 'parent session' }).click()

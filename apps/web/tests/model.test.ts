@@ -79,7 +79,7 @@ describe('ConversationModel', () => {
     m.applyEvent(event('turn/start', { turn: 1 }))
     m.applyDelta({ turn: 1, step: 1, kind: 'tool-arguments', index: 0, delta: '{"path":' })
     expect(m.snapshot().nodes[0]).toMatchObject({ kind: 'tool', status: 'streaming', args: '{"path":' })
-    const call = { type: 'tool-call', id: 'c1', name: 'edit', arguments: '{"path":"a.txt"}' }
+    const call = { type: 'tool-call', id: 'c1', name: 'edit', arguments: '{"file_path":"a.txt"}' }
     m.applyEvent(
       event('assistant/message', {
         turn: 1,

@@ -184,11 +184,11 @@ describe('session updates', () => {
         content: [
           { type: 'reasoning', text: 'hmm' },
           { type: 'text', text: 'Looking.' },
-          { type: 'tool-call', id: callId, name: 'read', arguments: '{"path":"a.txt"}' },
+          { type: 'tool-call', id: callId, name: 'read', arguments: '{"file_path":"a.txt"}' },
         ],
       },
     }),
-    event('tool/call', { turn: 1, step: 1, callId, name: 'read', arguments: '{"path":"a.txt"}' }),
+    event('tool/call', { turn: 1, step: 1, callId, name: 'read', arguments: '{"file_path":"a.txt"}' }),
     event('tool/result', {
       turn: 1,
       step: 1,
@@ -226,7 +226,7 @@ describe('session updates', () => {
         kind: 'read',
         status: 'pending',
         locations: [{ path: '/work/a.txt' }],
-        rawInput: { path: 'a.txt' },
+        rawInput: { file_path: 'a.txt' },
       },
       {
         sessionUpdate: 'tool_call_update',

@@ -44,7 +44,8 @@ async function setup(config: Partial<CompactionConfig> = {}, options: { persiste
 }
 
 const high = { usage: { promptCacheMissTokens: 9000, completionTokens: 20 } }
-const read = (path: string, options = {}) => reply.toolCalls([{ name: 'read', arguments: { path } }], options)
+const read = (path: string, options = {}) =>
+  reply.toolCalls([{ name: 'read', arguments: { file_path: path } }], options)
 const isSummaryCall = (request: RecordedRequest) =>
   !request.body.tools && JSON.stringify(request.body.messages).includes('<conversation>')
 const content = (request: RecordedRequest | undefined) => JSON.stringify(wireMessages(request))

@@ -75,14 +75,14 @@ function aborted(signal: AbortSignal): Promise<void> {
 /**
  * The parameter schemas of the test tools, taken from the real `read` tool.
  * `defineTool` needs zod objects, and this package keeps zod out of its own
- * dependencies: `pick({})` gives an empty object schema, and `read`'s `path`
+ * dependencies: `pick({})` gives an empty object schema, and `read`'s `file_path`
  * field a non-empty string.
  */
 function schemas(root: Context): { empty: ParameterSchema; withId: ParameterSchema } {
   const read = root.tools.get('read')
   if (!read) throw new Error('the harness needs tool-fs mounted before the test tools')
   const base = read.parameters
-  return { empty: base.pick({}), withId: base.pick({}).extend({ id: base.shape.path }) }
+  return { empty: base.pick({}), withId: base.pick({}).extend({ id: base.shape.file_path }) }
 }
 
 /**

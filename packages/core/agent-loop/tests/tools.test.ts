@@ -24,7 +24,7 @@ describe('cancel during a tool', () => {
     mock.enqueue(
       reply.toolCalls([
         { name: 'hang', arguments: {} },
-        { name: 'read', arguments: { path: 'notes.txt' } },
+        { name: 'read', arguments: { file_path: 'notes.txt' } },
       ]),
     )
     agent.followup('go')
@@ -72,7 +72,7 @@ describe('tool errors go back to the model', () => {
     const agent = await createAgent()
     mock.enqueue(
       reply.toolCalls([
-        { name: 'read', arguments: '{"path": "notes.txt"' },
+        { name: 'read', arguments: '{"file_path": "notes.txt"' },
         { name: 'nope', arguments: {} },
         { name: 'read', arguments: { offset: 0 } },
       ]),
@@ -82,7 +82,7 @@ describe('tool errors go back to the model', () => {
     await agent.whenIdle()
 
     expect(ofType(agent, 'tool/call').map((c) => [c.data.name, c.data.arguments])).toEqual([
-      ['read', '{"path": "notes.txt"'],
+      ['read', '{"file_path": "notes.txt"'],
       ['nope', '{}'],
       ['read', '{"offset":0}'],
     ])
@@ -100,7 +100,7 @@ describe('tool errors go back to the model', () => {
     expect(tools[1].content).toMatch(
       /^Error: there is no tool named "nope"\. Available tools: bash, edit, glob, grep, hang, ls, probe, read, write\./,
     )
-    expect(tools[2].content).toMatch(/^Error: invalid arguments for tool "read":\n {2}- path: /)
+    expect(tools[2].content).toMatch(/^Error: invalid arguments for tool "read":\n {2}- file_path: /)
     expect(tools[2].content).toMatch(/\n {2}- offset: /)
   })
 })
@@ -118,9 +118,9 @@ describe('parallel tool calls', () => {
     const agent = await createAgent()
     mock.enqueue(
       reply.toolCalls([
-        { name: 'read', arguments: { path: 'a.txt' } },
-        { name: 'read', arguments: { path: 'b.txt' } },
-        { name: 'read', arguments: { path: 'c.txt' } },
+        { name: 'read', arguments: { file_path: 'a.txt' } },
+        { name: 'read', arguments: { file_path: 'b.txt' } },
+        { name: 'read', arguments: { file_path: 'c.txt' } },
       ]),
       reply.text('Read all three.'),
     )

@@ -563,7 +563,7 @@ describe('what the model sees', () => {
       reply.toolCalls(
         [
           { name: 'probe', arguments: { id: 'a' } },
-          { name: 'bash', arguments: { command: 'echo from-bash' } },
+          { name: 'bash', arguments: { command: 'echo from-bash', description: 'Print a marker' } },
         ],
         { reasoning: 'Look around first.' },
       ),

@@ -5,9 +5,12 @@ export interface QuestionOption {
 
 /** A question put to the user (`ask_user_question`), with the options to pick from. */
 export interface Question {
+  /** The model's stable id for the question, echoed with the answer. */
+  id?: string
   question: string
   /** A short heading, e.g. "Database". */
   header?: string
+  /** The choices; empty for a question the user answers in their own words. */
   options: QuestionOption[]
   multiSelect?: boolean
 }

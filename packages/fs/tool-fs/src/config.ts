@@ -16,8 +16,6 @@ export interface FsToolsConfig {
   globMaxResults: number
   globIncludeIgnored: boolean
   grepMaxResults: number
-  grepMaxHeadLimit: number
-  grepMaxContext: number
   grepMaxLineLength: number
   searchMaxOutputBytes: number
   searchTimeoutMs: number
@@ -68,14 +66,7 @@ export const Config: Schema<FsToolsConfig> = Schema.object({
   grepMaxResults: Schema.natural()
     .min(1)
     .default(250)
-    .description('Result lines (content), files or counts `grep` shows when the call gives no `head_limit`.'),
-  grepMaxHeadLimit: Schema.natural()
-    .min(1)
-    .default(2000)
-    .description('The largest `head_limit` a `grep` call may ask for.'),
-  grepMaxContext: Schema.natural()
-    .default(20)
-    .description('The largest `context` (lines around each match) a `grep` call may ask for.'),
+    .description('Matching lines one `grep` call shows; past them the full list is saved to a file.'),
   grepMaxLineLength: Schema.natural()
     .min(1)
     .default(2000)

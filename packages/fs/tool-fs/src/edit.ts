@@ -41,7 +41,11 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       'Read the file in this session first; an edit of a file that was not read, or that changed on disk since, is refused. ' +
       'Returns a diff of the change.',
     parameters: z.object({
-      path: z.string().min(1).max(MAX_PATH_LENGTH).describe('The file to edit, absolute or relative to the workspace.'),
+      file_path: z
+        .string()
+        .min(1)
+        .max(MAX_PATH_LENGTH)
+        .describe('The file to edit, absolute or relative to the workspace.'),
       old_string: z.string().min(1).describe('The exact text to replace.'),
       new_string: z.string().describe('The text to put in its place.'),
       replace_all: z
@@ -49,22 +53,22 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
         .optional()
         .describe('Replace every occurrence instead of requiring exactly one. Default false.'),
     }),
-    access: (args) => ({ kind: 'write', paths: [args.path], summary: `edit ${args.path}` }),
+    access: (args) => ({ kind: 'write', paths: [args.file_path], summary: `edit ${args.file_path}` }),
     async execute(args, run) {
-      let shown = shownArgument(run.cwd, args.path)
+      let shown = shownArgument(run.cwd, args.file_path)
       if (args.old_string === args.new_string) {
         throw new ToolError(
           'FS_EDIT_NO_CHANGE',
           'old_string and new_string are identical, so there is nothing to change.',
         )
       }
-      const info = await statOrUndefined(ctx, args.path, run, shown)
+      const info = await statOrUndefined(ctx, args.file_path, run, shown)
       if (!info) throw new ToolError('FS_NOT_FOUND', `file not found: ${shown}. To create a file, use write.`)
       shown = displayPath(run.cwd, info.path.absolute)
       if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
 
       // Every later access must land where the check (or, without one, this stat) saw the file.
-      const options = { ...fsOptions(run, args.path), expectReal: info.path.real }
+      const options = { ...fsOptions(run, args.file_path), expectReal: info.path.real }
       const records = readRecords(run.sessionState)
       const record = records.get(info.path.real)
       if (!record)
@@ -75,7 +79,7 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
 
       let bytes: Buffer
       try {
-        bytes = await ctx.fs.readFile(args.path, { ...options, maxBytes: config.maxEditBytes })
+        bytes = await ctx.fs.readFile(args.file_path, { ...options, maxBytes: config.maxEditBytes })
       } catch (error) {
         throw toolErrorOf(error, shown, run.signal, {
           TOO_LARGE: `${shown} is larger than the ${config.maxEditBytes} bytes edit works on. Use write to replace it, or bash for a stream edit.`,
@@ -125,7 +129,7 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       const data = Buffer.from(after, 'utf8')
       let written: WriteResult
       try {
-        written = await ctx.fs.writeFile(args.path, data, options)
+        written = await ctx.fs.writeFile(args.file_path, data, options)
       } catch (error) {
         throw toolErrorOf(error, shown, run.signal)
       }

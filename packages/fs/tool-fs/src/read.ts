@@ -37,7 +37,11 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
       `(up to ${config.maxImageBytes} bytes); other binary files are refused. Relative paths are resolved against the workspace. ` +
       `Read a file before you edit it.`,
     parameters: z.object({
-      path: z.string().min(1).max(MAX_PATH_LENGTH).describe('The file to read, absolute or relative to the workspace.'),
+      file_path: z
+        .string()
+        .min(1)
+        .max(MAX_PATH_LENGTH)
+        .describe('The file to read, absolute or relative to the workspace.'),
       offset: z.number().int().min(1).optional().describe('The first line to show, 1-based. Default 1.'),
       limit: z
         .number()
@@ -49,14 +53,14 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
     }),
     readOnly: true,
     isConcurrencySafe: () => true,
-    access: (args) => ({ kind: 'read', paths: [args.path], summary: `read ${args.path}` }),
+    access: (args) => ({ kind: 'read', paths: [args.file_path], summary: `read ${args.file_path}` }),
     async execute(args, run): Promise<ToolOutput> {
-      const options = fsOptions(run, args.path)
-      let shown = shownArgument(run.cwd, args.path)
+      const options = fsOptions(run, args.file_path)
+      let shown = shownArgument(run.cwd, args.file_path)
       let stream: Readable
       let info: FileStat
       try {
-        info = await ctx.fs.stat(args.path, options)
+        info = await ctx.fs.stat(args.file_path, options)
         shown = displayPath(run.cwd, info.path.absolute)
         if (info.type === 'directory')
           throw new ToolError(
@@ -65,7 +69,7 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
           )
         if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
         // The same file the stat saw, or PATH_CHANGED: the read record below is keyed by that location.
-        stream = await ctx.fs.readStream(args.path, { ...options, expectReal: info.path.real })
+        stream = await ctx.fs.readStream(args.file_path, { ...options, expectReal: info.path.real })
       } catch (error) {
         if (error instanceof ToolError) throw error
         throw toolErrorOf(error, shown, run.signal, {

@@ -215,12 +215,6 @@ export function rgFailure(outcome: RgOutcome, what: string): ToolError {
       `the ${what} is not a valid regular expression (ripgrep/Rust regex syntax):\n${complaint}`,
     )
   }
-  if (/unrecognized file type/i.test(complaint)) {
-    return new ToolError(
-      'SEARCH_INVALID_TYPE',
-      `${complaint}. Use a ripgrep file type such as js, ts, py, rust, go, java, or filter with the glob parameter.`,
-    )
-  }
   if (/glob/i.test(complaint)) return new ToolError('SEARCH_INVALID_GLOB', `the glob is not valid: ${complaint}`)
   return new ToolError(
     'SEARCH_FAILED',

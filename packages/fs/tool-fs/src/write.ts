@@ -36,16 +36,16 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
       'The new content replaces the old in one step, so no half-written file is ever left behind. ' +
       'Relative paths are resolved against the workspace. To change part of an existing file, prefer edit.',
     parameters: z.object({
-      path: z
+      file_path: z
         .string()
         .min(1)
         .max(MAX_PATH_LENGTH)
         .describe('The file to write, absolute or relative to the workspace.'),
       content: z.string().describe('The complete new content of the file.'),
     }),
-    access: (args) => ({ kind: 'write', paths: [args.path], summary: `write ${args.path}` }),
+    access: (args) => ({ kind: 'write', paths: [args.file_path], summary: `write ${args.file_path}` }),
     async execute(args, run) {
-      let shown = shownArgument(run.cwd, args.path)
+      let shown = shownArgument(run.cwd, args.file_path)
       const data = Buffer.from(args.content, 'utf8')
       if (data.length > config.maxWriteBytes) {
         throw new ToolError(
@@ -53,7 +53,7 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
           `the content is ${data.length} bytes; write accepts at most ${config.maxWriteBytes} bytes per file.`,
         )
       }
-      const before = await statOrUndefined(ctx, args.path, run, shown)
+      const before = await statOrUndefined(ctx, args.file_path, run, shown)
       if (before) shown = displayPath(run.cwd, before.path.absolute)
       if (before?.type === 'directory')
         throw new ToolError('FS_IS_DIRECTORY', `${shown} is a directory; give a file path.`)
@@ -62,9 +62,9 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
 
       let written: WriteResult
       try {
-        const options = fsOptions(run, args.path)
+        const options = fsOptions(run, args.file_path)
         written = await ctx.fs.writeFile(
-          args.path,
+          args.file_path,
           data,
           before ? { ...options, expectReal: options.expectReal ?? before.path.real } : options,
         )

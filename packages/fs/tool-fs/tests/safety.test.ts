@@ -47,17 +47,17 @@ describe('tool declarations', () => {
   it('declare what they touch, and the read-only ones may run side by side', async () => {
     s = await setup()
     const access = (name: string, args: Record<string, unknown>) => s.root.tools.get(name)?.access?.(args as never)
-    expect(access('read', { path: 'a.txt' })).toMatchObject({ kind: 'read', paths: ['a.txt'] })
+    expect(access('read', { file_path: 'a.txt' })).toMatchObject({ kind: 'read', paths: ['a.txt'] })
     expect(access('glob', { pattern: '*.ts' })).toMatchObject({ kind: 'read', paths: ['.'] })
     expect(access('grep', { pattern: 'x', path: 'src' })).toMatchObject({ kind: 'read', paths: ['src'] })
     expect(access('ls', {})).toMatchObject({ kind: 'read', paths: ['.'] })
-    expect(access('write', { path: 'b.txt', content: '' })).toMatchObject({ kind: 'write', paths: ['b.txt'] })
-    expect(access('edit', { path: 'c.txt', old_string: 'a', new_string: 'b' })).toMatchObject({
+    expect(access('write', { file_path: 'b.txt', content: '' })).toMatchObject({ kind: 'write', paths: ['b.txt'] })
+    expect(access('edit', { file_path: 'c.txt', old_string: 'a', new_string: 'b' })).toMatchObject({
       kind: 'write',
       paths: ['c.txt'],
     })
     for (const [name, args] of [
-      ['read', { path: 'a' }],
+      ['read', { file_path: 'a' }],
       ['glob', { pattern: '*' }],
       ['grep', { pattern: 'x' }],
       ['ls', {}],
@@ -74,19 +74,17 @@ describe('bad arguments', () => {
   it('reports wrong types, missing fields and huge values, and changes nothing', async () => {
     s = await setup({ config: { maxWriteBytes: 16 } })
     const cases: [string, unknown, string][] = [
-      ['read', { path: 42 }, 'path:'],
-      ['read', { path: 'a', offset: 1e300 }, 'offset:'],
-      ['read', { path: 'a', offset: -3 }, 'offset:'],
-      ['read', { path: 'x'.repeat(5000) }, 'path:'],
-      ['write', { path: 'a.txt' }, 'content:'],
+      ['read', { file_path: 42 }, 'file_path:'],
+      ['read', { file_path: 'a', offset: 1e300 }, 'offset:'],
+      ['read', { file_path: 'a', offset: -3 }, 'offset:'],
+      ['read', { file_path: 'x'.repeat(5000) }, 'path:'],
+      ['write', { file_path: 'a.txt' }, 'content:'],
       ['write', { content: 'x' }, 'path:'],
-      ['edit', { path: 'a.txt', old_string: '', new_string: 'x' }, 'old_string:'],
-      ['edit', { path: 'a.txt', old_string: 'x', new_string: 'y', replace_all: 'yes' }, 'replace_all:'],
+      ['edit', { file_path: 'a.txt', old_string: '', new_string: 'x' }, 'old_string:'],
+      ['edit', { file_path: 'a.txt', old_string: 'x', new_string: 'y', replace_all: 'yes' }, 'replace_all:'],
       ['glob', {}, 'pattern:'],
-      ['grep', { pattern: 'x', head_limit: 1e9 }, 'head_limit:'],
-      ['grep', { pattern: 'x', context: 10_000, output_mode: 'content' }, 'context:'],
-      ['grep', { pattern: 'x', output_mode: 'everything' }, 'output_mode:'],
-      ['grep', { pattern: 'x', type: '--pre=evil' }, 'type:'],
+      ['grep', { pattern: 'x', include: 42 }, 'include:'],
+      ['grep', { pattern: 'x', include: '' }, 'include:'],
       ['ls', { ignore: Array.from({ length: 101 }, (_, i) => `p${i}`) }, 'ignore:'],
       ['ls', { ignore: 'dist' }, 'ignore:'],
     ]
@@ -95,9 +93,9 @@ describe('bad arguments', () => {
       expect(result.error?.code, `${name} ${JSON.stringify(args).slice(0, 80)}`).toBe('INVALID_ARGUMENTS')
       expect(text(result)).toContain(where)
     }
-    expect((await s.run('read', '{"path": ')).error?.code).toBe('INVALID_JSON')
+    expect((await s.run('read', '{"file_path": ')).error?.code).toBe('INVALID_JSON')
 
-    const big = await s.run('write', { path: 'big.txt', content: 'x'.repeat(17) })
+    const big = await s.run('write', { file_path: 'big.txt', content: 'x'.repeat(17) })
     expect(big.error?.code).toBe('FS_TOO_LARGE')
     expect(text(big)).toContain('at most 16 bytes')
     expect(await readdir(s.workspace)).toEqual([])
@@ -106,9 +104,9 @@ describe('bad arguments', () => {
   it('refuses NUL bytes in paths with a clear error', async () => {
     s = await setup()
     for (const [name, args] of [
-      ['read', { path: 'a\u0000b.txt' }],
-      ['write', { path: 'a\u0000b.txt', content: 'x' }],
-      ['edit', { path: 'a\u0000b.txt', old_string: 'x', new_string: 'y' }],
+      ['read', { file_path: 'a\u0000b.txt' }],
+      ['write', { file_path: 'a\u0000b.txt', content: 'x' }],
+      ['edit', { file_path: 'a\u0000b.txt', old_string: 'x', new_string: 'y' }],
       ['ls', { path: 'a\u0000b' }],
       ['glob', { pattern: '*', path: 'a\u0000b' }],
       ['grep', { pattern: 'x', path: 'a\u0000b' }],
@@ -125,7 +123,7 @@ describe('bad arguments', () => {
 describe('paths that leave the workspace', () => {
   it('are resolved, not refused, by the seam itself', async () => {
     s = await setup()
-    const written = await s.run('write', { path: '../outside/free.txt', content: 'ok' })
+    const written = await s.run('write', { file_path: '../outside/free.txt', content: 'ok' })
     expect(text(written)).toBe(`Created ${path.join(s.outside, 'free.txt')} (2 bytes written).`)
     expect(await readFile(path.join(s.outside, 'free.txt'), 'utf8')).toBe('ok')
   })
@@ -138,24 +136,28 @@ describe('paths that leave the workspace', () => {
     await symlink('inner', path.join(s.workspace, 'in-link'))
     await writeFile(path.join(s.outside, 'theirs.txt'), 'original\n')
 
-    const dotdot = await s.run('write', { path: '../outside/escape.txt', content: 'x' })
+    const dotdot = await s.run('write', { file_path: '../outside/escape.txt', content: 'x' })
     expect(dotdot.error?.code).toBe('FS_DENIED')
     expect(text(dotdot)).toBe(
       `Error: access to ${path.join(s.outside, 'escape.txt')} was denied: the workspace-write preset only allows writes inside the workspace. Do not retry this path.`,
     )
-    const viaLink = await s.run('write', { path: 'out-link/escape.txt', content: 'x' })
+    const viaLink = await s.run('write', { file_path: 'out-link/escape.txt', content: 'x' })
     expect(viaLink.error?.code).toBe('FS_DENIED')
     expect(text(viaLink)).toContain('access to out-link/escape.txt was denied')
 
     // Reading through the link is fine; editing what was read is not.
-    expect((await s.run('read', { path: 'out-link/theirs.txt' })).isError).toBe(false)
-    const edit = await s.run('edit', { path: 'out-link/theirs.txt', old_string: 'original', new_string: 'changed' })
+    expect((await s.run('read', { file_path: 'out-link/theirs.txt' })).isError).toBe(false)
+    const edit = await s.run('edit', {
+      file_path: 'out-link/theirs.txt',
+      old_string: 'original',
+      new_string: 'changed',
+    })
     expect(edit.error?.code).toBe('FS_DENIED')
     expect(await readFile(path.join(s.outside, 'theirs.txt'), 'utf8')).toBe('original\n')
     expect((await readdir(s.outside)).sort()).toEqual(['theirs.txt'])
 
     // A symlink that stays inside is inside.
-    expect((await s.run('write', { path: 'in-link/ok.txt', content: 'fine' })).isError).toBe(false)
+    expect((await s.run('write', { file_path: 'in-link/ok.txt', content: 'fine' })).isError).toBe(false)
     expect(await readFile(path.join(s.workspace, 'inner/ok.txt'), 'utf8')).toBe('fine')
 
     expect(
@@ -182,7 +184,7 @@ describe('paths that leave the workspace', () => {
       )
     })
     for (const [name, args] of [
-      ['read', { path: 'out-link/secret.txt' }],
+      ['read', { file_path: 'out-link/secret.txt' }],
       ['ls', { path: '../outside' }],
       ['glob', { pattern: '*', path: 'out-link' }],
       ['grep', { pattern: 'secret', path: 'out-link' }],
@@ -199,14 +201,14 @@ describe('read of binary files and images', () => {
     s = await setup()
     await writeFile(path.join(s.workspace, 'pixel.png'), PNG)
     await writeFile(path.join(s.workspace, 'no-extension'), PNG)
-    const result = await s.run('read', { path: 'pixel.png' })
+    const result = await s.run('read', { file_path: 'pixel.png' })
     expect(result.isError).toBe(false)
     expect(result.content).toEqual([
       { type: 'text', text: `pixel.png: PNG image, ${PNG.length} bytes.` },
       { type: 'image', mediaType: 'image/png', data: PNG.toString('base64') },
     ])
     expect(result.meta).toMatchObject({ mediaType: 'image/png', bytes: PNG.length })
-    expect((await s.run('read', { path: 'no-extension' })).content[1]).toMatchObject({
+    expect((await s.run('read', { file_path: 'no-extension' })).content[1]).toMatchObject({
       type: 'image',
       mediaType: 'image/png',
     })
@@ -226,25 +228,25 @@ describe('read of binary files and images', () => {
   it('refuses images over the size cap, other binaries and non-UTF-8 text, clearly', async () => {
     s = await setup({ config: { maxImageBytes: 32 } })
     await writeFile(path.join(s.workspace, 'pixel.png'), PNG)
-    const big = await s.run('read', { path: 'pixel.png' })
+    const big = await s.run('read', { file_path: 'pixel.png' })
     expect(big.error?.code).toBe('FS_IMAGE_TOO_LARGE')
     expect(text(big)).toBe(
       `Error: pixel.png is a PNG image of ${PNG.length} bytes; read returns images up to 32 bytes.`,
     )
 
     await writeFile(path.join(s.workspace, 'app.wasm'), Buffer.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]))
-    const binary = await s.run('read', { path: 'app.wasm' })
+    const binary = await s.run('read', { file_path: 'app.wasm' })
     expect(binary.error?.code).toBe('FS_NOT_TEXT')
     expect(text(binary)).toContain('binary file (it contains NUL bytes)')
 
     await writeFile(path.join(s.workspace, 'latin1.txt'), Buffer.from('caf\xe9 cr\xe8me\n', 'latin1'))
-    const latin1 = await s.run('read', { path: 'latin1.txt' })
+    const latin1 = await s.run('read', { file_path: 'latin1.txt' })
     expect(latin1.error?.code).toBe('FS_NOT_TEXT')
     expect(text(latin1)).toContain('not UTF-8 text')
 
     // A multi-byte character cut by the 8 KiB sample is still text.
     await writeFile(path.join(s.workspace, 'wide.txt'), `${'a'.repeat(8191)}é\n`)
-    expect((await s.run('read', { path: 'wide.txt' })).isError).toBe(false)
+    expect((await s.run('read', { file_path: 'wide.txt' })).isError).toBe(false)
   })
 })
 
@@ -252,10 +254,10 @@ describe('edit', () => {
   it('reports text found twice or not at all and changes nothing', async () => {
     s = await setup()
     await writeFile(path.join(s.workspace, 'twice.txt'), 'same\nsame\n')
-    await s.run('read', { path: 'twice.txt' })
-    const twice = await s.run('edit', { path: 'twice.txt', old_string: 'same', new_string: 'other' })
+    await s.run('read', { file_path: 'twice.txt' })
+    const twice = await s.run('edit', { file_path: 'twice.txt', old_string: 'same', new_string: 'other' })
     expect(twice.error?.code).toBe('FS_AMBIGUOUS_EDIT')
-    const missing = await s.run('edit', { path: 'twice.txt', old_string: 'absent', new_string: 'other' })
+    const missing = await s.run('edit', { file_path: 'twice.txt', old_string: 'absent', new_string: 'other' })
     expect(missing.error?.code).toBe('FS_EDIT_NOT_FOUND')
     expect(await readFile(path.join(s.workspace, 'twice.txt'), 'utf8')).toBe('same\nsame\n')
     expect(await readdir(s.workspace)).toEqual(['twice.txt'])
@@ -265,8 +267,8 @@ describe('edit', () => {
     s = await setup()
     const file = path.join(s.workspace, 'run.sh')
     await writeFile(file, '#!/bin/sh\necho hi\n', { mode: 0o755 })
-    await s.run('read', { path: 'run.sh' })
-    expect((await s.run('edit', { path: 'run.sh', old_string: 'hi', new_string: 'hello' })).isError).toBe(false)
+    await s.run('read', { file_path: 'run.sh' })
+    expect((await s.run('edit', { file_path: 'run.sh', old_string: 'hi', new_string: 'hello' })).isError).toBe(false)
     expect((await stat(file)).mode & 0o777).toBe(0o755)
     expect(await readFile(file, 'utf8')).toBe('#!/bin/sh\necho hello\n')
   })
@@ -355,11 +357,13 @@ describe('the ctx.fs seam', () => {
     expect(s.root.tools.get('read')).toBeDefined()
 
     memory.files.set(path.join(s.workspace, 'notes.txt'), Buffer.from('in memory\n'))
-    expect(text(await s.run('read', { path: 'notes.txt' }))).toBe('     1\tin memory')
-    expect((await s.run('read', { path: 'disk.txt' })).error?.code).toBe('FS_NOT_FOUND')
-    expect((await s.run('edit', { path: 'notes.txt', old_string: 'in', new_string: 'still in' })).isError).toBe(false)
+    expect(text(await s.run('read', { file_path: 'notes.txt' }))).toBe('     1\tin memory')
+    expect((await s.run('read', { file_path: 'disk.txt' })).error?.code).toBe('FS_NOT_FOUND')
+    expect((await s.run('edit', { file_path: 'notes.txt', old_string: 'in', new_string: 'still in' })).isError).toBe(
+      false,
+    )
     expect(memory.files.get(path.join(s.workspace, 'notes.txt'))?.toString()).toBe('still in memory\n')
-    expect((await s.run('write', { path: 'new.txt', content: 'x' })).isError).toBe(false)
+    expect((await s.run('write', { file_path: 'new.txt', content: 'x' })).isError).toBe(false)
     expect(memory.files.has(path.join(s.workspace, 'new.txt'))).toBe(true)
     expect((await readdir(s.workspace)).sort()).toEqual(['disk.txt'])
     await memoryFiber.dispose()

@@ -73,7 +73,7 @@ describe('glob', () => {
     expect((await stat(saved)).mode & 0o777).toBe(0o600)
     expect(result.meta).toMatchObject({ total: 12, truncated: true, spilled: saved })
     // The model pages through the saved list with read.
-    expect(text(await s.run('read', { path: saved, limit: 2 }))).toMatch(
+    expect(text(await s.run('read', { file_path: saved, limit: 2 }))).toMatch(
       /^ {5}1\tf\d\d\.txt\n {5}2\tf\d\d\.txt\n\n\(Showing lines 1-2 of 12/,
     )
   })
@@ -134,26 +134,10 @@ describe('grep', () => {
     '.gitignore': 'dist/\n',
   }
 
-  it('lists matching files by default, honouring .gitignore', async () => {
+  it('shows matching lines with line numbers under a heading per file, honouring .gitignore', async () => {
     s = await setup()
     await files(source)
-    const result = await s.run('grep', { pattern: 'hello' })
-    expect(lines(result)).toEqual(['src/app.ts', 'src/util.js'])
-    expect(lines(await s.run('grep', { pattern: 'hello', case_insensitive: true }))).toEqual([
-      'docs/readme.md',
-      'src/app.ts',
-      'src/util.js',
-    ])
-    expect(lines(await s.run('grep', { pattern: 'hello', glob: '*.ts' }))).toEqual(['src/app.ts'])
-    expect(lines(await s.run('grep', { pattern: 'hello', type: 'js' }))).toEqual(['src/util.js'])
-    expect(lines(await s.run('grep', { pattern: 'hello', path: 'src/util.js' }))).toEqual(['src/util.js'])
-    expect(text(await s.run('grep', { pattern: 'absent-word' }))).toBe('No matches found')
-  })
-
-  it('shows matching lines with line numbers and context in content mode', async () => {
-    s = await setup()
-    await files(source)
-    const plain = await s.run('grep', { pattern: 'hello', output_mode: 'content', case_insensitive: true })
+    const plain = await s.run('grep', { pattern: '(?i)hello' })
     expect(text(plain)).toBe(
       [
         'docs/readme.md',
@@ -168,33 +152,27 @@ describe('grep', () => {
       ].join('\n'),
     )
     expect(plain.meta).toMatchObject({ files: 3, matches: 4 })
+    expect(text(await s.run('grep', { pattern: 'hello', include: '*.ts' }))).toBe('src/app.ts\n3:  return hello')
+    expect(text(await s.run('grep', { pattern: 'hello', path: 'src/util.js' }))).toBe('src/util.js\n1:const hello = 1')
+    expect(text(await s.run('grep', { pattern: 'absent-word' }))).toBe('No matches found')
 
     await files({ 'far.txt': 'hit\na\nb\nc\nd\nhit\n' })
-    const context = await s.run('grep', { pattern: 'hit', path: 'far.txt', output_mode: 'content', context: 1 })
-    expect(text(context)).toBe(['far.txt', '1:hit', '2-a', '--', '5-d', '6:hit'].join('\n'))
-  })
-
-  it('counts matching lines per file', async () => {
-    s = await setup()
-    await files({ 'a.txt': 'x\nx\ny\n', 'b.txt': 'x\n', 'c.txt': 'y\n' })
-    expect(text(await s.run('grep', { pattern: 'x', output_mode: 'count' }))).toBe(
-      'a.txt:2\nb.txt:1\n\n(3 matching lines in 2 files.)',
+    expect(text(await s.run('grep', { pattern: 'hit', path: 'far.txt' }))).toBe(
+      ['far.txt', '1:hit', '--', '6:hit'].join('\n'),
     )
   })
 
   it('passes patterns that look like flags as patterns', async () => {
     s = await setup()
     await files({ 'flags.txt': 'use --pre=cat here\n' })
-    expect(text(await s.run('grep', { pattern: '--pre=cat', output_mode: 'content' }))).toBe(
-      'flags.txt\n1:use --pre=cat here',
-    )
+    expect(text(await s.run('grep', { pattern: '--pre=cat' }))).toBe('flags.txt\n1:use --pre=cat here')
   })
 
-  it('caps results at head_limit and spills the full output', async () => {
-    s = await setup({ spill: true })
+  it('caps results at grepMaxResults and spills the full output', async () => {
+    s = await setup({ spill: true, config: { grepMaxResults: 10 } })
     const big = Array.from({ length: 40 }, (_, i) => `match line ${i + 1}`).join('\n')
     await files({ 'big.txt': `${big}\n` })
-    const result = await s.run('grep', { pattern: 'match', output_mode: 'content', head_limit: 10 })
+    const result = await s.run('grep', { pattern: 'match' })
     const [body, footer] = text(result).split('\n\n')
     expect(body?.split('\n')).toEqual([
       'big.txt',
@@ -211,38 +189,32 @@ describe('grep', () => {
     expect(path.dirname(path.dirname(saved as string))).toBe(s.spillRoot)
   })
 
-  it('uses its default cap without head_limit, and stops a runaway search at the raw output limit', async () => {
+  it('stops a runaway search at the raw output limit', async () => {
     s = await setup({ config: { grepMaxResults: 3, searchMaxOutputBytes: 2000 } })
     await files({ 'many.txt': `${Array.from({ length: 500 }, () => 'needle').join('\n')}\n` })
-    const result = await s.run('grep', { pattern: 'needle', output_mode: 'content' })
+    const result = await s.run('grep', { pattern: 'needle' })
     expect(result.isError).toBe(false)
     const parts = text(result).split('\n\n')
     expect(parts[0]).toBe('many.txt\n1:needle\n2:needle\n3:needle')
     expect(parts[1]).toMatch(
-      /^\(Showing the first 3 of \d+ result lines\. Narrow the pattern, path or glob, or raise head_limit, to see the rest\.\)$/,
+      /^\(Showing the first 3 of \d+ result lines\. Narrow the pattern, path or include glob to see the rest\.\)$/,
     )
     expect(parts[2]).toBe(
-      "(ripgrep's output passed 2000 bytes, so the search was stopped and the results are incomplete. Narrow the pattern, path or glob.)",
+      "(ripgrep's output passed 2000 bytes, so the search was stopped and the results are incomplete. Narrow the pattern, path or include glob.)",
     )
   })
 
-  it('reports a pattern that does not compile, an unknown type and a missing path clearly', async () => {
+  it('reports a pattern that does not compile and a missing path clearly', async () => {
     s = await setup()
     await files({ 'a.txt': 'x\n' })
     const regex = await s.run('grep', { pattern: 'foo(bar' })
     expect(regex.error?.code).toBe('SEARCH_INVALID_PATTERN')
     expect(text(regex)).toContain('not a valid regular expression')
     expect(text(regex)).toContain('unclosed group')
-    const type = await s.run('grep', { pattern: 'x', type: 'nosuchtype' })
-    expect(type.error?.code).toBe('SEARCH_INVALID_TYPE')
-    expect(text(type)).toContain('nosuchtype')
     expect((await s.run('grep', { pattern: 'x', path: 'missing' })).error?.code).toBe('FS_NOT_FOUND')
     expect((await s.run('grep', { pattern: 'a\u0000b' })).error?.code).toBe('SEARCH_INVALID_PATTERN')
-    expect((await s.run('grep', { pattern: 'x', glob: '*\u0000' })).error?.code).toBe('SEARCH_INVALID_GLOB')
+    expect((await s.run('grep', { pattern: 'x', include: '*\u0000' })).error?.code).toBe('SEARCH_INVALID_GLOB')
     expect((await s.run('glob', { pattern: '*\u0000' })).error?.code).toBe('SEARCH_INVALID_GLOB')
-    const context = await s.run('grep', { pattern: 'x', context: 2 })
-    expect(context.error?.code).toBe('INVALID_ARGUMENTS')
-    expect(text(context)).toContain('context only applies to output_mode "content"')
   })
 })
 

@@ -44,24 +44,24 @@ describe("dsh's own secrets", () => {
       'dsh-home/profiles/web/.env',
       'harmless.txt',
     ]) {
-      const read = await s.run('read', { path: target })
+      const read = await s.run('read', { file_path: target })
       expect(read.error?.code).toBe('FS_DENIED')
       expect(text(read)).toMatch(/dsh's own secret store/)
       expect(text(read)).not.toContain(KEY)
-      expect((await s.run('write', { path: target, content: 'x' })).error?.code).toBe('FS_DENIED')
-      expect((await s.run('edit', { path: target, old_string: 'sk', new_string: 'x' })).error?.code).toBe('FS_DENIED')
+      expect((await s.run('write', { file_path: target, content: 'x' })).error?.code).toBe('FS_DENIED')
+      expect((await s.run('edit', { file_path: target, old_string: 'sk', new_string: 'x' })).error?.code).toBe(
+        'FS_DENIED',
+      )
     }
   })
 
   it('grep and glob over a folder holding them neither list nor return them', async () => {
     const { s } = await withHome()
     for (const args of [{ pattern: 'sk-test' }, { pattern: 'sk-test', path: 'dsh-home' }]) {
-      for (const mode of ['files_with_matches', 'content', 'count']) {
-        const found = text(await s.run('grep', { ...args, output_mode: mode }))
-        expect(found).not.toContain(KEY)
-        expect(found).not.toMatch(/\.credentials\.yaml|\.env/)
-        expect(found).toContain('settings.yaml')
-      }
+      const found = text(await s.run('grep', args))
+      expect(found).not.toContain(KEY)
+      expect(found).not.toMatch(/\.credentials\.yaml|\.env/)
+      expect(found).toContain('settings.yaml')
     }
     const listed = text(await s.run('glob', { pattern: '**/.*' }))
     expect(listed).not.toMatch(/\.credentials\.yaml|\.env/)
@@ -85,7 +85,9 @@ describe('search roots', () => {
     await mkdir(path.join(s.workspace, 'src'))
     await writeFile(path.join(s.workspace, 'src', 'a.ts'), 'export const needle = 1\n')
     await symlink('src', path.join(s.workspace, 'alias'))
-    expect(text(await s.run('grep', { pattern: 'needle', path: 'alias' }))).toBe('alias/a.ts')
+    expect(text(await s.run('grep', { pattern: 'needle', path: 'alias' }))).toBe(
+      'alias/a.ts\n1:export const needle = 1',
+    )
     expect(text(await s.run('glob', { pattern: '*.ts', path: 'alias' }))).toBe('alias/a.ts')
     expect(text(await s.run('ls', { path: 'alias' }))).toContain('a.ts')
   })

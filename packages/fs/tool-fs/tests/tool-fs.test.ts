@@ -53,9 +53,9 @@ describe('plugin', () => {
     expect(root.tools.list().map((tool) => tool.name)).toEqual(['edit', 'glob', 'grep', 'ls', 'read', 'write'])
     expect(root.tools.get('read')?.readOnly).toBe(true)
     expect(root.tools.get('write')?.readOnly).toBeFalsy()
-    expect(root.tools.isConcurrencySafe('read', '{"path":"a"}')).toBe(true)
-    expect(root.tools.isConcurrencySafe('write', '{"path":"a","content":""}')).toBe(false)
-    expect(root.tools.isConcurrencySafe('edit', '{"path":"a","old_string":"x","new_string":"y"}')).toBe(false)
+    expect(root.tools.isConcurrencySafe('read', '{"file_path":"a"}')).toBe(true)
+    expect(root.tools.isConcurrencySafe('write', '{"file_path":"a","content":""}')).toBe(false)
+    expect(root.tools.isConcurrencySafe('edit', '{"file_path":"a","old_string":"x","new_string":"y"}')).toBe(false)
     await fiber.dispose()
     expect(root.tools.list()).toEqual([])
   })
@@ -70,20 +70,20 @@ describe('read', () => {
   it('numbers lines like cat -n, resolving relative paths against the workspace', async () => {
     await boot()
     await writeFile(join(dir, 'a.txt'), 'alpha\nbeta\r\n\ngamma')
-    const result = await run('read', { path: 'a.txt' })
+    const result = await run('read', { file_path: 'a.txt' })
     expect(result.isError).toBe(false)
     expect(text(result)).toBe('     1\talpha\n     2\tbeta\n     3\t\n     4\tgamma')
-    expect(text(await run('read', { path: join(dir, 'a.txt') }))).toBe(text(result))
+    expect(text(await run('read', { file_path: join(dir, 'a.txt') }))).toBe(text(result))
   })
 
   it('pages with offset and limit and says how to continue', async () => {
     await boot()
     await writeFile(join(dir, 'n.txt'), `${Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join('\n')}\n`)
-    const page = text(await run('read', { path: 'n.txt', offset: 3, limit: 2 }))
+    const page = text(await run('read', { file_path: 'n.txt', offset: 3, limit: 2 }))
     expect(page).toBe('     3\tline 3\n     4\tline 4\n\n(Showing lines 3-4 of 10. Use offset=5 to continue.)')
-    const tail = text(await run('read', { path: 'n.txt', offset: 9 }))
+    const tail = text(await run('read', { file_path: 'n.txt', offset: 9 }))
     expect(tail).toBe('     9\tline 9\n    10\tline 10\n\n(End of file: 10 lines.)')
-    const past = await run('read', { path: 'n.txt', offset: 11 })
+    const past = await run('read', { file_path: 'n.txt', offset: 11 })
     expect(past.error?.code).toBe('FS_OFFSET_OUT_OF_RANGE')
     expect(text(past)).toContain('has 10 lines')
   })
@@ -91,10 +91,10 @@ describe('read', () => {
   it('shows 2000 lines by default and refuses a larger limit', async () => {
     await boot({ maxReadBytes: 1_000_000 })
     await writeFile(join(dir, 'big.txt'), Array.from({ length: 2500 }, (_, i) => `${i + 1}`).join('\n'))
-    const body = text(await run('read', { path: 'big.txt' }))
+    const body = text(await run('read', { file_path: 'big.txt' }))
     expect(body.split('\n').filter((line) => /^\s+\d+\t/.test(line))).toHaveLength(2000)
     expect(body).toContain('(Showing lines 1-2000 of 2500. Use offset=2001 to continue.)')
-    const tooMany = await run('read', { path: 'big.txt', limit: 2001 })
+    const tooMany = await run('read', { file_path: 'big.txt', limit: 2001 })
     expect(tooMany.error?.code).toBe('INVALID_ARGUMENTS')
     expect(text(tooMany)).toContain('limit:')
   })
@@ -102,7 +102,7 @@ describe('read', () => {
   it('cuts long lines and caps the total size', async () => {
     await boot({ maxLineLength: 10, maxReadBytes: 70 })
     await writeFile(join(dir, 'wide.txt'), `${'x'.repeat(25)}\nshort\n${'y'.repeat(5)}\nmore\nand more\n`)
-    const body = text(await run('read', { path: 'wide.txt' }))
+    const body = text(await run('read', { file_path: 'wide.txt' }))
     const lines = body.split('\n')
     expect(lines[0]).toBe(`     1\t${'x'.repeat(10)}… [line cut at 10 characters]`)
     expect(lines[1]).toBe('     2\tshort')
@@ -114,30 +114,30 @@ describe('read', () => {
   it('refuses binary files and reports missing files and folders clearly', async () => {
     await boot()
     await writeFile(join(dir, 'bin.dat'), Buffer.from([0x50, 0x4b, 0x00, 0x01, 0x02]))
-    const binary = await run('read', { path: 'bin.dat' })
+    const binary = await run('read', { file_path: 'bin.dat' })
     expect(binary.error?.code).toBe('FS_NOT_TEXT')
     expect(text(binary)).toContain('binary')
-    const missing = await run('read', { path: 'nope/missing.txt' })
+    const missing = await run('read', { file_path: 'nope/missing.txt' })
     expect(missing.error?.code).toBe('FS_NOT_FOUND')
     expect(text(missing)).toContain('nope/missing.txt')
     await mkdir(join(dir, 'sub'))
-    expect((await run('read', { path: 'sub' })).error?.code).toBe('FS_IS_DIRECTORY')
+    expect((await run('read', { file_path: 'sub' })).error?.code).toBe('FS_IS_DIRECTORY')
   })
 
   it('says when a file is empty', async () => {
     await boot()
     await writeFile(join(dir, 'empty.txt'), '')
-    expect(text(await run('read', { path: 'empty.txt' }))).toBe('(empty.txt is empty.)')
+    expect(text(await run('read', { file_path: 'empty.txt' }))).toBe('(empty.txt is empty.)')
   })
 })
 
 describe('write', () => {
   it('creates parent folders and reports bytes written and whether it created or overwrote', async () => {
     await boot()
-    const created = await run('write', { path: 'deep/er/new.txt', content: 'héllo\n' })
+    const created = await run('write', { file_path: 'deep/er/new.txt', content: 'héllo\n' })
     expect(text(created)).toBe('Created deep/er/new.txt (7 bytes written).')
     expect(await readFile(join(dir, 'deep/er/new.txt'), 'utf8')).toBe('héllo\n')
-    const overwritten = await run('write', { path: 'deep/er/new.txt', content: 'bye' })
+    const overwritten = await run('write', { file_path: 'deep/er/new.txt', content: 'bye' })
     expect(text(overwritten)).toBe('Overwrote deep/er/new.txt (3 bytes written).')
     expect(await readFile(join(dir, 'deep/er/new.txt'), 'utf8')).toBe('bye')
   })
@@ -147,7 +147,7 @@ describe('write', () => {
     const elsewhere = await mkdtemp(join(tmpdir(), 'dsh-tool-fs-out-'))
     try {
       const target = join(elsewhere, 'x.txt')
-      expect(text(await run('write', { path: target, content: 'x' }))).toBe(`Created ${target} (1 bytes written).`)
+      expect(text(await run('write', { file_path: target, content: 'x' }))).toBe(`Created ${target} (1 bytes written).`)
     } finally {
       await rm(elsewhere, { recursive: true, force: true })
     }
@@ -160,13 +160,13 @@ describe('edit', () => {
   it('refuses a file that was not read in this session', async () => {
     await boot()
     await writeFile(join(dir, 'g.ts'), source)
-    const result = await run('edit', { path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })
+    const result = await run('edit', { file_path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })
     expect(result.error?.code).toBe('FS_NOT_READ')
     expect(text(result)).toContain('Read it with the read tool first')
     expect(await readFile(join(dir, 'g.ts'), 'utf8')).toBe(source)
     // Another session's read does not count.
-    await run('read', { path: 'g.ts' }, { ...session, sessionState: new Map() })
-    expect((await run('edit', { path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })).error?.code).toBe(
+    await run('read', { file_path: 'g.ts' }, { ...session, sessionState: new Map() })
+    expect((await run('edit', { file_path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })).error?.code).toBe(
       'FS_NOT_READ',
     )
   })
@@ -174,8 +174,8 @@ describe('edit', () => {
   it('replaces one exact match and returns a diff', async () => {
     await boot()
     await writeFile(join(dir, 'g.ts'), source)
-    await run('read', { path: 'g.ts' })
-    const result = await run('edit', { path: 'g.ts', old_string: '  return "hi"', new_string: '  return "hello"' })
+    await run('read', { file_path: 'g.ts' })
+    const result = await run('edit', { file_path: 'g.ts', old_string: '  return "hi"', new_string: '  return "hello"' })
     expect(result.isError).toBe(false)
     expect(text(result)).toBe(
       [
@@ -194,7 +194,7 @@ describe('edit', () => {
     )
     expect(await readFile(join(dir, 'g.ts'), 'utf8')).toBe(source.replace('"hi"', '"hello"'))
     // The session knows the new content: a second edit needs no new read.
-    const again = await run('edit', { path: 'g.ts', old_string: '"bye"', new_string: '"ciao"' })
+    const again = await run('edit', { file_path: 'g.ts', old_string: '"bye"', new_string: '"ciao"' })
     expect(again.isError).toBe(false)
     expect(text(again)).toContain('-  return "bye"\n+  return "ciao"')
   })
@@ -202,27 +202,27 @@ describe('edit', () => {
   it('refuses a file changed on disk since it was read', async () => {
     await boot()
     await writeFile(join(dir, 'g.ts'), source)
-    await run('read', { path: 'g.ts' })
+    await run('read', { file_path: 'g.ts' })
     await writeFile(join(dir, 'g.ts'), source.replace('greet', 'welcome'))
-    const result = await run('edit', { path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })
+    const result = await run('edit', { file_path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })
     expect(result.error?.code).toBe('FS_STALE')
     expect(text(result)).toContain('changed on disk since you last read it')
     expect(await readFile(join(dir, 'g.ts'), 'utf8')).toBe(source.replace('greet', 'welcome'))
-    await run('read', { path: 'g.ts' })
-    expect((await run('edit', { path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })).isError).toBe(false)
+    await run('read', { file_path: 'g.ts' })
+    expect((await run('edit', { file_path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })).isError).toBe(false)
   })
 
   it('asks for more context on several matches, and replaces them all with replace_all', async () => {
     await boot()
     await writeFile(join(dir, 'g.ts'), source)
-    await run('read', { path: 'g.ts' })
-    const ambiguous = await run('edit', { path: 'g.ts', old_string: 'function', new_string: 'const fn =' })
+    await run('read', { file_path: 'g.ts' })
+    const ambiguous = await run('edit', { file_path: 'g.ts', old_string: 'function', new_string: 'const fn =' })
     expect(ambiguous.error?.code).toBe('FS_AMBIGUOUS_EDIT')
     expect(text(ambiguous)).toContain('occurs 2 times')
     expect(text(ambiguous)).toContain('replace_all')
     expect(await readFile(join(dir, 'g.ts'), 'utf8')).toBe(source)
 
-    const all = await run('edit', { path: 'g.ts', old_string: 'return', new_string: 'yield', replace_all: true })
+    const all = await run('edit', { file_path: 'g.ts', old_string: 'return', new_string: 'yield', replace_all: true })
     expect(all.isError).toBe(false)
     expect(text(all)).toContain('replaced all 2 occurrences')
     expect(text(all)).toContain('-  return "hi"\n+  yield "hi"')
@@ -233,20 +233,22 @@ describe('edit', () => {
   it('explains a missing match and refuses a no-op', async () => {
     await boot()
     await writeFile(join(dir, 'g.ts'), source)
-    await run('read', { path: 'g.ts' })
-    const missing = await run('edit', { path: 'g.ts', old_string: 'return "hey"', new_string: 'x' })
+    await run('read', { file_path: 'g.ts' })
+    const missing = await run('edit', { file_path: 'g.ts', old_string: 'return "hey"', new_string: 'x' })
     expect(missing.error?.code).toBe('FS_EDIT_NOT_FOUND')
     expect(text(missing)).toContain('must match the file exactly')
-    expect((await run('edit', { path: 'g.ts', old_string: 'x', new_string: 'x' })).error?.code).toBe(
+    expect((await run('edit', { file_path: 'g.ts', old_string: 'x', new_string: 'x' })).error?.code).toBe(
       'FS_EDIT_NO_CHANGE',
     )
-    expect((await run('edit', { path: 'gone.ts', old_string: 'x', new_string: 'y' })).error?.code).toBe('FS_NOT_FOUND')
+    expect((await run('edit', { file_path: 'gone.ts', old_string: 'x', new_string: 'y' })).error?.code).toBe(
+      'FS_NOT_FOUND',
+    )
   })
 
   it('edits a file this session wrote without reading it', async () => {
     await boot()
-    await run('write', { path: 'w.txt', content: 'one\ntwo\n' })
-    const result = await run('edit', { path: 'w.txt', old_string: 'two', new_string: '2' })
+    await run('write', { file_path: 'w.txt', content: 'one\ntwo\n' })
+    const result = await run('edit', { file_path: 'w.txt', old_string: 'two', new_string: '2' })
     expect(result.isError).toBe(false)
     expect(await readFile(join(dir, 'w.txt'), 'utf8')).toBe('one\n2\n')
   })
@@ -254,8 +256,8 @@ describe('edit', () => {
   it('keeps CRLF line endings when the model writes LF', async () => {
     await boot()
     await writeFile(join(dir, 'win.txt'), 'a\r\nb\r\nc\r\n')
-    await run('read', { path: 'win.txt' })
-    const result = await run('edit', { path: 'win.txt', old_string: 'a\nb', new_string: 'a\nB\nb' })
+    await run('read', { file_path: 'win.txt' })
+    const result = await run('edit', { file_path: 'win.txt', old_string: 'a\nb', new_string: 'a\nB\nb' })
     expect(result.isError).toBe(false)
     expect(await readFile(join(dir, 'win.txt'), 'utf8')).toBe('a\r\nB\r\nb\r\nc\r\n')
     expect(text(result)).toContain(' a\n+B\n b')
@@ -264,10 +266,10 @@ describe('edit', () => {
   it('shows a deletion and an insertion at the end of a file', async () => {
     await boot()
     await writeFile(join(dir, 'list.txt'), 'one\ntwo\nthree\n')
-    await run('read', { path: 'list.txt' })
-    const removed = text(await run('edit', { path: 'list.txt', old_string: 'two\n', new_string: '' }))
+    await run('read', { file_path: 'list.txt' })
+    const removed = text(await run('edit', { file_path: 'list.txt', old_string: 'two\n', new_string: '' }))
     expect(removed).toContain('@@ -1,3 +1,2 @@\n one\n-two\n three')
-    const added = text(await run('edit', { path: 'list.txt', old_string: 'three\n', new_string: 'three\nfour\n' }))
+    const added = text(await run('edit', { file_path: 'list.txt', old_string: 'three\n', new_string: 'three\nfour\n' }))
     expect(added).toContain('@@ -1,2 +1,3 @@\n one\n three\n+four')
     expect(await readFile(join(dir, 'list.txt'), 'utf8')).toBe('one\nthree\nfour\n')
     expect((await stat(join(dir, 'list.txt'))).isFile()).toBe(true)

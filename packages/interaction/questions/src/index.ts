@@ -26,6 +26,7 @@ const option = z.object({
 
 const question = z
   .object({
+    id: z.string().trim().min(1).max(64).describe('Your stable id for the question; the answer repeats it.'),
     question: z.string().trim().min(1).describe('The complete question, ending with a question mark.'),
     header: z
       .string()
@@ -38,11 +39,14 @@ const question = z
       .array(option)
       .min(2)
       .max(4)
-      .describe('2 to 4 distinct choices. Put a recommended one first and add "(Recommended)" to its label.'),
-    multiSelect: z.boolean().optional().describe('Let the user pick more than one option. Default false.'),
+      .optional()
+      .describe(
+        '2 to 4 distinct choices; leave out for an open question. Put a recommended one first and add "(Recommended)" to its label.',
+      ),
+    multi_select: z.boolean().optional().describe('Let the user pick more than one option. Default false.'),
   })
   .superRefine((value, issues) => {
-    const labels = value.options.map((o) => o.label)
+    const labels = (value.options ?? []).map((o) => o.label)
     labels.forEach((label, i) => {
       if (labels.indexOf(label) !== i)
         issues.addIssue({
@@ -63,6 +67,11 @@ const parameters = z.object({
       texts.forEach((text, i) => {
         if (texts.indexOf(text) !== i)
           issues.addIssue({ code: 'custom', path: [i, 'question'], message: 'the same question is asked twice' })
+      })
+      const ids = list.map((q) => q.id)
+      ids.forEach((id, i) => {
+        if (ids.indexOf(id) !== i)
+          issues.addIssue({ code: 'custom', path: [i, 'id'], message: `the id "${id}" is used twice` })
       })
     })
     .describe('1 to 4 questions.'),
@@ -88,8 +97,9 @@ export function apply(ctx: Context, config: QuestionsConfig) {
         },
       },
       description:
-        'Ask the user 1 to 4 multiple-choice questions when you need a decision or a fact only they have, instead of guessing. ' +
-        'Each question has 2 to 4 options; the user may also answer in their own words. Do not ask what you can find out yourself.',
+        'Ask the user 1 to 4 questions when you need a decision or a fact only they have, instead of guessing. ' +
+        'Give each question an id (the answer repeats it) and 2 to 4 options, or none for an open question; ' +
+        'the user may always answer in their own words. Do not ask what you can find out yourself.',
       parameters,
       readOnly: true,
       timeoutMs: config.answerTimeoutMs,
@@ -98,7 +108,13 @@ export function apply(ctx: Context, config: QuestionsConfig) {
         summary: `ask the user: ${args.questions.map((q) => q.question).join(' / ')}`,
       }),
       async execute(args, run) {
-        const questions: Question[] = args.questions
+        const questions: Question[] = args.questions.map((q) => ({
+          id: q.id,
+          question: q.question,
+          ...(q.header !== undefined ? { header: q.header } : {}),
+          options: q.options ?? [],
+          ...(q.multi_select !== undefined ? { multiSelect: q.multi_select } : {}),
+        }))
         const service = ctx.get('questions')
         if (!service) throw new ToolError('NO_USER', new NoAskerError().message)
         let answers: QuestionAnswer[]
@@ -122,7 +138,7 @@ function renderAnswers(questions: readonly Question[], answers: readonly Questio
   const lines = ['The user answered:']
   questions.forEach((q, i) => {
     const answer = answers.find((a) => a.question === q.question) ?? answers[i]
-    lines.push(`${i + 1}. ${q.question}`)
+    lines.push(`${i + 1}. [${q.id ?? i + 1}] ${q.question}`)
     if (answer?.selected.length) lines.push(`   Selected: ${answer.selected.join(', ')}`)
     if (answer?.text?.trim()) lines.push(`   Wrote: ${JSON.stringify(answer.text.trim())}`)
     if (!answer?.selected.length && !answer?.text?.trim()) lines.push('   (no answer)')

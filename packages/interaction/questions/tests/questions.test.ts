@@ -31,6 +31,7 @@ async function surface(asker: Asker) {
 }
 
 const database = {
+  id: 'db',
   question: 'Which database should the service use?',
   header: 'Database',
   options: [
@@ -40,10 +41,15 @@ const database = {
 }
 
 const features = {
+  id: 'features',
   question: 'Which features go into the first release?',
   options: [{ label: 'Search' }, { label: 'Export' }, { label: 'Sharing' }],
-  multiSelect: true,
+  multi_select: true,
 }
+
+/** What the surfaces see of `features`: the wire type spells the flag multiSelect. */
+const { multi_select: _, ...featuresBase } = features
+const featuresOnTheWire = { ...featuresBase, multiSelect: true }
 
 let calls = 0
 function ask(args: unknown, signal = new AbortController().signal): Promise<ToolResult> {
@@ -73,13 +79,15 @@ describe('ask_user_question', () => {
     })
     const result = await ask({ questions: [database, features] })
     expect(result.isError).toBe(false)
-    expect(seen).toEqual([{ sessionId: 'session-1', callId: `call-${calls}`, questions: [database, features] }])
+    expect(seen).toEqual([
+      { sessionId: 'session-1', callId: `call-${calls}`, questions: [database, featuresOnTheWire] },
+    ])
     expect(textOf(result.content)).toBe(
       [
         'The user answered:',
-        '1. Which database should the service use?',
+        '1. [db] Which database should the service use?',
         '   Wrote: "Use the existing MySQL server"',
-        '2. Which features go into the first release?',
+        '2. [features] Which features go into the first release?',
         '   Selected: Search, Export',
         '   Wrote: "Sharing can wait"',
       ].join('\n'),
@@ -90,6 +98,20 @@ describe('ask_user_question', () => {
         { question: features.question, selected: ['Search', 'Export'], text: 'Sharing can wait' },
       ],
     })
+  })
+
+  it('passes an open question (no options) with an empty list of choices and echoes its id', async () => {
+    const seen: QuestionRequest[] = []
+    await surface(async (request) => {
+      seen.push(request)
+      return [{ question: 'What should the service be called?', selected: [], text: 'ledger' }]
+    })
+    const open = { id: 'name', question: 'What should the service be called?' }
+    const result = await ask({ questions: [open] })
+    expect(seen[0]?.questions).toEqual([{ ...open, options: [] }])
+    expect(textOf(result.content)).toBe(
+      ['The user answered:', '1. [name] What should the service be called?', '   Wrote: "ledger"'].join('\n'),
+    )
   })
 
   it('aborts the pending question when the turn is cancelled', async () => {
@@ -138,6 +160,8 @@ describe('ask_user_question', () => {
       { questions: [twice] },
       { questions: [database, database] },
       { questions: Array(5).fill(features) },
+      { questions: [{ question: database.question, options: database.options }] },
+      { questions: [database, { ...features, id: 'db' }] },
     ]) {
       const result = await ask(bad)
       expect(result.error?.code).toBe('INVALID_ARGUMENTS')

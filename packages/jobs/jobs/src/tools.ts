@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { assertNever, type Context, Schema } from '@dsh/cordis'
 import { defineTool, textArgument, ToolError, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
@@ -5,16 +6,21 @@ import { leadingContinuation } from './ring.ts'
 import { type JobInfo, JobNotFoundError, type JobOutput, type JobStatus } from './seam.ts'
 
 export interface JobToolsConfig {
+  defaultWaitMs: number
   maxWaitMs: number
   maxReadBytes: number
   timeoutAllowanceMs: number
 }
 
 export const Config: Schema<JobToolsConfig> = Schema.object({
+  defaultWaitMs: Schema.natural()
+    .min(1)
+    .default(30_000)
+    .description('How long a `job_output` call with `wait: true` and no `timeout_ms` waits, in milliseconds.'),
   maxWaitMs: Schema.natural()
     .min(1)
     .default(600_000)
-    .description('The longest `wait_ms` a `job_output` call may ask for, in milliseconds.'),
+    .description('The longest `timeout_ms` a `job_output` call may ask for, in milliseconds.'),
   maxReadBytes: Schema.natural()
     .min(1)
     .default(30_000)
@@ -48,19 +54,22 @@ export function apply(ctx: Context, config: JobToolsConfig) {
       },
       description:
         'Read the new output of a background job (stdout and stderr as they arrived) since the last job_output call for it, ' +
-        'and its status. Give wait_ms to wait up to that long for new output or for the job to end. Do not poll in a tight loop; ' +
-        `prefer one call with wait_ms. At most the newest ${config.maxReadBytes} bytes are returned per call.`,
+        'and its status, as a closing [status: ...] line. It answers at once unless wait is true: then it waits for the job ' +
+        `to end, at most timeout_ms (default ${config.defaultWaitMs}). Do not poll in a tight loop; prefer one call with wait. ` +
+        `At most the newest ${config.maxReadBytes} bytes are returned per call.`,
       parameters: z.object({
         job_id: z.string().min(1).describe('The id the job was started with, e.g. job-1.'),
-        wait_ms: z
+        wait: z
+          .boolean()
+          .optional()
+          .describe('Wait for the job to end (or the timeout) before answering. Default false: answer at once.'),
+        timeout_ms: z
           .number()
           .int()
-          .min(0)
+          .min(1)
           .max(config.maxWaitMs)
           .optional()
-          .describe(
-            'Wait up to this many milliseconds for new output or the end of the job. Default 0: answer at once.',
-          ),
+          .describe(`With wait: the longest wait in milliseconds. Default ${config.defaultWaitMs}.`),
       }),
       readOnly: true,
       timeoutMs: config.maxWaitMs + config.timeoutAllowanceMs,
@@ -70,8 +79,10 @@ export function apply(ctx: Context, config: JobToolsConfig) {
         const cursors = cursorsOf(run)
         const since = cursors.get(args.job_id) ?? 0
         const output = await notFoundAsToolError(args.job_id, () =>
-          args.wait_ms
-            ? jobs.waitForOutput(args.job_id, { ...owner, since, timeoutMs: args.wait_ms, signal: run.signal })
+          args.wait
+            ? waitForEnd(args.job_id, owner, args.timeout_ms ?? config.defaultWaitMs, run.signal).then(() =>
+                jobs.output(args.job_id, { ...owner, since }),
+              )
             : jobs.output(args.job_id, { ...owner, since }),
         )
         cursors.set(args.job_id, output.offset)
@@ -112,7 +123,10 @@ export function apply(ctx: Context, config: JobToolsConfig) {
       },
       description:
         'Stop a background job and every process it started. Its output so far stays readable with job_output.',
-      parameters: z.object({ job_id: z.string().min(1).describe('The id of the job to stop.') }),
+      parameters: z.object({
+        job_id: z.string().min(1).describe('The id of the job to stop.'),
+        reason: z.string().optional().describe('Why you stop it, in a few words; kept in the session log.'),
+      }),
       timeoutMs: config.timeoutAllowanceMs,
       access: (args) => ({ kind: 'other', summary: `stop background job ${args.job_id}` }),
       async execute(args, run) {
@@ -125,12 +139,23 @@ export function apply(ctx: Context, config: JobToolsConfig) {
         }
         const after: JobInfo = await notFoundAsToolError(args.job_id, () => jobs.kill(args.job_id, owner))
         return {
-          content: `stopped job ${args.job_id} (${after.label}) [status: ${statusText(after.status)}]`,
+          content: `stopped job ${args.job_id} (${after.label})${args.reason ? ` because: ${args.reason}` : ''} [status: ${statusText(after.status)}]`,
           meta: { status: after.status },
         }
       },
     }),
   )
+
+  /** Resolves when the job has ended, the time is up or the call is cancelled, whichever comes first. */
+  async function waitForEnd(id: string, owner: { sessionId: string }, timeoutMs: number, signal: AbortSignal) {
+    const stop = new AbortController()
+    const quit = AbortSignal.any([stop.signal, signal])
+    try {
+      await Promise.race([jobs.completion(id, owner), sleep(timeoutMs, undefined, { signal: quit }).catch(() => {})])
+    } finally {
+      stop.abort()
+    }
+  }
 }
 
 function cursorsOf(run: ToolRunContext): Map<string, number> {

@@ -224,20 +224,18 @@ describe('job tools', () => {
     expect(text(await call('job_output', { job_id: id }))).toBe('(no new output)\n[status: running]')
     await writeFile(join(dir, 'go'), '')
     await root.jobs.completion(id)
-    expect(text(await call('job_output', { job_id: id, wait_ms: 60_000 }))).toBe('bye\n[status: exited, exit code: 2]')
+    expect(text(await call('job_output', { job_id: id, wait: true, timeout_ms: 60_000 }))).toBe(
+      'bye\n[status: exited, exit code: 2]',
+    )
     expect(text(await call('job_list', {}))).toBe(`${id} [exited, exit code: 2] greeter`)
   })
 
-  it('job_output with wait_ms returns as soon as the job ends', async () => {
+  it('job_output with wait returns as soon as the job ends', async () => {
     await bootTools()
     const { id } = start('until [ -e go ]; do sleep 0.01; done; echo done')
-    const pending = call('job_output', { job_id: id, wait_ms: 600_000 })
+    const pending = call('job_output', { job_id: id, wait: true, timeout_ms: 600_000 })
     await writeFile(join(dir, 'go'), '')
-    const out = text(await pending)
-    // Either the output or the exit comes first; one more read has the rest.
-    const all = `${out}\n${text(await call('job_output', { job_id: id, wait_ms: 600_000 }))}`
-    expect(all).toContain('done')
-    expect(all).toContain('[status: exited, exit code: 0]')
+    expect(text(await pending)).toBe('done\n[status: exited, exit code: 0]')
   })
 
   it('job_output returns the newest part of a large read and says what it skipped', async () => {
@@ -253,7 +251,9 @@ describe('job tools', () => {
   it('job_kill stops a running job and reports one that already ended', async () => {
     await bootTools()
     const { id, handle } = start('sleep 1000', 'session-a', 'sleeper')
-    expect(text(await call('job_kill', { job_id: id }))).toBe(`stopped job ${id} (sleeper) [status: killed]`)
+    expect(text(await call('job_kill', { job_id: id, reason: 'no longer needed' }))).toBe(
+      `stopped job ${id} (sleeper) because: no longer needed [status: killed]`,
+    )
     expect(await isRunning(handle.pid!)).toBe(false)
     expect(text(await call('job_kill', { job_id: id }))).toBe(`job ${id} had already ended [status: killed]`)
     expect(text(await call('job_output', { job_id: id }))).toBe('(no new output)\n[status: killed]')
@@ -274,9 +274,16 @@ describe('job tools', () => {
     expect(root.jobs.get(id)?.status).toEqual({ state: 'running' })
   })
 
+  it('job_output with wait gives up at timeout_ms and leaves the job running', async () => {
+    await bootTools()
+    const { id } = start('echo started; sleep 1000')
+    expect(text(await call('job_output', { job_id: id, wait: true, timeout_ms: 50 }))).toMatch(/\[status: running\]$/)
+    expect(root.jobs.get(id)?.status).toEqual({ state: 'running' })
+  })
+
   it('refuses a wait beyond the maximum', async () => {
     await bootTools({ maxWaitMs: 1000 })
-    const result = await call('job_output', { job_id: 'job-1', wait_ms: 1001 })
+    const result = await call('job_output', { job_id: 'job-1', wait: true, timeout_ms: 1001 })
     expect(result.error?.code).toBe('INVALID_ARGUMENTS')
   })
 })

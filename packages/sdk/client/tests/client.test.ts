@@ -76,7 +76,7 @@ async function collect(
 describe('DshClient', () => {
   it('spawns dsh, streams a session’s events and deltas, and runs a prompt to its final text', async () => {
     mock.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo from-client' } }]),
+      reply.toolCalls([{ name: 'bash', arguments: { description: 'Run a command', command: 'echo from-client' } }]),
       reply.text('It printed from-client.'),
     )
     const client = await connect({ clientInfo: { name: 'client-test', version: '1' } })
@@ -142,7 +142,7 @@ describe('DshClient', () => {
   })
 
   it('answers approvals with onApproval: allow writes the file, reject does not', async () => {
-    const write = (name: string) => reply.toolCalls([{ name: 'write', arguments: { path: name, content: 'x\n' } }])
+    const write = (name: string) => reply.toolCalls([{ name: 'write', arguments: { file_path: name, content: 'x\n' } }])
     mock.enqueue(write('yes.txt'), reply.text('ok'), write('no.txt'), reply.text('ok'))
     const asked: string[] = []
     const client = await connect({
@@ -163,7 +163,7 @@ describe('DshClient', () => {
   })
 
   it('answers the model’s questions with onQuestion', async () => {
-    const question = { question: 'Pick one', options: [{ label: 'left' }, { label: 'right' }] }
+    const question = { id: 'side', question: 'Pick one', options: [{ label: 'left' }, { label: 'right' }] }
     mock.enqueue(
       reply.toolCalls([{ name: 'ask_user_question', arguments: { questions: [question] } }]),
       reply.text('right then'),
@@ -226,7 +226,7 @@ describe('README example', () => {
     expect(example, 'the README has a ```js example').toBeDefined()
     expect(example?.trim().split('\n').length).toBeLessThanOrEqual(10)
     mock.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'ls | wc -l' } }]),
+      reply.toolCalls([{ name: 'bash', arguments: { description: 'Run a command', command: 'ls | wc -l' } }]),
       reply.text('There are 2 files.'),
     )
     const shim = path.join(work, '..', 'bin')

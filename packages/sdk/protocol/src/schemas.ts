@@ -178,6 +178,7 @@ export const ApprovalResult = z.object({
 })
 
 export const Question = z.object({
+  id: z.string().optional(),
   question: z.string(),
   header: z.string().optional(),
   options: z.array(z.object({ label: z.string(), description: z.string().optional() })),

@@ -45,7 +45,12 @@ async function store(logs: Array<{ id: string; cwd?: string; events: SessionEven
 }
 
 function toolTurn(): SessionEvent[] {
-  const call = { type: 'tool-call' as const, id: 'call_1' as never, name: 'read', arguments: '{"path":"notes.txt"}' }
+  const call = {
+    type: 'tool-call' as const,
+    id: 'call_1' as never,
+    name: 'read',
+    arguments: '{"file_path":"notes.txt"}',
+  }
   const assistant = {
     ...reply(1, 'Let me look.'),
     message: { ...textMessage('assistant', 'Let me look.', { kind: 'model', provider: 'p', model: 'm' }) },
@@ -119,7 +124,7 @@ describe('dsh sessions (command module)', () => {
     expect(stdout).toMatch(/^session {2}tooly\n/)
     expect(stdout).toContain('messages 1 from the user, 2 from the model')
     expect(stdout).toContain('What is in the `notes`?')
-    expect(stdout).toContain('  > read {"path":"notes.txt"}  [failed: notes.txt does not exist]')
+    expect(stdout).toContain('  > read {"file_path":"notes.txt"}  [failed: notes.txt does not exist]')
     expect(stdout).toContain('There are no notes.')
   })
 
@@ -131,7 +136,7 @@ describe('dsh sessions (command module)', () => {
     const md = await run('export', 'tooly', '--format', 'markdown')
     expect(md.stdout).toMatch(/^# Session tooly\n/)
     expect(md.stdout).toContain('## User\n\nWhat is in the `notes`?')
-    expect(md.stdout).toContain('- Tool `read` `{"path":"notes.txt"}` failed: notes.txt does not exist')
+    expect(md.stdout).toContain('- Tool `read` `{"file_path":"notes.txt"}` failed: notes.txt does not exist')
     const file = path.join(home, 'out.md')
     const written = await run('export', 'tooly', '--format=markdown', '-o', file)
     expect(written).toMatchObject({ code: 0, stdout: '', stderr: `dsh: wrote ${file}\n` })

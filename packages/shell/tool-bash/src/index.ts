@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import { type Context, type JsonValue, Schema } from '@dsh/cordis'
 import type { Jobs } from '@dsh/jobs'
 import {
@@ -41,6 +42,7 @@ export interface BashToolConfig {
   maxOutputBytes: number
   maxSpillBytes: number
   stopAllowanceMs: number
+  allowEscalation: boolean
   sandbox: { mode: SandboxMode; network: 'off' | 'on' }
 }
 
@@ -66,6 +68,11 @@ export const Config: Schema<BashToolConfig> = Schema.object({
     .description(
       'How much longer than the longest timeout the tool runtime lets a call take (killing the tree, spilling output), in milliseconds.',
     ),
+  allowEscalation: Schema.boolean()
+    .default(false)
+    .description(
+      "Offer the model `escalate` and `justification` parameters to ask the user to run a command outside the sandbox. Off by default: the seeds' bash schema has no such parameters, and a sandbox refusal is final.",
+    ),
   sandbox: Schema.object({
     mode: Schema.union(['read-only', 'workspace-write', 'off'] as const)
       .default('workspace-write')
@@ -84,6 +91,42 @@ export const Config: Schema<BashToolConfig> = Schema.object({
 
 export const name = 'tool-bash'
 export const inject = ['tools', 'shell']
+
+/** The parameters `allowEscalation` adds; without it a call can never ask to leave the sandbox. */
+const escalation = {
+  escalate: z.boolean().optional().describe("Run outside the sandbox. Needs the user's approval and a justification."),
+  justification: z
+    .string()
+    .optional()
+    .describe('With escalate: one sentence on why the command must run outside the sandbox.'),
+}
+
+/** The call's parameters: the seeds' bash schema, plus `escalation` when the config allows it. */
+function bashParameters(config: BashToolConfig) {
+  const seed = {
+    command: z.string().min(1).describe('The command to run.'),
+    description: z.string().describe('What the command does, in 5 to 10 words, shown to the user.'),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(config.maxTimeoutMs, `timeoutMs may be at most ${config.maxTimeoutMs} milliseconds`)
+      .optional()
+      .describe(`Timeout in milliseconds. Default ${config.defaultTimeoutMs}, at most ${config.maxTimeoutMs}.`),
+    workdir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('The folder to run in, absolute or relative to the workspace. Default: the workspace.'),
+    run_in_background: z
+      .boolean()
+      .optional()
+      .describe('Start the command as a background job and return its id at once.'),
+  }
+  const full = z.object({ ...seed, ...escalation })
+  // Without escalation the two parameters do not exist, so `args.escalate` is always undefined.
+  return config.allowEscalation ? full : (z.object(seed) as unknown as typeof full)
+}
 
 /** Registers `bash` on `ctx.tools`, running through `ctx.shell`. Disposal stops the commands still running. */
 export function apply(ctx: Context, config: BashToolConfig) {
@@ -131,7 +174,7 @@ export function apply(ctx: Context, config: BashToolConfig) {
   }
 
   async function start(
-    args: { command: string },
+    args: { command: string; workdir?: string | undefined },
     run: ToolRunContext,
     policy: SandboxPolicy,
     timeoutMs?: number,
@@ -140,7 +183,7 @@ export function apply(ctx: Context, config: BashToolConfig) {
     try {
       return await ctx.shell.run({
         command: args.command,
-        cwd: run.cwd,
+        cwd: args.workdir === undefined ? run.cwd : resolve(run.cwd, args.workdir),
         policy,
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         ...(signal ? { signal } : {}),
@@ -168,52 +211,30 @@ export function apply(ctx: Context, config: BashToolConfig) {
         locations: () => [],
       },
       description:
-        'Run a command with `bash -c` in the workspace and return its output. Each call is a fresh, non-interactive shell ' +
-        '(no state carries over; stdin is empty). stdout and stderr come back as separate sections, each cut to its last ' +
-        `${config.maxOutputBytes} bytes (when cut, the full output is saved to a file you can page through with read), followed ` +
-        `by the exit code. Default timeout ${config.defaultTimeoutMs}ms, at most ${config.maxTimeoutMs}ms; on timeout every ` +
-        'process the command started is killed. Check the exit code.\n' +
+        'Run a command with `bash -c` and return its output. Each call is a fresh, non-interactive shell ' +
+        '(no state carries over; stdin is empty): pass workdir instead of cd. stdout and stderr come back as separate sections, ' +
+        `each cut to its last ${config.maxOutputBytes} bytes (when cut, the full output is saved to a file you can page through ` +
+        `with read), followed by the exit code. Default timeout ${config.defaultTimeoutMs}ms, at most ${config.maxTimeoutMs}ms; ` +
+        'on timeout every process the command started is killed. Check the exit code.\n' +
         'Commands usually run in a sandbox: files outside the workspace and the temp folder ($TMPDIR) are read-only, .git and ' +
         'other project config (.dsh, .claude, .codex, .agents, .mcp.json) are read-only, and the network is off or limited to ' +
         'HTTP(S) through a proxy that allows package registries and asks about other hosts. Processes a command starts end ' +
-        'with it. If a command fails only because of that and must run anyway, call bash again with escalate: true ' +
-        'and a one-sentence justification; the user is asked to approve it.\n' +
+        'with it. ' +
+        (config.allowEscalation
+          ? 'If a command fails only because of that and must run anyway, call bash again with escalate: true ' +
+            'and a one-sentence justification; the user is asked to approve it.\n'
+          : 'A write the sandbox denied is a policy decision, not a bug in the command: do not retry it another way.\n') +
         'For servers, watchers and other long-running commands use run_in_background: true; it returns a job id at once. ' +
         'Read its output with job_output and stop it with job_kill.',
-      parameters: z
-        .object({
-          command: z.string().min(1).describe('The command to run.'),
-          timeout: z
-            .number()
-            .int()
-            .min(1)
-            .max(config.maxTimeoutMs, `the timeout may be at most ${config.maxTimeoutMs} milliseconds`)
-            .optional()
-            .describe(`Timeout in milliseconds. Default ${config.defaultTimeoutMs}, at most ${config.maxTimeoutMs}.`),
-          description: z.string().optional().describe('A few words on what the command does, for the user.'),
-          run_in_background: z
-            .boolean()
-            .optional()
-            .describe('Start the command as a background job and return its id at once.'),
-          escalate: z
-            .boolean()
-            .optional()
-            .describe("Run outside the sandbox. Needs the user's approval and a justification."),
-          justification: z
-            .string()
-            .optional()
-            .describe('With escalate: one sentence on why the command must run outside the sandbox.'),
-        })
-        .superRefine((args, issues) => {
-          if (args.escalate && !args.justification?.trim()) {
-            issues.addIssue({
-              code: 'custom',
-              path: ['justification'],
-              message:
-                'escalate needs a justification: say in one sentence why the command must run outside the sandbox',
-            })
-          }
-        }),
+      parameters: bashParameters(config).superRefine((args, issues) => {
+        if (args.escalate && !args.justification?.trim()) {
+          issues.addIssue({
+            code: 'custom',
+            path: ['justification'],
+            message: 'escalate needs a justification: say in one sentence why the command must run outside the sandbox',
+          })
+        }
+      }),
       timeoutMs: config.maxTimeoutMs + config.stopAllowanceMs,
       access: (args) =>
         args.escalate
@@ -241,13 +262,13 @@ export function apply(ctx: Context, config: BashToolConfig) {
           return {
             content:
               `started background job ${id}: ${label}\n` +
-              `Read its output with job_output {"job_id": "${id}"} (add wait_ms to wait for new output or its end); stop it with job_kill. ` +
+              `Read its output with job_output {"job_id": "${id}"} (add wait: true to wait for its end); stop it with job_kill. ` +
               'Do not poll in a tight loop.',
             meta: { jobId: id, sandbox: policy.mode },
           }
         }
 
-        const timeoutMs = args.timeout ?? config.defaultTimeoutMs
+        const timeoutMs = args.timeoutMs ?? config.defaultTimeoutMs
         const keepFull = spillStore() !== undefined
         const stdout = new StreamCapture(config.maxOutputBytes, keepFull ? config.maxSpillBytes : 0)
         const stderr = new StreamCapture(config.maxOutputBytes, keepFull ? config.maxSpillBytes : 0)
@@ -274,7 +295,7 @@ export function apply(ctx: Context, config: BashToolConfig) {
           spilled,
           timeoutMs,
           policy,
-          canEscalate: !escalated && permission() !== undefined,
+          canEscalate: config.allowEscalation && !escalated && permission() !== undefined,
         })
       },
     }),
@@ -335,7 +356,7 @@ function render({ exit, stdout: out, stderr: err, spilled, timeoutMs, policy, ca
       `[sandbox: a write was denied under the ${policy.mode} sandbox` +
         (canEscalate
           ? '; if the command must write there, call bash again with escalate: true and a justification]'
-          : ']'),
+          : '; this is a policy decision: do not retry the write another way]'),
     )
   }
   if (exit.timedOut) lines.push(`[timed out after ${timeoutMs}ms; the command and its child processes were killed]`)

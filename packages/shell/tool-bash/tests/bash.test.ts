@@ -96,7 +96,9 @@ async function call(name: string, args: Record<string, unknown>, run: ToolRunOpt
   return root.tools.execute({ callId: `b${calls}` as ToolCallId, name, arguments: JSON.stringify(args) }, run)
 }
 
-const bash = (args: Record<string, unknown>, run?: ToolRunOptions) => call('bash', args, run)
+/** A bash call; the seeds' schema requires a description, which these tests do not care about. */
+const bash = (args: Record<string, unknown>, run?: ToolRunOptions) =>
+  call('bash', { description: 'a test command', ...args }, run)
 
 function text(result: ToolResult): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
@@ -238,7 +240,7 @@ describe('bash', () => {
 
   it('kills the whole process tree on timeout', async () => {
     await boot(unconfined, bare)
-    const result = await bash({ command: 'sleep 1000 & echo $!; (sleep 1000 & echo $!; wait) & wait', timeout: 1000 })
+    const result = await bash({ command: 'sleep 1000 & echo $!; (sleep 1000 & echo $!; wait) & wait', timeoutMs: 1000 })
     expect(result.isError).toBe(true)
     expect(result.error?.code).toBe('BASH_TIMEOUT')
     const out = text(result)
@@ -253,7 +255,7 @@ describe('bash', () => {
     const tag = `dsh-bash-marker-${process.pid}-timeout`
     const result = await bash({
       command: `bash -c 'touch started; exec -a ${tag} sleep 1000' & until [ -e started ]; do sleep 0.01; done; touch ready; wait`,
-      timeout: 2000,
+      timeoutMs: 2000,
     })
     expect(result.error?.code).toBe('BASH_TIMEOUT')
     expect(await exists(join(dir, 'ready'))).toBe(true)
@@ -262,7 +264,7 @@ describe('bash', () => {
 
   it('escalates to SIGKILL when the tree ignores SIGTERM', async () => {
     await boot(unconfined, { ...bare, subprocess: { killGraceMs: 100 } })
-    const result = await bash({ command: 'trap "" TERM; sleep 1000 & echo $!; wait', timeout: 200 })
+    const result = await bash({ command: 'trap "" TERM; sleep 1000 & echo $!; wait', timeoutMs: 200 })
     expect(text(result)).toContain('[timed out after 200ms')
     expect(text(result)).toContain('[killed by signal: SIGKILL]')
     for (const pid of pids(text(result))) expect(await isRunning(pid)).toBe(false)
@@ -302,9 +304,9 @@ describe('bash', () => {
 
   it('refuses a timeout beyond the maximum', async () => {
     await boot({ maxTimeoutMs: 5000 })
-    const result = await bash({ command: 'true', timeout: 5001 })
+    const result = await bash({ command: 'true', timeoutMs: 5001 })
     expect(result.error?.code).toBe('INVALID_ARGUMENTS')
-    expect(text(result)).toContain('timeout: the timeout may be at most 5000 milliseconds')
+    expect(text(result)).toContain('timeoutMs: timeoutMs may be at most 5000 milliseconds')
   })
 })
 
@@ -317,7 +319,7 @@ describe('bash in the sandbox', () => {
 
     const git = await bash({ command: 'touch .git/config' })
     expect(text(git)).toMatch(
-      /Read-only file system\n\[sandbox: a write was denied under the workspace-write sandbox\]\n\[exit code: 1\]$/,
+      /Read-only file system\n\[sandbox: a write was denied under the workspace-write sandbox; this is a policy decision: do not retry the write another way\]\n\[exit code: 1\]$/,
     )
     expect(await exists(join(dir, '.git', 'config'))).toBe(false)
 
@@ -329,7 +331,7 @@ describe('bash in the sandbox', () => {
   it('follows the configured mode: read-only, and off', async () => {
     await boot({ sandbox: { mode: 'read-only', network: 'off' } })
     const denied = await bash({ command: 'touch made.txt' })
-    expect(text(denied)).toContain('[sandbox: a write was denied under the read-only sandbox]')
+    expect(text(denied)).toContain('[sandbox: a write was denied under the read-only sandbox;')
     expect(await exists(join(dir, 'made.txt'))).toBe(false)
     await root.fiber.dispose()
     await root.plugin(tools, {} as ToolsConfig)
@@ -358,7 +360,7 @@ describe('bash in the sandbox', () => {
       },
     }
     await provide('permission', permission)
-    await boot()
+    await boot({ allowEscalation: true })
     const confined = await bash({ command: 'touch made.txt' })
     expect(text(confined)).toContain(
       '[sandbox: a write was denied under the read-only sandbox; if the command must write there, call bash again with escalate: true and a justification]',
@@ -369,7 +371,10 @@ describe('bash in the sandbox', () => {
         options: {
           escalated: false,
           call: {
-            call: expect.objectContaining({ name: 'bash', arguments: '{"command":"touch made.txt"}' }),
+            call: expect.objectContaining({
+              name: 'bash',
+              arguments: '{"command":"touch made.txt","description":"a test command"}',
+            }),
             run: expect.anything(),
           },
         },
@@ -389,8 +394,24 @@ describe('bash in the sandbox', () => {
     expect(await exists(join(outside, 'also'))).toBe(true)
   })
 
-  it('refuses escalate without a justification, and without a permission service to approve it', async () => {
+  it('offers no escalate parameter unless allowEscalation is on, and says a denied write is final', async () => {
+    const permission: PermissionPolicySource = {
+      sandboxPolicy: () => ({ mode: 'read-only', writableRoots: [], protectedPaths: [], network: 'off' }),
+    }
+    await provide('permission', permission)
     await boot()
+    expect(Object.keys(root.tools.schemas().find((tool) => tool.name === 'bash')?.parameters.properties ?? {})).toEqual(
+      ['command', 'description', 'timeoutMs', 'workdir', 'run_in_background'],
+    )
+    const denied = await bash({ command: 'touch made.txt', escalate: true, justification: 'please' })
+    expect(text(denied)).toContain(
+      '[sandbox: a write was denied under the read-only sandbox; this is a policy decision: do not retry the write another way]',
+    )
+    expect(await exists(join(dir, 'made.txt'))).toBe(false)
+  })
+
+  it('refuses escalate without a justification, and without a permission service to approve it', async () => {
+    await boot({ allowEscalation: true })
     const bare = await bash({ command: 'true', escalate: true })
     expect(bare.error?.code).toBe('INVALID_ARGUMENTS')
     expect(text(bare)).toContain('justification: escalate needs a justification')
@@ -413,16 +434,10 @@ describe('bash in the background', () => {
     expect(text(started)).toMatch(
       new RegExp(`^started background job ${id}: counter\\nRead its output with job_output \\{"job_id": "${id}"\\}`),
     )
-    expect(text(await call('job_output', { job_id: id, wait_ms: 60_000 }))).toBe('one\n[status: running]')
     await writeFile(join(dir, 'go'), '')
-    let all = ''
-    for (;;) {
-      const out = text(await call('job_output', { job_id: id, wait_ms: 60_000 }))
-      all += `${out}\n`
-      if (!out.endsWith('[status: running]')) break
-    }
-    expect(all).toContain('two')
-    expect(all).toMatch(/\[status: exited, exit code: 4\]\n$/)
+    expect(text(await call('job_output', { job_id: id, wait: true, timeout_ms: 60_000 }))).toBe(
+      'one\ntwo\n[status: exited, exit code: 4]',
+    )
     expect(text(await call('job_list', {}))).toBe(`${id} [exited, exit code: 4] counter`)
   })
 
@@ -446,7 +461,7 @@ describe('bash in the background', () => {
     expect(text(await call('job_list', {}, other))).toBe('(no background jobs)')
     expect((await call('job_output', { job_id: id }, other)).error?.code).toBe('JOB_NOT_FOUND')
     expect((await call('job_kill', { job_id: id }, other)).error?.code).toBe('JOB_NOT_FOUND')
-    expect(text(await call('job_list', {}, options({ sessionId: 'owner' })))).toBe(`${id} [running] sleep 1000`)
+    expect(text(await call('job_list', {}, options({ sessionId: 'owner' })))).toBe(`${id} [running] a test command`)
   })
 
   it('says so when no jobs service is running', async () => {

@@ -1,8 +1,8 @@
 import { Schema } from '@dsh/cordis'
 
-/** One kind of subagent the model can ask for with `subagent_type`. */
+/** One kind of subagent; with more than one configured, the model picks one with `subagent_type`. */
 export interface AgentType {
-  /** Shown to the model in the `task` tool description. */
+  /** Shown to the model in the `subagent` tool description. */
   description: string
   /** The tools a child of this type may use. A trailing `*` matches a prefix (`mcp__github__*`); `*` alone matches every tool. */
   tools: string[]
@@ -19,13 +19,14 @@ export interface SubagentConfig {
   maxDepth: number
   defaultType: string
   types: Record<string, AgentType>
-  /** The longest a `task` call may run before the child is cancelled. */
+  /** The longest a `subagent` call may run before the child is cancelled. */
   timeoutMs: number
   /** The system prompt section every child gets. */
   rolePrompt: string
 }
 
-export const TASK_TOOL = 'task'
+/** The name of the delegation tool, as the seeds' catalog spells it. */
+export const SUBAGENT_TOOL = 'subagent'
 
 const TYPE_NAME = /^[A-Za-z0-9_-]{1,64}$/
 
@@ -46,9 +47,13 @@ export const Config: Schema<SubagentConfig> = Schema.object({
     .min(1)
     .default(1)
     .description(
-      'How deep subagents may nest. 1: the top agent may start subagents, which cannot start their own (they do not get the task tool).',
+      'How deep subagents may nest. 1: the top agent may start subagents, which cannot start their own (they do not get the subagent tool).',
     ),
-  defaultType: Schema.string().default('general').description('The type used when the model gives no subagent_type.'),
+  defaultType: Schema.string()
+    .default('general')
+    .description(
+      'The type used when the model gives no subagent_type (the only one, when just one type is configured).',
+    ),
   types: Schema.dict(AgentTypeSchema)
     .default({
       general: {
@@ -62,7 +67,7 @@ export const Config: Schema<SubagentConfig> = Schema.object({
   timeoutMs: Schema.natural()
     .min(1)
     .default(1_800_000)
-    .description('The longest one task call may run, in milliseconds; the child is cancelled after that.'),
+    .description('The longest one subagent call may run, in milliseconds; the child is cancelled after that.'),
   rolePrompt: Schema.string()
     .default(
       'You are a subagent: another agent gave you one task and is waiting for your result. Nobody can answer questions or approve actions for you; ' +
@@ -91,10 +96,10 @@ function matches(pattern: string, name: string): boolean {
   return pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern
 }
 
-/** The tools a child of `type` may use; `task` only while it may still nest. */
+/** The tools a child of `type` may use; `subagent` only while it may still nest. */
 export function toolFilter(type: AgentType, mayNest: boolean): (name: string) => boolean {
   return (name) => {
-    if (name === TASK_TOOL && !mayNest) return false
+    if (name === SUBAGENT_TOOL && !mayNest) return false
     if (!type.tools.some((pattern) => matches(pattern, name))) return false
     return !type.exclude.some((pattern) => matches(pattern, name))
   }

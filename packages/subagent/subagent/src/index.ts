@@ -5,7 +5,7 @@ import type {} from '@dsh/system-prompt'
 import { type AgentType, checkConfig, type SubagentConfig } from './config.ts'
 import { taskTool } from './task.ts'
 
-export { type AgentType, Config, type SubagentConfig, TASK_TOOL, toolFilter } from './config.ts'
+export { type AgentType, Config, type SubagentConfig, SUBAGENT_TOOL, toolFilter } from './config.ts'
 export { depthOf } from './task.ts'
 
 export const name = 'subagent'

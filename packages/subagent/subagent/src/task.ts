@@ -3,7 +3,7 @@ import type { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId } from '@dsh/session'
 import { defineTool, oneLine, textArgument, textOf, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
-import { type AgentType, type SubagentConfig, TASK_TOOL, toolFilter } from './config.ts'
+import { type AgentType, type SubagentConfig, SUBAGENT_TOOL, toolFilter } from './config.ts'
 
 export interface TaskArgs {
   description: string
@@ -22,12 +22,32 @@ export function depthOf(ctx: Context, sessionId: string): number {
   return depth
 }
 
-/** The `task` tool; `children` maps each running child session to its type, for the system prompt. */
+/** The `subagent` tool; `children` maps each running child session to its type, for the system prompt. */
 export function taskTool(ctx: Context, config: SubagentConfig, children: Map<string, AgentType>) {
   const names = Object.keys(config.types) as [string, ...string[]]
-  const catalog = names.map((name) => `- ${name}: ${config.types[name]?.description}`).join('\n')
+  const catalog =
+    names.length > 1
+      ? `\nSubagent types:\n${names.map((name) => `- ${name}: ${config.types[name]?.description}`).join('\n')}`
+      : ''
+  const base = {
+    description: z
+      .string()
+      .trim()
+      .min(1)
+      .max(120)
+      .describe('A short label for the task (3-5 words), shown in session lists.'),
+    prompt: z
+      .string()
+      .trim()
+      .min(1)
+      .describe('The complete task for the subagent, including what its final answer should contain.'),
+  }
+  // One configured type needs no choice, and the seeds' catalog has none: the parameter exists only with several.
+  const choice = z.enum(names).optional().describe(`The kind of subagent (default: ${config.defaultType}).`)
+  const withChoice = z.object({ ...base, subagent_type: choice })
+  const parameters = names.length > 1 ? withChoice : (z.object(base) as unknown as typeof withChoice)
   return defineTool({
-    name: TASK_TOOL,
+    name: SUBAGENT_TOOL,
     presentation: {
       kind: 'think',
       view: 'generic',
@@ -37,22 +57,9 @@ export function taskTool(ctx: Context, config: SubagentConfig, children: Map<str
     description:
       'Hand one self-contained task to a subagent: a fresh agent with its own session and tools that works on its own and returns its final ' +
       'answer as the result of this call. It sees nothing of this conversation, so the prompt must carry every fact, path and constraint it ' +
-      'needs and say what the answer should contain. Use it for independent research or a well-separated piece of work; several task calls ' +
-      `in one reply run at the same time. Subagents cannot ask the user anything or get approvals.\nSubagent types:\n${catalog}`,
-    parameters: z.object({
-      description: z
-        .string()
-        .trim()
-        .min(1)
-        .max(120)
-        .describe('A short label for the task (3-5 words), shown in session lists.'),
-      prompt: z
-        .string()
-        .trim()
-        .min(1)
-        .describe('The complete task for the subagent, including what its final answer should contain.'),
-      subagent_type: z.enum(names).optional().describe(`The kind of subagent (default: ${config.defaultType}).`),
-    }),
+      'needs and say what the answer should contain. Use it for independent research or a well-separated piece of work; several subagent calls ' +
+      `in one reply run at the same time. Subagents cannot ask the user anything or get approvals.${catalog}`,
+    parameters,
     timeoutMs: config.timeoutMs,
     isConcurrencySafe: () => true,
     // The child's own calls are each checked against its preset (the parent's); starting it touches nothing.

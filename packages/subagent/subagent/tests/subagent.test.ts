@@ -39,7 +39,7 @@ const lastToolMessage = (req: RecordedRequest) =>
       .at(-1)?.content ?? '',
   )
 const task = (prompt: string, extra: Record<string, unknown> = {}) =>
-  reply.toolCalls([{ name: 'task', arguments: { description: 'look around', prompt, ...extra } }])
+  reply.toolCalls([{ name: 'subagent', arguments: { description: 'look around', prompt, ...extra } }])
 
 /** Answers the parent and each child from what the request holds, in turn order for each of them. */
 function route(
@@ -62,8 +62,8 @@ function created(h: Harness): Agent[] {
 }
 
 function taskResult(agent: Agent): SessionEvent<'tool/result'> {
-  const result = ofType(agent, 'tool/result').find((e) => e.data.name === 'task')
-  if (!result) throw new Error('the parent logged no task result')
+  const result = ofType(agent, 'tool/result').find((e) => e.data.name === 'subagent')
+  if (!result) throw new Error('the parent logged no subagent result')
   return result
 }
 
@@ -72,7 +72,7 @@ function storedLog(h: Harness, id: string): boolean {
   return existsSync(file) || existsSync(`${file}.zst`)
 }
 
-describe('task', () => {
+describe('the subagent tool', () => {
   it("runs a child in its own linked session and returns the child's final answer", async () => {
     const h = await start()
     await writeFile(path.join(h.workspace, 'notes.txt'), 'the password is swordfish\n')
@@ -84,7 +84,7 @@ describe('task', () => {
         (req) => reply.text(`The child says: ${lastToolMessage(req)}`),
       ],
       [
-        () => reply.toolCalls([{ name: 'read', arguments: { path: 'notes.txt' } }]),
+        () => reply.toolCalls([{ name: 'read', arguments: { file_path: 'notes.txt' } }]),
         (req) => reply.text(lastToolMessage(req).includes('swordfish') ? 'swordfish' : 'not found'),
       ],
     )
@@ -104,13 +104,13 @@ describe('task', () => {
     expect(storedLog(h, child.id)).toBe(true)
 
     const [first, childFirst] = h.mock.requests
-    expect(toolNames(first as RecordedRequest)).toContain('task')
-    expect(toolNames(childFirst as RecordedRequest)).not.toContain('task')
+    expect(toolNames(first as RecordedRequest)).toContain('subagent')
+    expect(toolNames(childFirst as RecordedRequest)).not.toContain('subagent')
     expect(toolNames(childFirst as RecordedRequest)).toContain('read')
     expect(systemText(first as RecordedRequest)).not.toContain('You are a subagent')
     // The child's usage and header are in its own log.
     expect(ofType(child, 'assistant/message').some((e) => e.data.usage)).toBe(true)
-    expect(child.session.last('request/header')?.data.tools.map((t) => t.name)).not.toContain('task')
+    expect(child.session.last('request/header')?.data.tools.map((t) => t.name)).not.toContain('subagent')
   })
 
   it("limits a typed child to its tools, refuses the others, and adds the type's prompt", async () => {
@@ -162,10 +162,10 @@ describe('task', () => {
     const parent = await h.createAgent()
     parent.followup('go')
     await parent.whenIdle()
-    expect(seen[0]).toContain('task')
-    expect(seen[1]).toContain('task')
-    expect(seen[2]).not.toContain('task')
-    // The grandchild's own attempt to call task is refused: the tool is not available to it.
+    expect(seen[0]).toContain('subagent')
+    expect(seen[1]).toContain('subagent')
+    expect(seen[2]).not.toContain('subagent')
+    // The grandchild's own attempt to call subagent is refused: the tool is not available to it.
     expect(seen.length).toBe(6)
     const final = textOfLast(parent)
     expect(final).toBe('parent got: child got: grandchild done')
@@ -176,7 +176,7 @@ describe('task', () => {
     const parent = await h.createAgent()
     const child = h.root.sessions.create({ cwd: h.workspace, parentSession: parent.id })
     const result = await h.root.tools.execute(
-      { callId: 'call-1' as never, name: 'task', arguments: JSON.stringify({ description: 'x', prompt: 'y' }) },
+      { callId: 'call-1' as never, name: 'subagent', arguments: JSON.stringify({ description: 'x', prompt: 'y' }) },
       { signal: new AbortController().signal, cwd: h.workspace, sessionId: child.id, sessionState: new Map() },
     )
     expect(result.error?.code).toBe('SUBAGENT_DEPTH')
@@ -236,7 +236,7 @@ describe('task', () => {
       h,
       [() => task('Write a file.'), () => reply.text('done')],
       [
-        () => reply.toolCalls([{ name: 'write', arguments: { path: 'out.txt', content: 'x' } }]),
+        () => reply.toolCalls([{ name: 'write', arguments: { file_path: 'out.txt', content: 'x' } }]),
         (req) => reply.text(`child saw: ${lastToolMessage(req)}`),
       ],
     )
@@ -255,9 +255,9 @@ describe('the plugin', () => {
     await h.root.plugin(permissionPlugin, {} as PermissionConfig)
     const fiber = h.root.plugin(subagent, settings({}))
     await fiber
-    expect(h.root.tools.get('task')).toBeDefined()
+    expect(h.root.tools.get('subagent')).toBeDefined()
     await fiber.dispose()
-    expect(h.root.tools.get('task')).toBeUndefined()
+    expect(h.root.tools.get('subagent')).toBeUndefined()
   })
 
   it('refuses a default type that is not defined, naming the field', async () => {

@@ -4,7 +4,8 @@ export interface TerminalToolsConfig {
   idleMs: number
   startupTimeoutMs: number
   defaultTimeoutMs: number
-  maxTimeoutMs: number
+  readLines: number
+  maxReadLines: number
   maxOutputChars: number
 }
 
@@ -13,20 +14,21 @@ export const Config: Schema<TerminalToolsConfig> = Schema.object({
     .min(1)
     .default(1_000)
     .description(
-      'Output counts as settled after this many milliseconds without any (terminal_create, terminal_send without wait_for, terminal_read with wait_ms).',
+      'Output counts as settled after this many milliseconds without any (terminal_open, terminal_send, terminal_signal).',
     ),
   startupTimeoutMs: Schema.natural()
     .min(1)
     .default(10_000)
-    .description('How long terminal_create waits for the first output to settle.'),
+    .description('How long terminal_open waits for the first output to settle.'),
   defaultTimeoutMs: Schema.natural()
     .min(1)
     .default(30_000)
-    .description('How long terminal_send waits when the call gives no timeout_ms.'),
-  maxTimeoutMs: Schema.natural()
+    .description('How long terminal_send waits for the output to settle before it answers anyway.'),
+  readLines: Schema.natural()
     .min(1)
-    .default(600_000)
-    .description('The longest timeout_ms or wait_ms a call may ask for.'),
+    .default(500)
+    .description('Lines one terminal_read returns when the call gives no count.'),
+  maxReadLines: Schema.natural().min(1).default(5_000).description('The largest count a terminal_read may ask for.'),
   maxOutputChars: Schema.natural()
     .min(1)
     .default(16_000)

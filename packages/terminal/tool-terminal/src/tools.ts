@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Context, JsonValue } from '@dsh/cordis'
 import {
@@ -10,6 +11,7 @@ import {
 } from '@dsh/terminals'
 import {
   defineTool,
+  errorMessage,
   oneLine,
   textArgument,
   type ToolDefinition,
@@ -26,9 +28,18 @@ const CURSORS = 'tool-terminal:cursors'
 /** Matches any new character: "some output has arrived". */
 const ANY_OUTPUT = /[\s\S]/
 
-const terminalId = z.string().min(1).describe('The id terminal_create returned, e.g. "term-1a2b3c4d".')
+const terminalId = z.string().min(1).describe('The id terminal_open returned, e.g. "term-1a2b3c4d".')
 
-/** The five terminal tools, bound to `ctx.terminals` and one configuration. */
+/** The one backend type this package opens: an interactive shell. */
+const SHELL_TYPE = 'shell'
+
+/** Where `sessionState` keeps the display names given to terminal_open. */
+const NAMES = 'tool-terminal:names'
+
+/** The signals terminal_signal delivers, as the seeds' catalog lists them. */
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGTSTP', 'SIGHUP'] as const
+
+/** The six terminal tools, bound to `ctx.terminals` and one configuration. */
 export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDefinition[] {
   const { idleMs, maxOutputChars } = config
 
@@ -65,28 +76,24 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
     return output
   }
 
-  const create = defineTool({
-    name: 'terminal_create',
+  const open = defineTool({
+    name: 'terminal_open',
     presentation: {
       kind: 'execute',
       view: 'terminal',
       title: (args) => {
-        const command = textArgument(args, 'command')
-        return command ? `Open a terminal running \`${oneLine(command)}\`` : 'Open a terminal'
+        const label = textArgument(args, 'name')
+        return label ? `Open terminal "${oneLine(label)}"` : 'Open a terminal'
       },
-      command: (args) => textArgument(args, 'command'),
     },
     description:
-      'Open a persistent terminal (a real PTY) and return its id with its first output. Without `command` it runs an interactive ' +
-      'shell whose state (cwd, variables, running programs) lasts across terminal_send calls; with `command` it runs that command ' +
-      'line. Use terminals for interactive programs (REPLs, prompts, servers, watchers); use bash for one-off commands. ' +
-      'Terminals run outside the sandbox. Kill a terminal when you no longer need it.',
+      'Open a persistent terminal (a real PTY running an interactive shell) and return its id with its first output. The ' +
+      "shell's state (cwd, variables, running programs) lasts across terminal_send calls. Use terminals for interactive " +
+      'programs (REPLs, prompts, servers, watchers); use bash for one-off commands. Terminals run outside the sandbox. ' +
+      `Close a terminal when you no longer need it. The only type is "${SHELL_TYPE}".`,
     parameters: z.object({
-      command: z
-        .string()
-        .min(1)
-        .optional()
-        .describe('A command line to run instead of an interactive shell, e.g. "python3" or "npm run dev".'),
+      type: z.string().min(1).describe(`The terminal backend: "${SHELL_TYPE}".`),
+      name: z.string().min(1).max(80).optional().describe('A short name to tell your terminals apart, e.g. "server".'),
       cwd: z
         .string()
         .min(1)
@@ -94,27 +101,32 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
         .describe('Working directory, absolute or relative to the workspace. Default: the workspace.'),
     }),
     timeoutMs: config.startupTimeoutMs + 60_000,
-    access: (args) => ({ kind: 'execute', escalated: true, summary: args.command ?? 'an interactive shell' }),
+    access: (args) => ({
+      kind: 'execute',
+      escalated: true,
+      summary: `open a terminal${args.name ? ` "${args.name}"` : ''}`,
+    }),
     async execute(args, run): Promise<ToolOutput> {
+      if (args.type !== SHELL_TYPE) {
+        throw new ToolError(
+          'TERMINAL_UNKNOWN_TYPE',
+          `there is no terminal type "${args.type}"; the only type is "${SHELL_TYPE}" (an interactive shell).`,
+        )
+      }
       const cwd = resolve(run.cwd, args.cwd ?? '.')
-      const id = await guard(() =>
-        ctx.terminals.create({
-          sessionId: run.sessionId,
-          cwd,
-          ...(args.command !== undefined ? { command: args.command } : {}),
-        }),
-      )
+      const id = await guard(() => ctx.terminals.create({ sessionId: run.sessionId, cwd }))
+      if (args.name !== undefined) names(run).set(id, args.name)
       let waited: WaitResult
       try {
         waited = await settle(id, 0, config.startupTimeoutMs, run.signal)
       } catch (error) {
-        // The model never learns the id of a terminal whose creation was cancelled: do not leave it running.
+        // The model never learns the id of a terminal whose opening was cancelled: do not leave it running.
         if (run.signal.aborted) await ctx.terminals.kill(id).catch(() => {})
         throw error
       }
       const output = unread(id, run, 0)
       const info = ctx.terminals.get(id)
-      const header = `[terminal ${id} started: ${info?.command ?? args.command ?? 'shell'}${info ? ` (pid ${info.pid})` : ''} in ${cwd}]`
+      const header = `[terminal ${id}${args.name ? ` "${args.name}"` : ''} started: ${info?.command ?? 'shell'}${info ? ` (pid ${info.pid})` : ''} in ${cwd}]`
       return result(
         id,
         output,
@@ -130,68 +142,50 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       kind: 'execute',
       view: 'terminal',
       title: (args) =>
-        `Type into ${textArgument(args, 'terminal_id') ?? 'a terminal'}: ${oneLine(textArgument(args, 'input') ?? '(Enter)')}`,
-      command: (args) => textArgument(args, 'input'),
+        `Type into ${textArgument(args, 'sessionId') ?? 'a terminal'}: ${oneLine(textArgument(args, 'text') ?? '(Enter)')}`,
+      command: (args) => textArgument(args, 'text'),
     },
     description:
-      'Type input into a terminal (Enter is pressed after it unless press_enter is false), then wait and return the output the ' +
-      'terminal produced since you last saw it. With wait_for (a regular expression, multiline: ^ and $ match at line ends) it waits ' +
-      `until new output matches; without, until the output has been quiet for ${idleMs}ms. Either way it stops at timeout_ms ` +
-      `(default ${config.defaultTimeoutMs}) or when the program exits. Quiet output does not prove a command finished: prefer wait_for ` +
-      'with the prompt or an expected line. The terminal echoes what you type, so anchor wait_for to a line of output (after ' +
-      '`make; echo DONE`, wait for "^DONE$", not "DONE"). Send control keys as characters with press_enter false, e.g. "\\u0003" for ' +
-      'Ctrl+C, "\\u0004" for Ctrl+D.',
+      'Type text into a terminal (Enter is pressed after it unless submit is false), then wait until the output has been ' +
+      `quiet for ${idleMs}ms, the program exits, or ${config.defaultTimeoutMs}ms pass, and return the output the terminal ` +
+      'produced since you last saw it. Quiet output does not prove a command finished: read again with terminal_read. ' +
+      'Send control keys as characters with submit false, e.g. "\\u0003" for Ctrl+C, "\\u0004" for Ctrl+D.',
     parameters: z.object({
-      terminal_id: terminalId,
-      input: z.string().describe('The text to type. May be empty (with press_enter, just Enter).'),
-      press_enter: z.boolean().default(true).describe('Press Enter after the input. Default true.'),
-      wait_for: z
-        .string()
-        .min(1)
+      sessionId: terminalId,
+      text: z.string().describe('The text to type. May be empty (with submit, just Enter).'),
+      submit: z.boolean().default(true).describe('Press Enter after the text. Default true.'),
+      run_in_background: z
+        .boolean()
         .optional()
-        .describe('A regular expression to wait for in the new output, e.g. "\\\\$ $" or "^Done".'),
-      timeout_ms: z
-        .number()
-        .int()
-        .min(1)
-        .max(config.maxTimeoutMs)
-        .optional()
-        .describe(`The longest wait in milliseconds. Default ${config.defaultTimeoutMs}.`),
+        .describe('Return at once without waiting for output; read it later with terminal_read.'),
     }),
-    timeoutMs: config.maxTimeoutMs + 60_000,
-    access: (args) => ({ kind: 'execute', escalated: true, summary: `${args.terminal_id}: ${args.input}` }),
+    timeoutMs: config.defaultTimeoutMs + 60_000,
+    access: (args) => ({ kind: 'execute', escalated: true, summary: `${args.sessionId}: ${args.text}` }),
     async execute(args, run): Promise<ToolOutput> {
-      const info = owned(args.terminal_id, run)
+      const info = owned(args.sessionId, run)
       const id = info.id
       if (info.exited) {
         throw new ToolError(
           'TERMINAL_EXITED',
           `terminal ${id} has exited (${describeExit(info.exited)}) and takes no more input. terminal_read shows its last output, ` +
-            'terminal_kill removes it; create a new terminal to go on.',
+            'terminal_close removes it; open a new terminal to go on.',
         )
       }
-      let pattern: RegExp | undefined
-      if (args.wait_for !== undefined) {
-        try {
-          pattern = new RegExp(args.wait_for, 'm')
-        } catch (error) {
-          throw new ToolError(
-            'TERMINAL_INVALID_REGEX',
-            `wait_for is not a valid regular expression (${error instanceof Error ? error.message : String(error)}). Nothing was sent.`,
-          )
+      const before = info.offset
+      guardSync(() => ctx.terminals.write(id, args.submit ? `${args.text}\r` : args.text))
+      if (args.run_in_background) {
+        return {
+          content: `[sent to terminal ${id}; its output keeps arriving: read it with terminal_read]`,
+          meta: { terminalId: id },
         }
       }
-      const before = info.offset
-      guardSync(() => ctx.terminals.write(id, args.press_enter ? `${args.input}\r` : args.input))
-      const timeoutMs = args.timeout_ms ?? config.defaultTimeoutMs
-      const waited = pattern
-        ? await guard(() => ctx.terminals.waitFor(id, { pattern, since: before, timeoutMs, signal: run.signal }))
-        : await settle(id, before, timeoutMs, run.signal)
+      const timeoutMs = config.defaultTimeoutMs
+      const waited = await settle(id, before, timeoutMs, run.signal)
       const output = unread(id, run)
       return result(
         id,
         output,
-        `${render(output, maxOutputChars)}\n${status(output, waited, { idleMs, timeoutMs, pattern: args.wait_for })}`,
+        `${render(output, maxOutputChars)}\n${status(output, waited, { idleMs, timeoutMs })}`,
         waited,
       )
     },
@@ -202,60 +196,109 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
     presentation: {
       kind: 'read',
       view: 'terminal',
-      title: (args) => `Read ${textArgument(args, 'terminal_id') ?? 'a terminal'}`,
+      title: (args) => `Read ${textArgument(args, 'sessionId') ?? 'a terminal'}`,
     },
     description:
-      'Return the output a terminal produced since you last saw it, and whether its program is still running. With wait_ms, first ' +
-      `wait up to that long for new output to arrive and go quiet (${idleMs}ms without output).`,
+      'Return a page of the output a terminal still holds, without typing anything, and whether its program runs. ' +
+      `By default the newest ${config.readLines} lines; offset counts lines back from the newest, count sets the page size.`,
     parameters: z.object({
-      terminal_id: terminalId,
-      wait_ms: z
+      sessionId: terminalId,
+      offset: z.number().int().min(0).optional().describe('Lines to skip back from the newest. Default 0.'),
+      count: z
         .number()
         .int()
-        .min(0)
-        .max(config.maxTimeoutMs)
+        .min(1)
+        .max(config.maxReadLines)
         .optional()
-        .describe('Wait up to this long for new output first. Default 0: read at once.'),
+        .describe(`How many lines to return. Default ${config.readLines}.`),
     }),
     readOnly: true,
-    timeoutMs: config.maxTimeoutMs + 60_000,
-    access: (args) => ({ kind: 'read', summary: `read terminal ${args.terminal_id}` }),
-    async execute(args, run): Promise<ToolOutput> {
-      const { id } = owned(args.terminal_id, run)
-      const since = cursors(run).get(id) ?? 0
-      const waited = args.wait_ms ? await settle(id, since, args.wait_ms, run.signal) : undefined
-      const output = unread(id, run, since)
+    access: (args) => ({ kind: 'read', summary: `read terminal ${args.sessionId}` }),
+    execute(args, run): ToolOutput {
+      const { id } = owned(args.sessionId, run)
+      const output = unread(id, run, 0)
+      const lines = output.text.replace(/\n$/, '').split('\n')
+      const skip = args.offset ?? 0
+      const count = args.count ?? config.readLines
+      const end = Math.max(0, lines.length - skip)
+      const start = Math.max(0, end - count)
+      const page = { ...output, text: lines.slice(start, end).join('\n') }
+      const where = start > 0 || end < lines.length ? `[lines ${start + 1}-${end} of ${lines.length} held]\n` : ''
       return result(
         id,
         output,
-        `${render(output, maxOutputChars)}\n${status(output, waited, { idleMs, timeoutMs: args.wait_ms ?? 0 })}`,
-        waited,
+        `${where}${render(page, maxOutputChars)}\n${status(output, undefined, { idleMs, timeoutMs: 0 })}`,
+        undefined,
       )
     },
   })
 
-  const kill = defineTool({
-    name: 'terminal_kill',
+  const close = defineTool({
+    name: 'terminal_close',
     presentation: {
       kind: 'execute',
       view: 'generic',
-      title: (args) => `Close ${textArgument(args, 'terminal_id') ?? 'a terminal'}`,
+      title: (args) => `Close ${textArgument(args, 'sessionId') ?? 'a terminal'}`,
     },
     description:
       'Close a terminal: stop its program and every process it started, and return the output you had not seen yet. Its id stops working.',
-    parameters: z.object({ terminal_id: terminalId }),
-    access: (args) => ({ kind: 'execute', summary: `kill terminal ${args.terminal_id}` }),
+    parameters: z.object({ sessionId: terminalId }),
+    access: (args) => ({ kind: 'execute', summary: `close terminal ${args.sessionId}` }),
     async execute(args, run): Promise<ToolOutput> {
-      const info = owned(args.terminal_id, run)
+      const info = owned(args.sessionId, run)
       const id = info.id
       const output = unread(id, run)
       await guard(() => ctx.terminals.kill(id))
       cursors(run).delete(id)
+      names(run).delete(id)
       const done = info.exited
         ? `[terminal ${id} removed; its program had already exited (${describeExit(info.exited)})]`
-        : `[terminal ${id} killed; all its processes have stopped]`
+        : `[terminal ${id} closed; all its processes have stopped]`
       const shown = output.text === '' && output.dropped === 0 ? done : `${render(output, maxOutputChars)}\n${done}`
       return { content: shown, meta: { terminalId: id } }
+    },
+  })
+
+  const signal = defineTool({
+    name: 'terminal_signal',
+    presentation: {
+      kind: 'execute',
+      view: 'generic',
+      title: (args) =>
+        `Send ${textArgument(args, 'signal') ?? 'a signal'} to ${textArgument(args, 'sessionId') ?? 'a terminal'}`,
+    },
+    description:
+      "Send a signal to the program running in the foreground of a terminal (the shell's current job). SIGKILL is refused " +
+      'when only the shell itself runs: close the terminal instead.',
+    parameters: z.object({
+      sessionId: terminalId,
+      signal: z.enum(SIGNALS).describe('The signal to send.'),
+    }),
+    access: (args) => ({ kind: 'execute', escalated: true, summary: `${args.signal} to terminal ${args.sessionId}` }),
+    async execute(args, run): Promise<ToolOutput> {
+      const info = owned(args.sessionId, run)
+      if (info.exited)
+        throw new ToolError('TERMINAL_EXITED', `terminal ${info.id} has exited (${describeExit(info.exited)}).`)
+      const group = await foregroundGroup(info.pid)
+      if (args.signal === 'SIGKILL' && group === info.pid) {
+        throw new ToolError(
+          'TERMINAL_SIGNAL_REFUSED',
+          `only the shell of terminal ${info.id} is running; SIGKILL would end the terminal. Use terminal_close.`,
+        )
+      }
+      try {
+        process.kill(-group, args.signal)
+      } catch (error) {
+        throw new ToolError('TERMINAL_SIGNAL_FAILED', `could not send ${args.signal}: ${errorMessage(error)}`)
+      }
+      const waited = await settle(info.id, info.offset, Math.min(config.defaultTimeoutMs, idleMs * 5), run.signal)
+      const output = unread(info.id, run)
+      return result(
+        info.id,
+        output,
+        `[sent ${args.signal} to process group ${group}]\n${render(output, maxOutputChars)}\n${status(output, waited, { idleMs, timeoutMs: idleMs * 5 })}`,
+        waited,
+      )
     },
   })
 
@@ -272,16 +315,36 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       const mine = ctx.terminals.list(run.sessionId)
       if (mine.length === 0) return { content: '(no terminals)' }
       const seen = cursors(run)
+      const given = names(run)
       const lines = mine.map((info) => {
         const state = info.exited ? `exited (${describeExit(info.exited)})` : 'running'
         const unseen = info.offset - (seen.get(info.id) ?? 0)
-        return `${info.id}  ${state}  ${info.command}  (in ${info.cwd}; ${unseen > 0 ? `${unseen} bytes unread` : 'nothing unread'})`
+        const label = given.has(info.id) ? ` "${given.get(info.id)}"` : ''
+        return `${info.id}${label}  ${state}  ${info.command}  (in ${info.cwd}; ${unseen > 0 ? `${unseen} bytes unread` : 'nothing unread'})`
       })
       return { content: lines.join('\n'), meta: mine.map((info) => info.id) }
     },
   })
 
-  return [create, send, read, kill, list]
+  return [open, send, read, close, signal, list]
+}
+
+function names(run: ToolRunContext): Map<string, string> {
+  let map = run.sessionState.get(NAMES)
+  if (!(map instanceof Map)) {
+    map = new Map<string, string>()
+    run.sessionState.set(NAMES, map)
+  }
+  return map as Map<string, string>
+}
+
+/** The process group in the foreground of the terminal whose shell is `pid`: field 8 (tpgid) of /proc/<pid>/stat. */
+async function foregroundGroup(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+  // The command name (field 2) may hold spaces and parentheses; the fields after it start past the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  const group = Number(fields[5])
+  return Number.isInteger(group) && group > 0 ? group : pid
 }
 
 function cursors(run: ToolRunContext): Map<string, number> {
@@ -314,7 +377,7 @@ function render(output: TerminalOutput, maxChars: number): string {
 function status(
   output: TerminalOutput,
   waited: WaitResult | undefined,
-  wait: { idleMs: number; timeoutMs: number; pattern?: string },
+  wait: { idleMs: number; timeoutMs: number },
 ): string {
   if (output.exited) return `[the program has exited: ${describeExit(output.exited)}]`
   switch (waited?.reason) {
@@ -322,12 +385,9 @@ function status(
     case 'exit':
       return '[the program is still running]'
     case 'pattern':
-      return '[wait_for matched; the program is still running]'
     case 'idle':
       return `[no output for ${wait.idleMs}ms; the program is still running and may be waiting for input]`
     case 'timeout':
-      if (wait.pattern !== undefined)
-        return `[wait_for did not match within ${wait.timeoutMs}ms; the program is still running]`
       if (output.text === '') return `[no output within ${wait.timeoutMs}ms; the program is still running]`
       return `[the output did not settle within ${wait.timeoutMs}ms; the program is still running. Read the rest with terminal_read]`
   }
@@ -361,7 +421,7 @@ function toToolError(error: unknown): unknown {
   if (!(error instanceof TerminalError)) return error
   const hint =
     error.code === 'LIMIT'
-      ? ' terminal_list shows them; terminal_kill frees one.'
+      ? ' terminal_list shows them; terminal_close frees one.'
       : error.code === 'NOT_FOUND'
         ? " terminal_list shows this session's terminals."
         : ''

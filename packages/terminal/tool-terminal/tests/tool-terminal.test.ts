@@ -72,11 +72,11 @@ function meta(result: ToolResult): Record<string, unknown> {
   return result.meta as Record<string, unknown>
 }
 
-async function create(
+async function open(
   args: Record<string, unknown> = {},
   run: ToolRunOptions = A(),
 ): Promise<{ id: string; result: ToolResult }> {
-  const result = await call('terminal_create', args, run)
+  const result = await call('terminal_open', { type: 'shell', ...args }, run)
   expect(result.isError, text(result)).toBe(false)
   return { id: meta(result).terminalId as string, result }
 }
@@ -91,136 +91,141 @@ async function alive(pid: number): Promise<boolean> {
   }
 }
 
-/** Reads (waiting for output each time) until `done` says the collected output is complete. */
-async function readUntil(
-  id: string,
-  done: (collected: string, last: ToolResult) => boolean,
-  run: ToolRunOptions = A(),
-): Promise<string> {
-  let collected = ''
+/** Reads the terminal's held output until `done` says it is complete. */
+async function readUntil(id: string, done: (held: string) => boolean, run: ToolRunOptions = A()): Promise<string> {
   for (;;) {
-    const result = await call('terminal_read', { terminal_id: id, wait_ms: 2_000 }, run)
+    const result = await call('terminal_read', { sessionId: id }, run)
     expect(result.isError, text(result)).toBe(false)
-    collected += `${text(result)}\n`
-    if (done(collected, result)) return collected
+    if (done(text(result))) return text(result)
+    await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
 
 describe('terminal tools', () => {
-  it('registers five tools that declare their access, and removes them when disposed', async () => {
+  it("registers the seeds' six tools that declare their access, and removes them when disposed", async () => {
     const fiber = await boot()
     expect(root.tools.list().map((tool) => tool.name)).toEqual([
-      'terminal_create',
-      'terminal_kill',
+      'terminal_close',
       'terminal_list',
+      'terminal_open',
       'terminal_read',
       'terminal_send',
+      'terminal_signal',
     ])
-    expect(root.tools.get('terminal_create')?.access?.({ command: 'python3' })).toEqual({
+    expect(root.tools.get('terminal_open')?.access?.({ type: 'shell', name: 'server' })).toEqual({
       kind: 'execute',
       escalated: true,
-      summary: 'python3',
+      summary: 'open a terminal "server"',
     })
-    expect(root.tools.get('terminal_create')?.access?.({})).toMatchObject({
-      kind: 'execute',
-      summary: 'an interactive shell',
-    })
-    expect(
-      root.tools.get('terminal_send')?.access?.({ terminal_id: 'term-1', input: 'ls', press_enter: true }),
-    ).toEqual({
+    expect(root.tools.get('terminal_send')?.access?.({ sessionId: 'term-1', text: 'ls', submit: true })).toEqual({
       kind: 'execute',
       escalated: true,
       summary: 'term-1: ls',
     })
-    expect(root.tools.get('terminal_kill')?.access?.({ terminal_id: 'term-1' })).toMatchObject({ kind: 'execute' })
+    expect(root.tools.get('terminal_close')?.access?.({ sessionId: 'term-1' })).toMatchObject({ kind: 'execute' })
+    expect(root.tools.get('terminal_signal')?.access?.({ sessionId: 'term-1', signal: 'SIGINT' })).toMatchObject({
+      kind: 'execute',
+      escalated: true,
+    })
     await fiber.dispose()
     expect(root.tools.list()).toEqual([])
   })
 
   it('runs bash: send echo hi, read hi', async () => {
     await boot()
-    const { id, result } = await create()
-    expect(text(result)).toMatch(new RegExp(`^\\[terminal ${id} started: bash \\(pid \\d+\\) in ${dir}\\]\\n`))
-    const sent = await call('terminal_send', { terminal_id: id, input: 'echo hi' })
+    const { id, result } = await open({ name: 'main' })
+    expect(text(result)).toMatch(new RegExp(`^\\[terminal ${id} "main" started: bash \\(pid \\d+\\) in ${dir}\\]\\n`))
+    const sent = await call('terminal_send', { sessionId: id, text: 'echo hi' })
     expect(sent.isError, text(sent)).toBe(false)
     const hasHi = (output: string) => output.split('\n').includes('hi')
     const seen = hasHi(text(sent)) ? text(sent) : await readUntil(id, hasHi)
     expect(seen.split('\n')).toContain('hi')
     expect(seen).not.toMatch(/[\x1b\r]/)
-
-    const waited = await call('terminal_send', { terminal_id: id, input: 'echo $((6 * 7))', wait_for: '^42$' })
-    expect(text(waited)).toMatch(/\n42\n(.*\n)?\[wait_for matched; the program is still running\]$/)
+    expect(text(await call('terminal_list', {}))).toMatch(new RegExp(`^${id} "main"  running  bash  \\(in ${dir}; `))
   })
 
-  it('drives an interactive program with wait_for, then reports its exit', async () => {
+  it('drives an interactive program, then reports its exit', async () => {
     await boot()
     await writeFile(
       join(dir, 'ask.cjs'),
       "process.stdout.write('name? ')\nprocess.stdin.once('data', (data) => { console.log('hello ' + String(data).trim()); process.exit(0) })\n",
     )
-    const { id, result } = await create({ command: `"${process.execPath}" ask.cjs` })
-    expect(text(result)).toContain('name? ')
-    const answered = await call('terminal_send', { terminal_id: id, input: 'Bob', wait_for: '^hello Bob$' })
-    expect(answered.isError, text(answered)).toBe(false)
-    expect(text(answered)).toContain('Bob\nhello Bob')
-    await readUntil(id, (collected) => collected.includes('[the program has exited: exit code 0]'))
-    const late = await call('terminal_send', { terminal_id: id, input: 'again' })
+    const { id } = await open()
+    await call('terminal_send', { sessionId: id, text: `exec "${process.execPath}" ask.cjs` })
+    await readUntil(id, (held) => held.includes('name? '))
+    await call('terminal_send', { sessionId: id, text: 'Bob' })
+    const done = await readUntil(id, (held) => held.includes('[the program has exited: exit code 0]'))
+    expect(done).toContain('hello Bob')
+    const late = await call('terminal_send', { sessionId: id, text: 'again' })
     expect(late.error?.code).toBe('TERMINAL_EXITED')
     expect(text(late)).toContain(`terminal ${id} has exited (exit code 0) and takes no more input`)
   })
 
-  it('says how much output the buffer lost and how much the result leaves out', async () => {
-    await boot({ bufferBytes: 1000 }, { maxOutputChars: 100 })
-    const { id, result } = await create({ command: 'seq 1 1000' })
-    let lost = Number(meta(result).droppedBytes)
-    let outputs = text(result)
-    let last = result
-    while (meta(last).exited === undefined) {
-      last = await call('terminal_read', { terminal_id: id, wait_ms: 2_000 })
-      lost += Number(meta(last).droppedBytes)
-      outputs += `\n${text(last)}`
-    }
-    // seq 1 1000 prints 3893 bytes; the buffer holds 1000, so at least 2893 never reached a result.
-    expect(meta(last).offset).toBe(3893)
-    expect(lost).toBeGreaterThanOrEqual(2893)
-    expect(outputs).toMatch(
-      /\[\d+ bytes of earlier output were lost: the terminal's buffer overflowed before they were read\]/,
-    )
-    expect(outputs).toMatch(/\[\d+ earlier characters are left out; showing the last 100\]/)
-    expect(outputs).toContain('\n998\n999\n1000\n[the program has exited: exit code 0]')
+  it('reads pages of the held output counted back from the newest line', async () => {
+    await boot()
+    const { id } = await open()
+    await call('terminal_send', { sessionId: id, text: 'seq 1 30; echo END' })
+    await readUntil(id, (held) => held.split('\n').includes('END'))
+    // The newest line is the prompt after END.
+    const page = text(await call('terminal_read', { sessionId: id, offset: 2, count: 4 }))
+    expect(page).toMatch(/^\[lines \d+-\d+ of \d+ held\]\n27\n28\n29\n30\n\[the program is still running\]$/)
   })
 
-  it('kills a terminal and every process it started', async () => {
+  it('says how much the result leaves out', async () => {
+    await boot({}, { maxOutputChars: 100 })
+    const { id } = await open()
+    await call('terminal_send', { sessionId: id, text: 'seq 1 1000; echo END' })
+    const held = await readUntil(id, (out) => out.includes('\nEND\n'))
+    expect(held).toMatch(/\[\d+ earlier characters are left out; showing the last 100\]/)
+  })
+
+  it('sends a signal to the foreground program, and refuses SIGKILL at the bare shell', async () => {
     await boot()
-    const { id } = await create()
-    const started = await call('terminal_send', {
-      terminal_id: id,
-      input: 'sleep 1000 & echo "PID=$!"',
-      wait_for: 'PID=\\d+',
-    })
-    const job = Number(/PID=(\d+)/.exec(text(started))?.[1])
+    const { id } = await open()
+    const shell = root.terminals.get(id as terminals.TerminalId)!.pid
+    const sent = await call('terminal_send', { sessionId: id, text: 'sleep 1000', run_in_background: true })
+    expect(text(sent)).toContain('read it with terminal_read')
+    // Wait until sleep holds the terminal's foreground (field tpgid of the shell's stat).
+    for (;;) {
+      const stat = await readFile(`/proc/${shell}/stat`, 'utf8')
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[5]) !== shell) break
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    const signalled = await call('terminal_signal', { sessionId: id, signal: 'SIGINT' })
+    expect(signalled.isError, text(signalled)).toBe(false)
+    expect(text(signalled)).not.toContain(`process group ${shell}]`)
+    await call('terminal_send', { sessionId: id, text: 'echo "after=$?"' })
+    await readUntil(id, (held) => held.includes('after=130'))
+    const refused = await call('terminal_signal', { sessionId: id, signal: 'SIGKILL' })
+    expect(refused.error?.code).toBe('TERMINAL_SIGNAL_REFUSED')
+    expect(text(refused)).toContain('Use terminal_close')
+    expect((await call('terminal_signal', { sessionId: id, signal: 'SIGSTOP' })).error?.code).toBe('INVALID_ARGUMENTS')
+  })
+
+  it('closes a terminal and every process it started', async () => {
+    await boot()
+    const { id } = await open()
+    await call('terminal_send', { sessionId: id, text: 'sleep 1000 & echo "PID=$!"' })
+    const started = await readUntil(id, (held) => /PID=\d+/.test(held))
+    const job = Number(/PID=(\d+)/.exec(started)?.[1])
     expect(await alive(job)).toBe(true)
-    const killed = await call('terminal_kill', { terminal_id: id })
-    expect(text(killed)).toContain(`[terminal ${id} killed; all its processes have stopped]`)
+    const closed = await call('terminal_close', { sessionId: id })
+    expect(text(closed)).toContain(`[terminal ${id} closed; all its processes have stopped]`)
     expect(await alive(job)).toBe(false)
-    expect((await call('terminal_read', { terminal_id: id })).error?.code).toBe('TERMINAL_NOT_FOUND')
+    expect((await call('terminal_read', { sessionId: id })).error?.code).toBe('TERMINAL_NOT_FOUND')
     expect(text(await call('terminal_list', {}))).toBe('(no terminals)')
   })
 
   it('stops every terminal process when the terminals plugin is disposed, and the tools go with it', async () => {
     await boot({}, { startupTimeoutMs: 300 })
-    const { id: shell } = await create()
-    const started = await call('terminal_send', {
-      terminal_id: shell,
-      input: 'sleep 1000 & echo "PID=$!"',
-      wait_for: 'PID=\\d+',
-    })
-    const { id: command, result: silent } = await create({ command: 'sleep 1000' }, session('session-b'))
-    expect(text(silent)).toContain('(no new output)\n[no output within 300ms; the program is still running]')
+    const { id: shell } = await open()
+    await call('terminal_send', { sessionId: shell, text: 'sleep 1000 & echo "PID=$!"' })
+    const started = await readUntil(shell, (held) => /PID=\d+/.test(held))
+    const { id: other } = await open({}, session('session-b'))
     const pids = [
-      Number(/PID=(\d+)/.exec(text(started))?.[1]),
+      Number(/PID=(\d+)/.exec(started)?.[1]),
       root.terminals.get(shell as terminals.TerminalId)!.pid,
-      root.terminals.get(command as terminals.TerminalId)!.pid,
+      root.terminals.get(other as terminals.TerminalId)!.pid,
     ]
     for (const pid of pids) expect(await alive(pid)).toBe(true)
     await terminalsFiber.dispose()
@@ -242,8 +247,9 @@ describe('terminal tools', () => {
     const saved = { ...process.env }
     Object.assign(process.env, planted)
     try {
-      const { id, result } = await create({ command: 'env' })
-      const all = `${text(result)}\n${await readUntil(id, (collected) => collected.includes('[the program has exited'))}`
+      const { id } = await open()
+      await call('terminal_send', { sessionId: id, text: 'env; echo ENV-DONE' })
+      const all = await readUntil(id, (held) => held.split('\n').includes('ENV-DONE'))
       expect(all).not.toMatch(/leak-/)
       expect(all.split('\n')).toContain('PLAIN_SETTING=visible')
     } finally {
@@ -255,46 +261,38 @@ describe('terminal tools', () => {
   it("keeps sessions apart: another session's terminal is refused by name", async () => {
     await boot({}, { startupTimeoutMs: 300 })
     const b = session('session-b')
-    const { id } = await create({ command: 'sleep 1000' })
+    const { id } = await open()
     for (const [name, args] of [
-      ['terminal_send', { terminal_id: id, input: 'x' }],
-      ['terminal_read', { terminal_id: id }],
-      ['terminal_kill', { terminal_id: id }],
+      ['terminal_send', { sessionId: id, text: 'x' }],
+      ['terminal_read', { sessionId: id }],
+      ['terminal_signal', { sessionId: id, signal: 'SIGINT' }],
+      ['terminal_close', { sessionId: id }],
     ] as const) {
       const refused = await call(name, args, b)
       expect(refused.error?.code).toBe('TERMINAL_NOT_OWNED')
       expect(text(refused)).toContain(`terminal "${id}" belongs to another session`)
     }
     expect(text(await call('terminal_list', {}, b))).toBe('(no terminals)')
-    expect(text(await call('terminal_list', {}))).toMatch(new RegExp(`^${id}  running  sleep 1000  \\(in ${dir}; `))
     expect(root.terminals.get(id as terminals.TerminalId)?.exited).toBeUndefined()
   })
 
-  it('gives clear errors: unknown id, invalid regex, bad cwd, too many terminals, a wait that never matches', async () => {
+  it('gives clear errors: unknown id, unknown type, bad cwd, too many terminals', async () => {
     await boot({ maxPerSession: 1 }, { startupTimeoutMs: 300 })
-    const unknown = await call('terminal_send', { terminal_id: 'term-nope', input: 'ls' })
+    const unknown = await call('terminal_send', { sessionId: 'term-nope', text: 'ls' })
     expect(unknown.error?.code).toBe('TERMINAL_NOT_FOUND')
     expect(text(unknown)).toContain('there is no terminal "term-nope"')
 
-    const missing = await call('terminal_create', { cwd: 'no/such/dir' })
+    const type = await call('terminal_open', { type: 'python' })
+    expect(type.error?.code).toBe('TERMINAL_UNKNOWN_TYPE')
+    expect(text(type)).toContain('the only type is "shell"')
+
+    const missing = await call('terminal_open', { type: 'shell', cwd: 'no/such/dir' })
     expect(missing.error?.code).toBe('TERMINAL_SPAWN_FAILED')
     expect(text(missing)).toContain(join(dir, 'no/such/dir'))
 
-    const { id } = await create({ command: 'cat' })
-    const bad = await call('terminal_send', { terminal_id: id, input: 'typed', wait_for: '(' })
-    expect(bad.error?.code).toBe('TERMINAL_INVALID_REGEX')
-    expect(text(bad)).toContain('Nothing was sent')
-    expect(root.terminals.read(id as terminals.TerminalId).text).not.toContain('typed')
-
-    const full = await call('terminal_create', {})
+    await open()
+    const full = await call('terminal_open', { type: 'shell' })
     expect(full.error?.code).toBe('TERMINAL_LIMIT')
-    expect(text(full)).toContain('terminal_kill frees one')
-
-    const never = await call('terminal_send', { terminal_id: id, input: 'x', wait_for: 'never', timeout_ms: 200 })
-    expect(never.isError).toBe(false)
-    expect(text(never)).toContain('[wait_for did not match within 200ms; the program is still running]')
-
-    const tooLong = await call('terminal_send', { terminal_id: id, input: 'x', timeout_ms: 10_000_000 })
-    expect(tooLong.error?.code).toBe('INVALID_ARGUMENTS')
+    expect(text(full)).toContain('terminal_close frees one')
   })
 })

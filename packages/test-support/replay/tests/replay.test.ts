@@ -130,7 +130,7 @@ describe('repliesFromLog', () => {
           { type: 'reasoning', text: 'Look first.' },
           { type: 'text', text: 'Listing.' },
           { type: 'tool-call', id: 'call_00_x', name: 'bash', arguments: args },
-          { type: 'tool-call', id: 'call_01_y', name: 'read', arguments: '{"path":"a"}' },
+          { type: 'tool-call', id: 'call_01_y', name: 'read', arguments: '{"file_path":"a"}' },
         ],
         {
           finish: 'tool-calls',
@@ -146,7 +146,7 @@ describe('repliesFromLog', () => {
         content: 'Listing.',
         toolCalls: [
           { id: 'call_00_x', name: 'bash', arguments: args },
-          { id: 'call_01_y', name: 'read', arguments: '{"path":"a"}' },
+          { id: 'call_01_y', name: 'read', arguments: '{"file_path":"a"}' },
         ],
         finishReason: 'tool_calls',
         usage: { promptCacheMissTokens: 100, promptCacheHitTokens: 640, completionTokens: 20, reasoningTokens: 3 },

@@ -40,12 +40,6 @@ export function apply(ctx: Context, config: TodoConfig) {
     .object({
       content: z.string().trim().min(1).describe('What to do, in the imperative: "Run the tests".'),
       status: z.enum(['pending', 'in_progress', 'completed']).describe('pending, in_progress or completed.'),
-      activeForm: z
-        .string()
-        .trim()
-        .min(1)
-        .optional()
-        .describe('The same task in the present continuous, shown while it runs: "Running the tests".'),
     })
     .strict()
 

@@ -38,7 +38,7 @@ const logged = () => session.events.filter((e) => e.type === 'todo/write')
 
 const list: Todo[] = [
   { content: 'Read the parser', status: 'completed' },
-  { content: 'Fix the bug', status: 'in_progress', activeForm: 'Fixing the bug' },
+  { content: 'Fix the bug', status: 'in_progress' },
   { content: 'Run the tests', status: 'pending' },
 ]
 

@@ -1,11 +1,5 @@
 import TurndownService from 'turndown'
 
-/** The little of a DOM element these rules read (the host build has no DOM typings). */
-interface ElementLike {
-  getAttribute(name: string): string | null
-  textContent: string | null
-}
-
 const DROPPED = [
   'script',
   'style',
@@ -33,29 +27,6 @@ function markdownService(): TurndownService {
   return service
 }
 
-/** Markdown rules that keep only the words: links become their text, images their alt text, no escaping. */
-function textService(): TurndownService {
-  const service = markdownService()
-  service.escape = (text: string) => text
-  service.addRule('plain-inline', {
-    filter: ['a', 'strong', 'b', 'em', 'i', 'code', 'del', 's', 'u', 'mark', 'small', 'sub', 'sup'],
-    replacement: (content) => content,
-  })
-  service.addRule('plain-image', {
-    filter: 'img',
-    replacement: (_content, node) => (node as unknown as ElementLike).getAttribute('alt') ?? '',
-  })
-  service.addRule('plain-heading', {
-    filter: ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'],
-    replacement: (content) => `\n\n${content}\n\n`,
-  })
-  service.addRule('plain-pre', {
-    filter: 'pre',
-    replacement: (_content, node) => `\n\n${(node as unknown as ElementLike).textContent ?? ''}\n\n`,
-  })
-  return service
-}
-
 const TITLE = /<title[^>]*>([\s\S]*?)<\/title>/i
 
 function decodeEntities(text: string): string {
@@ -68,12 +39,12 @@ function decodeEntities(text: string): string {
     .replace(/&amp;/g, '&')
 }
 
-/** The page as Markdown (`markdown`) or plain text (`text`), headed by its title. */
-export function convertHtml(html: string, format: 'markdown' | 'text'): string {
+/** The page as Markdown, headed by its title. */
+export function convertHtml(html: string): string {
   const title = TITLE.exec(html)?.[1]?.replace(/\s+/g, ' ').trim()
-  const body = (format === 'markdown' ? markdownService() : textService())
+  const body = markdownService()
     .turndown(html)
     .replace(/\n{3,}/g, '\n\n')
     .trim()
-  return title ? `${format === 'markdown' ? '# ' : ''}${decodeEntities(title)}\n\n${body}` : body
+  return title ? `# ${decodeEntities(title)}\n\n${body}` : body
 }

@@ -25,18 +25,6 @@ export const inject = ['tools']
 
 const parameters = z.object({
   url: z.string().min(1).describe('The http or https URL to fetch.'),
-  format: z
-    .enum(['markdown', 'text', 'html'])
-    .optional()
-    .describe(
-      'How an HTML page comes back: markdown (default), text (words only), or html (the source). Text pages come back as they are.',
-    ),
-  maxBytes: z
-    .number()
-    .int()
-    .positive()
-    .optional()
-    .describe('Read at most this many bytes of the body (the configured cap is the upper limit).'),
 })
 
 /** What the page is, deciding from the first bytes when the server named no type. */
@@ -119,7 +107,7 @@ export function createWebFetchTool(
     access: (args) => ({ kind: 'network', summary: `fetch ${args.url}` }),
     async execute(args, run): Promise<ToolOutput> {
       const start = parseTarget(args.url.trim(), config.maxUrlLength)
-      const limits = { ...config, maxBytes: Math.min(args.maxBytes ?? config.maxBytes, config.maxBytes) }
+      const limits = config
       const guard = {
         allowPrivate: config.allowPrivate,
         allowHosts: config.allowHosts,
@@ -128,9 +116,8 @@ export function createWebFetchTool(
       }
       const fetched = await fetchGuarded(start, guard, limits, run.signal)
       const kind = sniff(fetched)
-      const format = args.format ?? 'markdown'
       const source = decode(fetched, kind)
-      const text = kind === 'html' && format !== 'html' ? convertHtml(source, format) : source
+      const text = kind === 'html' ? convertHtml(source) : source
       const meta: Record<string, JsonValue> = {
         url: start.href,
         finalUrl: fetched.url.href,

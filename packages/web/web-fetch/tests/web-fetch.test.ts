@@ -169,16 +169,6 @@ describe('web_fetch', () => {
     expect(result.meta).toMatchObject({ status: 200, contentType: 'text/html', truncated: false })
   })
 
-  it('gives the words only with format text, the source with format html', async () => {
-    const { fetch } = await mount()
-    const plain = text(await fetch({ url: `http://127.0.0.1:${port}/page`, format: 'text' }))
-    expect(plain).toContain('Some bold text and a link.')
-    expect(plain).toContain('a picture')
-    expect(plain).not.toContain('](')
-    const html = text(await fetch({ url: `http://127.0.0.1:${port}/page`, format: 'html' }))
-    expect(html).toContain('<strong>bold</strong>')
-  })
-
   it('passes text and JSON through, decodes gzip and the declared charset', async () => {
     const { fetch } = await mount()
     expect(text(await fetch({ url: `http://127.0.0.1:${port}/text` }))).toMatch(/\n\nplain \*text\* \[kept\]$/)
@@ -206,19 +196,13 @@ describe('web_fetch', () => {
   })
 
   it('cuts an endless body at the size cap and says so', async () => {
-    const { fetch } = await mount({ maxBytes: 256 * 1024 })
-    const result = await fetch({ url: `http://127.0.0.1:${port}/endless`, maxBytes: 50_000 })
+    const { fetch } = await mount({ maxBytes: 50_000 })
+    const result = await fetch({ url: `http://127.0.0.1:${port}/endless` })
     expect(result.isError).toBe(false)
     expect(result.meta).toMatchObject({ bytes: 50_000, truncated: true })
     expect(text(result)).toContain(
       '(The body is longer than 50000 bytes, or endless; only the first 50000 bytes were read.)',
     )
-  })
-
-  it('a call cannot raise the configured size cap', async () => {
-    const { fetch } = await mount({ maxBytes: 1000 })
-    const result = await fetch({ url: `http://127.0.0.1:${port}/long`, maxBytes: 1_000_000 })
-    expect(result.meta).toMatchObject({ bytes: 1000, truncated: true })
   })
 
   it('times out when the headers never come, and when the body stalls', async () => {
