@@ -15,7 +15,7 @@ const SERVERS_BIN = fileURLToPath(new URL('../../../packages/lsp/lsp-stdio/node_
 const withServers = { PATH: `${SERVERS_BIN}${path.delimiter}${process.env.PATH}` }
 
 /** The file tools' path argument: the one place to change if it is renamed. */
-const fileArg = (file: string) => ({ path: file })
+const fileArg = (file: string) => ({ file_path: file })
 const read = (file: string) => ({ name: 'read', arguments: fileArg(file) })
 const edit = (file: string, oldString: string, newString: string) => ({
   name: 'edit',

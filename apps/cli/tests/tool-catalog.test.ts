@@ -92,10 +92,8 @@ describe("the seeds' tool catalog", () => {
       'interrupt_agent',
       'list_agents',
       'list_subagent_models',
-      'lsp',
       'read_image',
       'send_message',
-      'web_search',
     ])
   })
 })

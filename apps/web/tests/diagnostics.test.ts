@@ -12,7 +12,7 @@ const SERVER = fileURLToPath(
 )
 
 /** The file tools' path argument: the one place to change if it is renamed. */
-const fileArg = (file: string) => ({ path: file })
+const fileArg = (file: string) => ({ file_path: file })
 
 describe('language-server diagnostics in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
   const t = useWebApp({
