@@ -15,6 +15,12 @@ export interface CredentialsConfig {
   file: string
   /** A dotenv file read last, `$DSH_HOME/.env`. */
   envFile: string
+  /**
+   * The launch directory's dotenv file (`./.env`), read right after the
+   * environment. It comes with the workspace, so names in `plain` (base URLs)
+   * are not taken from it: a cloned repository cannot send the user's key elsewhere.
+   */
+  projectEnvFile?: string
   /** Names whose values are settings, not secrets (base URLs): `secrets()` leaves them out. */
   plain?: string[]
 }
@@ -25,7 +31,7 @@ export interface Secret {
   value: string
 }
 
-export type CredentialSource = 'env' | 'file' | 'env-file'
+export type CredentialSource = 'env' | 'project-env-file' | 'file' | 'env-file'
 
 /** Parses dotenv text: `NAME=value` lines, `#` comments, optional quotes and `export`. */
 export function parseDotenv(text: string): Record<string, string> {
@@ -46,8 +52,8 @@ export function parseDotenv(text: string): Record<string, string> {
 
 /**
  * `ctx.credentials`: secrets by name (e.g. DEEPSEEK_API_KEY), looked up in
- * the process environment, then `.credentials.yaml` (must be 0600), then the
- * home `.env`. Read at each lookup, so an edit works without a restart.
+ * the process environment, then the launch directory's `.env`, then
+ * `.credentials.yaml` (must be 0600), then the home `.env`. Read at each lookup, so an edit works without a restart.
  * Values are never copied into process.env.
  */
 export class Credentials extends Service {
@@ -73,7 +79,7 @@ export class Credentials extends Service {
    * its entries are missing until it is fixed.
    */
   secrets(): Secret[] {
-    const stamp = [this.config.file, this.config.envFile]
+    const stamp = [this.config.file, this.config.envFile, this.config.projectEnvFile ?? '']
       .map((file) => {
         const info = statSync(file, { throwIfNoEntry: false })
         return info ? `${info.size}:${info.mtimeMs}` : '-'
@@ -82,6 +88,7 @@ export class Credentials extends Service {
     if (this.cached?.stamp !== stamp) {
       const entries: Secret[] = []
       try {
+        for (const [name, value] of Object.entries(this.readProjectEnv())) entries.push({ name, value })
         for (const [name, value] of Object.entries(this.readFile())) entries.push({ name, value })
         if (existsSync(this.config.envFile)) {
           for (const [name, value] of Object.entries(parseDotenv(readFileSync(this.config.envFile, 'utf8'))))
@@ -114,6 +121,8 @@ export class Credentials extends Service {
       this.fromEnv.add(name)
       return { value: fromEnv.trim(), source: 'env' }
     }
+    const fromProject = this.readProjectEnv()[name]
+    if (fromProject) return { value: fromProject, source: 'project-env-file' }
     const fromFile = this.readFile()[name]
     if (fromFile) return { value: fromFile, source: 'file' }
     if (existsSync(this.config.envFile)) {
@@ -125,7 +134,8 @@ export class Credentials extends Service {
 
   /** Where a key can be set, for error messages. */
   places(name: string): string {
-    return `set ${name} in the environment, in ${this.config.file} (refs: { ${name}: ... }), or in ${this.config.envFile}`
+    const project = this.config.projectEnvFile ? `, in ${this.config.projectEnvFile}` : ''
+    return `set ${name} in the environment${project}, in ${this.config.file} (refs: { ${name}: ... }), or in ${this.config.envFile}`
   }
 
   /** Stores a secret in the credentials file (0600, written atomically). */
@@ -139,6 +149,22 @@ export class Credentials extends Service {
     await writeFile(temp, stringifyYaml({ version: 1, refs }), { mode: 0o600 })
     await chmod(temp, 0o600)
     await rename(temp, this.config.file)
+  }
+
+  /** The launch directory's `.env`, without the `plain` names (settings such as base URLs), trimmed, empty values dropped. */
+  private readProjectEnv(): Record<string, string> {
+    const file = this.config.projectEnvFile
+    if (!file || !existsSync(file)) return {}
+    const plain = new Set(this.config.plain ?? [])
+    const out: Record<string, string> = {}
+    for (const [name, value] of Object.entries(parseDotenv(readFileSync(file, 'utf8')))) {
+      if (plain.has(name)) {
+        this.logger.warn('%s sets %s, which is only taken from the environment and dsh home: ignored', file, name)
+        continue
+      }
+      if (value.trim()) out[name] = value.trim()
+    }
+    return out
   }
 
   private readFile(): Record<string, string> {
@@ -172,6 +198,9 @@ export const Config: Schema<CredentialsConfig> = Schema.object({
   envFile: Schema.string()
     .required()
     .description('A dotenv file consulted after the environment and the credentials document.'),
+  projectEnvFile: Schema.string().description(
+    "The launch directory's dotenv file, consulted right after the environment; names in `plain` are not taken from it.",
+  ),
   plain: Schema.array(Schema.string())
     .default(['DEEPSEEK_BASE_URL'])
     .description('Names whose values are settings, not secrets (base URLs): not redacted from logs and output.'),
