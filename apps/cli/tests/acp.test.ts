@@ -129,6 +129,41 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     expect(closed.stderr).toBe('')
   })
 
+  it('reports context use and the cumulative cost of deepseek-v4-flash as usage_update after each prompt', async () => {
+    t.mock.enqueue(
+      reply.completion({
+        content: 'One.',
+        usage: { promptCacheMissTokens: 900, promptCacheHitTokens: 100, completionTokens: 20 },
+      }),
+      reply.completion({
+        content: 'Two.',
+        usage: { promptCacheMissTokens: 50, promptCacheHitTokens: 1000, completionTokens: 30 },
+      }),
+    )
+    const client = start()
+    await client.initialize()
+    const { sessionId } = await client.newSession()
+    await client.prompt(sessionId, 'first')
+    const first = client.updatesOf(sessionId).filter((u) => u.sessionUpdate === 'usage_update')
+    // List price per million tokens: $0.14 missed, $0.0028 cached, $0.28 output.
+    const firstCost = (900 * 0.14 + 100 * 0.0028 + 20 * 0.28) / 1e6
+    expect(first).toEqual([
+      {
+        sessionUpdate: 'usage_update',
+        used: 1020,
+        size: 1_000_000,
+        cost: { amount: expect.any(Number), currency: 'USD' },
+      },
+    ])
+    expect((first[0] as { cost: { amount: number } }).cost.amount).toBeCloseTo(firstCost, 12)
+    await client.prompt(sessionId, 'second')
+    const both = client.updatesOf(sessionId).filter((u) => u.sessionUpdate === 'usage_update')
+    expect(both).toHaveLength(2)
+    expect(both[1]).toMatchObject({ used: 1080, size: 1_000_000 })
+    const total = firstCost + (50 * 0.14 + 1000 * 0.0028 + 30 * 0.28) / 1e6
+    expect((both[1] as { cost: { amount: number } }).cost.amount).toBeCloseTo(total, 12)
+  })
+
   it('takes the network of sandboxed commands from session/new _meta; a bad value is -32602', async () => {
     t.mock.enqueue(
       reply.toolCalls([
@@ -508,7 +543,9 @@ describe('dsh --profile acp: sessions over time', { timeout: 60_000 }, () => {
       'tool_call',
       'tool_call_update',
       'agent_message_chunk',
+      'usage_update',
     ])
+    expect(history.at(-1)).toMatchObject({ used: expect.any(Number), size: 1_000_000, cost: { currency: 'USD' } })
     expect(chunkText(history, 'user_message_chunk')).toBe('say hello')
     expect(chunkText(history, 'agent_thought_chunk')).toBe('Use echo.')
     expect(chunkText(history, 'agent_message_chunk')).toBe('It said hello there.')

@@ -250,13 +250,21 @@ describe('dsh --profile headless', () => {
       .split('\n')
       .map((l) => JSON.parse(l))
     expect(lines[0]).toMatchObject({ type: 'session' })
-    expect(lines.at(-1)).toEqual({
+    const result = lines.at(-1)
+    expect(result).toEqual({
       type: 'result',
       sessionId: lines[0].sessionId,
       reason: 'completed',
       text: 'First answer.',
       usage: { inputTokens: 34, outputTokens: 56, cacheReadTokens: 1200, reasoningTokens: 7 },
+      costUsd: expect.any(Number),
+      durationMs: expect.any(Number),
+      steps: 1,
+      context: { tokens: 34 + 1200 + 56, window: 1_000_000, percent: 0.1 },
     })
+    // deepseek-v4-flash at its list price: $0.14 per million missed, $0.0028 cached, $0.28 output.
+    expect(result.costUsd).toBeCloseTo((34 * 0.14 + 1200 * 0.0028 + 56 * 0.28) / 1e6, 12)
+    expect(result.durationMs).toBeGreaterThanOrEqual(0)
     expect(lines.some((l) => l.type === 'delta' && l.kind === 'text')).toBe(true)
     const sessionId = lines[0].sessionId as string
 

@@ -23,6 +23,9 @@ async function newSession(wire: SdkWire, extra: Record<string, unknown> = {}): P
 }
 
 const types = (events: Message[]) => events.map((e) => e.type)
+/** USD for `usage` at deepseek-v4-flash's list price. */
+const flashCost = (usage: Message) =>
+  (usage.inputTokens * 0.14 + usage.cacheReadTokens * 0.0028 + usage.outputTokens * 0.28) / 1e6
 const textOf = (messages: Message[]) =>
   messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
 
@@ -51,6 +54,15 @@ describe('dsh --profile sdk', () => {
     expect(result).toMatchObject({ stopReason: 'completed', text: 'The command printed streamed-from-bash.', turn: 1 })
     expect(result.usage.inputTokens).toBeGreaterThan(0)
     expect(result.usage.outputTokens).toBeGreaterThan(0)
+    expect(init.models).toContainEqual(
+      expect.objectContaining({ id: 'deepseek-v4-flash', price: { input: 0.14, cacheRead: 0.0028, output: 0.28 } }),
+    )
+    expect(result).toMatchObject({ steps: 2, durationMs: expect.any(Number), costUsd: expect.any(Number) })
+    expect(result.costUsd).toBeCloseTo(flashCost(result.usage), 12)
+    const promptSize = result.usage.inputTokens + result.usage.cacheReadTokens
+    expect(result.context.window).toBe(1_000_000)
+    expect(result.context.tokens).toBeGreaterThan(0)
+    expect(result.context.tokens).toBeLessThanOrEqual(promptSize + result.usage.outputTokens)
 
     const events = wire.notifications('session/event', sessionId).map((p) => p.event)
     expect(types(events)).toEqual(ONE_TOOL_TURN)
@@ -131,6 +143,17 @@ describe('dsh --profile sdk', () => {
     expect(await second.call('session/resume', { sessionId })).toEqual({ sessionId })
     const answer = await second.call('session/prompt', { sessionId, content: 'What was the number?' })
     expect(answer).toMatchObject({ stopReason: 'completed', text: 'The number was 42.', turn: 2 })
+    // session/usage covers the whole session, the turn of the first process included.
+    const usage = await second.call('session/usage', { sessionId })
+    expect(usage.turns.map((turn: { turn: number; steps: number }) => [turn.turn, turn.steps])).toEqual([
+      [1, 1],
+      [2, 1],
+    ])
+    expect(usage.turns[1].costUsd).toBeCloseTo(answer.costUsd, 12)
+    expect(usage.costUsd).toBeCloseTo(flashCost(usage.usage), 12)
+    expect(usage.context).toEqual(answer.context)
+    const missing = await second.request('session/usage', { sessionId: 'session-nope' })
+    expect(missing.error).toMatchObject({ code: -32001 })
     const history = t.mock.requests[1]?.body.messages.map((m: Message) => m.role)
     expect(history).toEqual(['system', 'user', 'assistant', 'user'])
     expect(

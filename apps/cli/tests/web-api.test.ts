@@ -386,6 +386,17 @@ describe('dsh web API', () => {
       const firstDelta = socket.frames.findIndex((f) => f.type === 'delta')
       const message = socket.frames.findIndex((f) => f.type === 'event' && f.event.type === 'assistant/message')
       expect(firstDelta).toBeLessThan(message)
+      // Usage as the conversation service meters it: empty on subscribe, then after the turn its cost and context.
+      const usages = socket.frames.filter((f) => f.type === 'usage' && f.sessionId === id).map((f) => f.report)
+      expect(usages[0]).toEqual({ usage: expect.any(Object), turns: [] })
+      const logged = events.find((e) => e.type === 'assistant/message').data.usage
+      const cached = logged.cacheReadTokens ?? 0
+      const flash = (logged.inputTokens * 0.14 + cached * 0.0028 + logged.outputTokens * 0.28) / 1e6
+      expect(usages.at(-1)).toMatchObject({
+        turns: [{ turn: 1, model: 'deepseek-v4-flash', steps: 1, costUsd: expect.any(Number) }],
+        context: { tokens: logged.inputTokens + cached + logged.outputTokens, window: 1_000_000 },
+      })
+      expect(usages.at(-1).costUsd).toBeCloseTo(flash, 12)
 
       const read = await app.api('GET', `/api/sessions/${id}`)
       expect(read.status).toBe(200)

@@ -28,6 +28,13 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
     expect(await answer.locator('strong').textContent()).toBe('dsh')
     await page.locator('[data-node="turn-end"]').waitFor()
     expect(await page.locator('[data-node="turn-end"]').textContent()).toMatch(/in .* out/)
+    // The default model, deepseek-v4-flash, is priced: the turn's cost, the session's, and the context used.
+    const turnCost = page.locator('[data-node="turn-end"]').getByText(/^\$0\.\d+$/)
+    await turnCost.waitFor()
+    const header = page.locator('header').filter({ hasText: 'tokens' })
+    await header.getByText(/tokens · \$0\.\d+$/).waitFor()
+    await header.getByText(/^0\.\d% context$/).waitFor()
+    expect(await header.getByText(/tokens · /).textContent()).toContain(await turnCost.textContent())
     expect(await page.locator('[data-node="user"]').textContent()).toBe('What is the answer?')
     await page.getByRole('button', { name: /Thought/ }).click()
     await page.getByText('Let me think about it.').waitFor()

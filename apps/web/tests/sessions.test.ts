@@ -38,8 +38,9 @@ async function storeLongSession(
   for (let turn = 1; turn <= turns; turn++) {
     const usage = { inputTokens: 2000, outputTokens: 300, cacheReadTokens: 1000, reasoningTokens: 0 }
     tokens += usage.inputTokens + usage.cacheReadTokens + usage.outputTokens
-    cost += (usage.inputTokens * 0.28 + usage.cacheReadTokens * 0.028 + usage.outputTokens * 0.42) / 1e6
-    const source = { kind: 'model', provider: 'deepseek', model: 'deepseek-chat' }
+    // deepseek-v4-flash's list price per million tokens: $0.14 missed, $0.0028 cached, $0.28 output.
+    cost += (usage.inputTokens * 0.14 + usage.cacheReadTokens * 0.0028 + usage.outputTokens * 0.28) / 1e6
+    const source = { kind: 'model', provider: 'deepseek', model: 'deepseek-v4-flash' }
     lines.push(
       line('turn/start', { turn }),
       line('user/message', {
@@ -50,7 +51,7 @@ async function storeLongSession(
           source: { kind: 'user' },
         },
       }),
-      line('request/header', { reason: 'initial', provider: 'deepseek', model: 'deepseek-chat', tools: [] }),
+      line('request/header', { reason: 'initial', provider: 'deepseek', model: 'deepseek-v4-flash', tools: [] }),
       line('assistant/message', {
         turn,
         step: 1,
@@ -139,6 +140,8 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
     await page.getByText('Answer 120').waitFor()
     // The totals and the title come from the part not yet read.
     await page.getByText(`${formatTokens(tokens)} tokens · ${formatCost(cost)}`).waitFor()
+    // The last reply's 3,300 tokens of deepseek-v4-flash's 1,000,000.
+    await page.getByText('0.3% context').waitFor()
     await page.getByRole('heading', { name: 'A long conversation' }).waitFor()
 
     const conversation = page.getByRole('region', { name: 'Conversation' })

@@ -10,8 +10,15 @@ function groupThousands(n: number): string {
 
 export function formatCost(usd: number): string {
   if (usd === 0) return '$0'
-  if (usd < 0.01) return `$${usd.toFixed(4)}`
-  return `$${usd.toFixed(2)}`
+  if (usd >= 0.01) return `$${usd.toFixed(2)}`
+  // Cheap models cost fractions of a cent per turn: keep the digits that say how much.
+  const digits = usd.toFixed(6).replace(/0+$/, '')
+  return digits === '0.' ? '<$0.000001' : `$${digits}`
+}
+
+/** A share of the context window: one decimal below 10%, whole percents above. */
+export function formatPercent(percent: number): string {
+  return percent < 10 ? `${percent.toFixed(1)}%` : `${Math.round(percent)}%`
 }
 
 export function formatDuration(ms: number): string {

@@ -6,7 +6,6 @@ import {
   type SessionDetail,
   type SessionId,
 } from '@dsh/web-client'
-import { addPrices } from '../lib/cost.ts'
 import { takeEarlyLoad } from '../lib/early-load.ts'
 import { readRecent } from '../lib/recent-history.ts'
 import { Store } from '../lib/store.ts'
@@ -47,10 +46,7 @@ export class AppModel {
 
   async start(): Promise<void> {
     const results = await Promise.allSettled([
-      this.api.info().then((info) => {
-        addPrices(info.prices)
-        this.info.set(info)
-      }),
+      this.api.info().then((info) => this.info.set(info)),
       this.settings.load(),
       this.sessions.refresh(),
     ])

@@ -7,8 +7,9 @@ import {
   type Message,
   type SessionEvent,
   type TokenUsage,
+  type UsageReport,
 } from '@dsh/web-client'
-import { addUsage, costOf, NO_USAGE } from '../lib/cost.ts'
+import { addUsage, NO_USAGE } from '../lib/usage.ts'
 import type { ConversationNode, ConversationState, ToolNode } from './nodes.ts'
 
 /** The key of the row that stands for the part of the log a recent-history start left out. */
@@ -17,7 +18,6 @@ const EARLIER_KEY = 'earlier'
 interface TurnBook {
   start?: number
   usage: TokenUsage
-  cost?: number
   model?: string
 }
 
@@ -32,6 +32,8 @@ export class ConversationModel {
   private positions = new Map<string, number>()
   private callKeys = new Map<string, string>()
   private turns = new Map<number, TurnBook>()
+  /** Cost of each turn, by turn number, from the server's latest usage report. */
+  private costs = new Map<number, number>()
   /** Keys of rows still streaming or running, so closing a turn does not scan every row. */
   private open = new Set<string>()
   private shared = false
@@ -145,7 +147,7 @@ export class ConversationModel {
    */
   startFromRecent(earlier: EarlierHistory): void {
     for (const event of earlier.state) this.applyState(event)
-    for (const { model, usage } of earlier.usage) this.addTotal(usage, model)
+    for (const { usage } of earlier.usage) this.addTotal(usage)
     this.put({ kind: 'notice', key: EARLIER_KEY, tone: 'info', text: 'Loading earlier messages…' })
   }
 
@@ -261,7 +263,7 @@ export class ConversationModel {
       turn,
       reason,
       usage: book?.usage ?? NO_USAGE,
-      ...(book?.cost !== undefined ? { cost: book.cost } : {}),
+      ...(this.costs.has(turn) ? { cost: this.costs.get(turn) } : {}),
       ...(book?.model ? { model: book.model } : {}),
       ...(book?.start !== undefined ? { durationMs: event.time - book.start } : {}),
       ...(error
@@ -274,23 +276,29 @@ export class ConversationModel {
   private addTurnUsage(turn: number, usage: TokenUsage | undefined, model: string | undefined): void {
     if (!usage) return
     const book = this.turns.get(turn) ?? { usage: NO_USAGE }
-    const cost = costOf(model, usage)
-    this.turns.set(turn, {
-      ...book,
-      usage: addUsage(book.usage, usage),
-      ...(cost !== undefined ? { cost: (book.cost ?? 0) + cost } : {}),
-      ...(model ? { model } : {}),
-    })
-    this.addTotal(usage, model)
+    this.turns.set(turn, { ...book, usage: addUsage(book.usage, usage), ...(model ? { model } : {}) })
+    this.addTotal(usage)
   }
 
-  private addTotal(usage: TokenUsage, model: string | undefined): void {
-    const cost = costOf(model, usage)
-    const total = this.state.totalCost
-    this.update({
-      totalUsage: addUsage(this.state.totalUsage, usage),
-      ...(cost !== undefined ? { totalCost: (total ?? 0) + cost } : {}),
-    })
+  private addTotal(usage: TokenUsage): void {
+    this.update({ totalUsage: addUsage(this.state.totalUsage, usage) })
+  }
+
+  /** The server's metered usage of the whole session: each turn's cost, the session's cost and context use. */
+  applyUsage(report: UsageReport): void {
+    this.costs = new Map(report.turns.flatMap((t) => (t.costUsd === undefined ? [] : [[t.turn, t.costUsd] as const])))
+    for (const node of this.nodes) {
+      if (node.kind !== 'turn-end') continue
+      const cost = this.costs.get(node.turn)
+      if (cost !== undefined && cost !== node.cost) this.put({ ...node, cost })
+    }
+    const { totalCost: _cost, context: _context, ...rest } = this.state
+    this.state = {
+      ...rest,
+      ...(report.costUsd !== undefined ? { totalCost: report.costUsd } : {}),
+      ...(report.context ? { context: report.context } : {}),
+    }
+    this.cached = undefined
   }
 
   /** Removes the streaming drafts of a step that did not become part of its final message. */

@@ -1,4 +1,4 @@
-import type { ImageAttachment, JsonValue, Todo, TokenUsage, ToolCallPresentation } from '@dsh/web-client'
+import type { ContextUse, ImageAttachment, JsonValue, Todo, TokenUsage, ToolCallPresentation } from '@dsh/web-client'
 
 /** One row of the conversation view. Nodes are immutable: a change makes a new object with the same key. */
 export type ConversationNode = UserNode | ContextNode | TextNode | ReasoningNode | ToolNode | TurnEndNode | NoticeNode
@@ -93,5 +93,8 @@ export interface ConversationState {
   running: boolean
   lastSeq: number
   totalUsage: TokenUsage
+  /** The session's cost in USD, as the server meters it; absent when its models have no price. */
   totalCost?: number
+  /** How full the model's context window is after the last reply. */
+  context?: ContextUse
 }

@@ -117,6 +117,10 @@ export class SessionController implements Readable<SessionView> {
         this.change((model) => model.setRunning(running))
         this.schedule()
       },
+      usage: (report) => {
+        this.change((model) => model.applyUsage(report))
+        this.schedule()
+      },
       resumed: () => {
         this.change((model) => model.markResumed())
         this.schedule()

@@ -14,7 +14,7 @@ import type { McpServerConfig } from '@dsh/mcp'
 import { mcpConfig, McpLinks, mcpOf } from './mcp.ts'
 import { promptMessage } from './prompt.ts'
 import { ToolViews } from './tool-view.ts'
-import { SessionUpdates } from './updates.ts'
+import { SessionUpdates, usageUpdate } from './updates.ts'
 
 /** One session the client drives. */
 interface AcpSession {
@@ -330,7 +330,9 @@ export class AcpServer {
     const updates = new SessionUpdates(new ToolViews(cwd, this.ctx.tools, this.config.toolKinds))
     const state = open ?? this.adopt(agent, updates)
     state.updates = updates
-    for (const event of await this.ctx.conversations.events(id)) this.send(state, updates.replay(event))
+    const events = await this.ctx.conversations.events(id)
+    for (const event of events) this.send(state, updates.replay(event))
+    this.send(state, usageUpdate(this.ctx.conversations.meter(events)))
     await this.connectMcp(state, servers)
     this.announceCommands(state)
     return { modes: this.modes(id) }
@@ -354,6 +356,7 @@ export class AcpServer {
       signal.removeEventListener('abort', abort)
       state.prompts--
     }
+    this.send(state, usageUpdate(this.ctx.conversations.meter(agent.session.events)))
     const end = events.filter((e) => e.type === 'turn/end').at(-1) as SessionEvent<'turn/end'> | undefined
     return { stopReason: stopReason(end, state.cancelled) }
   }

@@ -2,7 +2,24 @@ import type { ContentBlock as AcpContent, PlanEntry, SessionUpdate } from '@agen
 import type { AgentDelta } from '@dsh/agent'
 import type { ContentBlock, Message } from '@dsh/llm'
 import type { AnySessionEvent, SessionEvent } from '@dsh/session'
+import type { UsageReport } from '@dsh/wire-types'
 import type { ToolViews } from './tool-view.ts'
+
+/**
+ * A session's context use and cumulative cost as ACP's `usage_update`; none
+ * before the first reply (nothing is known of the context yet).
+ */
+export function usageUpdate(report: UsageReport): SessionUpdate[] {
+  if (!report.context) return []
+  return [
+    {
+      sessionUpdate: 'usage_update',
+      used: report.context.tokens,
+      size: report.context.window,
+      ...(report.costUsd !== undefined ? { cost: { amount: report.costUsd, currency: 'USD' } } : {}),
+    },
+  ]
+}
 
 /**
  * Turns one session's events into ACP `session/update`s. `live` is for a

@@ -5,6 +5,7 @@ import type {} from '@dsh/loader'
 import type { SessionEvent, SessionId } from '@dsh/session'
 import { diagnosticCounts, resultDiagnostics } from '@dsh/tools'
 import type {} from '@dsh/session-persistence'
+import { meterUsage } from '@dsh/token-meter'
 import type {} from './startup.ts'
 import { joinTask, readTaskInput } from './stdin.ts'
 
@@ -89,7 +90,10 @@ export function apply(ctx: Context) {
     agent.followup(task)
     await agent.whenIdle()
 
-    const { end, text: answer, usage } = summarizeTurns(agent.session.events.filter((e) => e.seq >= from))
+    const ran = agent.session.events.filter((e) => e.seq >= from)
+    const { end, text: answer } = summarizeTurns(ran)
+    const llm = ctx.get('llm')
+    const meter = meterUsage(ran, (provider, model) => llm?.modelInfo(provider, model))
     const reason = end?.data.reason ?? 'aborted'
     const failure = end?.data.error
     announce()
@@ -100,7 +104,11 @@ export function apply(ctx: Context) {
           sessionId: agent.id,
           reason,
           text: answer,
-          usage,
+          usage: meter.usage,
+          ...(meter.costUsd !== undefined ? { costUsd: meter.costUsd } : {}),
+          durationMs: meter.turns.reduce((sum, turn) => sum + (turn.durationMs ?? 0), 0),
+          steps: meter.turns.reduce((sum, turn) => sum + turn.steps, 0),
+          ...(meter.context ? { context: meter.context } : {}),
           ...(failure ? { error: failure } : {}),
         }),
       )

@@ -1,4 +1,4 @@
-import type { ClientFrame, Delta, ServerFrame, SessionEvent, SessionId } from './types.ts'
+import type { ClientFrame, Delta, ServerFrame, SessionEvent, SessionId, UsageReport } from './types.ts'
 
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed'
 
@@ -9,6 +9,8 @@ export interface SessionHandlers {
   status?(status: 'running' | 'idle'): void
   /** The server caught up: every event up to `lastSeq` has been delivered; `running` is the state now. */
   subscribed?(state: { lastSeq: number; running: boolean }): void
+  /** The session's metered usage (tokens, cost, context), as the server computes it. */
+  usage?(report: UsageReport): void
   /** The socket came back after a drop: missed events follow, but live deltas sent meanwhile are gone. */
   resumed?(): void
 }
@@ -180,7 +182,13 @@ export class LiveConnection {
   }
 
   private dispatch(frame: ServerFrame): void {
-    if (frame.type === 'event' || frame.type === 'delta' || frame.type === 'status' || frame.type === 'subscribed') {
+    if (
+      frame.type === 'event' ||
+      frame.type === 'delta' ||
+      frame.type === 'status' ||
+      frame.type === 'subscribed' ||
+      frame.type === 'usage'
+    ) {
       const subscription = this.subscriptions.get(frame.sessionId)
       if (subscription) deliver(subscription, frame)
     }
@@ -215,6 +223,8 @@ function deliver(subscription: Subscription, frame: Extract<ServerFrame, { sessi
   } else if (frame.type === 'subscribed') {
     for (const handlers of subscription.handlers)
       handlers.subscribed?.({ lastSeq: frame.lastSeq, running: frame.running })
+  } else if (frame.type === 'usage') {
+    for (const handlers of subscription.handlers) handlers.usage?.(frame.report)
   }
 }
 

@@ -15,6 +15,7 @@ import type {
   SessionId,
   ToolCallId,
   ToolCallPresentation,
+  UsageReport,
 } from '@dsh/wire-types'
 
 export type {
@@ -22,6 +23,7 @@ export type {
   Branded,
   CommandInfo,
   ContentBlock,
+  ContextUse,
   Delta,
   DiagnosticSeverity,
   EarlierHistory,
@@ -42,6 +44,8 @@ export type {
   TokenUsage,
   ToolCallId,
   ToolCallPresentation,
+  TurnUsage,
+  UsageReport,
 } from '@dsh/wire-types'
 
 export type RequestId = Branded<string, 'RequestId'>
@@ -69,14 +73,6 @@ export interface Info {
   reasoningEfforts: string[]
   /** A token is in use (the server is bound beyond loopback). */
   auth: boolean
-  /** USD per million tokens by model, when the server knows them (not in API.md v1; the app has its own table too). */
-  prices?: Record<string, ModelPrice>
-}
-
-export interface ModelPrice {
-  input: number
-  cacheRead: number
-  output: number
 }
 
 export interface SessionSummary {
@@ -210,6 +206,8 @@ export type ServerFrame =
   | { type: 'delta'; sessionId: SessionId; delta: Delta }
   | { type: 'subscribed'; sessionId: SessionId; lastSeq: number; running: boolean }
   | { type: 'status'; sessionId: SessionId; status: 'running' | 'idle' }
+  /** Tokens, cost and context use of the whole session: after `subscribed`, and after each turn ends. */
+  | { type: 'usage'; sessionId: SessionId; report: UsageReport }
   | ApprovalRequest
   | { type: 'approval-resolved'; requestId: RequestId; sessionId: SessionId }
   | QuestionRequest

@@ -1,15 +1,17 @@
 import { stat } from 'node:fs/promises'
-import { type Agent, type AgentOptions, summarizeTurns, type TurnSummary } from '@dsh/agent'
+import type { Agent, AgentOptions } from '@dsh/agent'
 import type { CommandInfo } from '@dsh/commands'
 import type {} from '@dsh/compaction'
 import { type Context, Service } from '@dsh/cordis'
-import type { Message, ReasoningEffort } from '@dsh/llm'
+import type { Message, ModelPrice, ReasoningEffort } from '@dsh/llm'
 import { NETWORK_EVENT, type NetworkMode, PRESET_EVENT, type PermissionPreset } from '@dsh/permission'
 import type {} from '@dsh/plan-mode'
 import { Session, type SessionEvent, type SessionId } from '@dsh/session'
 import type {} from '@dsh/session-catalog'
 import type { OpenedLog, SessionPersistence } from '@dsh/session-persistence'
 import type {} from '@dsh/session-titles'
+import { meterUsage } from '@dsh/token-meter'
+import type { UsageReport } from '@dsh/wire-types'
 import { busy, invalid, notFound, unavailable } from './errors.ts'
 import { listConversations, type ListQuery, type ListPage } from './listing.ts'
 
@@ -47,6 +49,7 @@ export interface ModelSummary {
   contextWindow: number
   maxOutputTokens?: number
   images?: boolean
+  price?: ModelPrice
 }
 
 /** A session as a surface shows it: live, or read from its stored log without resuming it. */
@@ -107,6 +110,7 @@ export class Conversations extends Service {
         contextWindow: m.contextWindow,
         ...(m.maxOutputTokens !== undefined ? { maxOutputTokens: m.maxOutputTokens } : {}),
         ...(m.images !== undefined ? { images: m.images } : {}),
+        ...(m.price ? { price: { ...m.price } } : {}),
       })),
     )
   }
@@ -295,9 +299,15 @@ export class Conversations extends Service {
     return events.filter((e) => e.seq > afterSeq)
   }
 
-  /** Tokens spent, the last answer and how the last turn ended, over the whole session. */
-  async usage(id: string): Promise<TurnSummary> {
-    return summarizeTurns(await this.events(id))
+  /** Tokens, cost per turn and in all, and context use of the whole session. */
+  async usage(id: string): Promise<UsageReport> {
+    return this.meter(await this.events(id))
+  }
+
+  /** Tokens, cost and context use of `events` (a turn, a run), priced from today's model catalog. */
+  meter(events: readonly SessionEvent[]): UsageReport {
+    const llm = this.home.get('llm')
+    return meterUsage(events, (provider, model) => llm?.modelInfo(provider, model))
   }
 
   /** Sets the title (`ctx.sessionTitles.rename`), resuming the session if needed. */

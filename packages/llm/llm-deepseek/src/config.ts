@@ -1,5 +1,5 @@
 import { Schema } from '@dsh/cordis'
-import { type LlmErrorCode, type ModelInfo, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
+import { type LlmErrorCode, type ModelInfo, type ModelPrice, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
 
 /** How a route asks the server for reasoning. */
 export type ReasoningParams = 'deepseek' | 'effort' | 'none'
@@ -11,6 +11,8 @@ export interface ModelEntry {
   maxOutputTokens?: number
   /** The model accepts image input. */
   images: boolean
+  /** USD per million tokens. Unset: the published price on the `deepseek` route, else no cost is shown. */
+  price?: ModelPrice
 }
 
 export interface RetryConfig {
@@ -55,15 +57,37 @@ export const DEFAULT_MODELS: ModelEntry[] = [
   { id: 'deepseek-v4-flash-vision-exp', contextWindow: 1_000_000, images: true },
 ]
 
+/**
+ * DeepSeek's list prices in USD per million tokens (api-docs.deepseek.com,
+ * "Models & Pricing", the V4 table without peak hours), used on the
+ * `deepseek` route for a model whose entry sets no `price`. The vision
+ * preview is billed as Flash.
+ */
+export const DEEPSEEK_PRICES: Readonly<Record<string, ModelPrice>> = {
+  'deepseek-v4-flash': { input: 0.14, cacheRead: 0.0028, output: 0.28 },
+  'deepseek-v4-pro': { input: 0.435, cacheRead: 0.003625, output: 0.87 },
+  'deepseek-v4-flash-vision-exp': { input: 0.14, cacheRead: 0.0028, output: 0.28 },
+}
+
 export const DEFAULT_RETRYABLE: LlmErrorCode[] = ['RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT', 'EMPTY_RESPONSE']
 
 const efforts: Schema<ReasoningEffort> = Schema.union(REASONING_EFFORTS)
+
+const PriceSchema: Schema<ModelPrice> = Schema.object({
+  input: Schema.number().min(0).required().description('USD per million prompt tokens that miss the cache.'),
+  cacheRead: Schema.number().min(0).required().description('USD per million prompt tokens served from the cache.'),
+  output: Schema.number().min(0).required().description('USD per million output tokens (reasoning included).'),
+})
 
 const ModelSchema: Schema<ModelEntry> = Schema.object({
   id: Schema.string().required().description('Model id, sent as is.'),
   contextWindow: Schema.natural().min(1).default(1_000_000).description('Context window in tokens.'),
   maxOutputTokens: Schema.natural().min(1).description('max_tokens for this model; wins over the route default.'),
   images: Schema.boolean().default(false).description('Accepts image input.'),
+  // A union with undefined: schemastery would otherwise fill a missing object and demand its fields.
+  price: Schema.union([PriceSchema, Schema.const(undefined)]).description(
+    'What the model costs. Unset: the published price on the deepseek route, else none.',
+  ) as Schema<ModelPrice | undefined>,
 })
 
 const RetrySchema: Schema<RetryConfig> = Schema.object({
@@ -127,5 +151,12 @@ export function modelInfo(entry: ModelEntry): ModelInfo {
   const info: ModelInfo = { id: entry.id, contextWindow: entry.contextWindow }
   if (entry.maxOutputTokens !== undefined) info.maxOutputTokens = entry.maxOutputTokens
   if (entry.images) info.images = true
+  if (entry.price) info.price = { ...entry.price }
   return info
+}
+
+/** A `deepseek` route entry with the published price filled in when it sets none. */
+export function withPublishedPrice(entry: ModelEntry): ModelEntry {
+  const published = DEEPSEEK_PRICES[entry.id]
+  return entry.price || !published ? entry : { ...entry, price: published }
 }

@@ -3,11 +3,11 @@ import { failure, type LlmFailure, type RetryPolicy } from '@dsh/llm'
 import manifest from '../package.json' with { type: 'json' }
 import { credentialLookup } from '@dsh/credentials/lookup'
 import { ChatCompletionsAdapter, HttpPool } from './adapter.ts'
-import { Config, DEFAULT_BASE_URL, type DeepSeekConfig } from './config.ts'
+import { Config, DEFAULT_BASE_URL, type DeepSeekConfig, withPublishedPrice } from './config.ts'
 
 export { Config }
 export type { DeepSeekConfig, ModelEntry, OpenAICompatibleConfig, ReasoningParams, RetryConfig } from './config.ts'
-export { DEFAULT_BASE_URL, DEFAULT_MODELS, DEFAULT_RETRYABLE } from './config.ts'
+export { DEEPSEEK_PRICES, DEFAULT_BASE_URL, DEFAULT_MODELS, DEFAULT_RETRYABLE } from './config.ts'
 export { credentialLookup, type SecretLookup } from '@dsh/credentials/lookup'
 export { ChatCompletionsAdapter, HttpPool, type RouteSettings } from './adapter.ts'
 export { buildBody, toWireMessages, type WireMessage } from './request.ts'
@@ -72,7 +72,7 @@ export function apply(ctx: Context, config: DeepSeekConfig) {
         reasoningParams: 'deepseek',
         defaultEffort: config.reasoningEffort,
         maxTokens: config.maxTokens,
-        models: config.models,
+        models: config.models.map(withPublishedPrice),
       },
       pool,
       lookup,

@@ -3,6 +3,7 @@ import type {
   LlmErrorCode,
   LlmFailure,
   Message,
+  ModelPrice,
   ReasoningEffort,
   TokenUsage,
   ToolSchema,
@@ -16,6 +17,7 @@ export type {
   Message,
   MessageId,
   MessageSource,
+  ModelPrice,
   ReasoningEffort,
   Role,
   TokenUsage,
@@ -60,6 +62,8 @@ export interface ModelInfo {
   contextWindow: number
   maxOutputTokens?: number
   images?: boolean
+  /** What the model costs; unknown when absent. */
+  price?: ModelPrice
 }
 
 /** Retry behaviour an adapter asks for; the retry plugin applies it. */

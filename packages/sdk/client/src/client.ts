@@ -22,6 +22,7 @@ import {
   type SessionListParams,
   type SessionListResult,
   schemas,
+  type UsageReport,
   type WireEvent,
 } from '@dsh/sdk-protocol'
 import { AsyncQueue } from './queue.ts'
@@ -227,6 +228,11 @@ export class DshClient {
     return (await this.request('session/commands', { sessionId })).commands
   }
 
+  /** Tokens, cost per turn and in all, and context use of the session (open or stored). */
+  usage(sessionId: string): Promise<UsageReport> {
+    return this.request('session/usage', { sessionId })
+  }
+
   /** Stops the session's agent and saves it; its event streams end. */
   async closeSession(sessionId: string): Promise<void> {
     await this.request('session/close', { sessionId })
@@ -341,6 +347,10 @@ export class Session {
 
   fork(turn?: number): Promise<Session> {
     return this.client.forkSession(this.id, turn)
+  }
+
+  usage(): Promise<UsageReport> {
+    return this.client.usage(this.id)
   }
 
   close(): Promise<void> {

@@ -51,13 +51,45 @@ export const Usage = z.object({
   reasoningTokens: z.number(),
 }) satisfies z.ZodType<Required<Wire.TokenUsage>>
 
+/** USD per million tokens. */
+export const ModelPrice = z.object({
+  input: z.number(),
+  cacheRead: z.number(),
+  output: z.number(),
+}) satisfies z.ZodType<Wire.ModelPrice>
+
 export const ModelSummary = z.object({
   provider: z.string(),
   id: z.string(),
   contextWindow: z.number().optional(),
   maxOutputTokens: z.number().optional(),
   images: z.boolean().optional(),
+  price: ModelPrice.optional(),
 })
+
+export const ContextUse = z.object({
+  tokens: z.number(),
+  window: z.number(),
+  percent: z.number(),
+}) satisfies z.ZodType<Wire.ContextUse>
+
+export const TurnUsage = z.object({
+  turn: z.number(),
+  model: z.string().optional(),
+  usage: Usage,
+  costUsd: z.number().optional(),
+  durationMs: z.number().optional(),
+  steps: z.number(),
+}) satisfies z.ZodType<Wire.TurnUsage>
+
+/** Tokens, cost (when the models are priced) and context use of a session. */
+export const UsageReport = z.object({
+  usage: Usage,
+  costUsd: z.number().optional(),
+  unpriced: z.array(z.string()).optional(),
+  turns: z.array(TurnUsage),
+  context: ContextUse.optional(),
+}) satisfies z.ZodType<Wire.UsageReport>
 
 export const SessionSummary = z.object({
   sessionId: z.string(),
@@ -113,6 +145,13 @@ export const PromptResult = z.object({
   stopReason: StopReason,
   text: z.string(),
   usage: Usage,
+  /** The turn's cost in USD, when its models are priced. */
+  costUsd: z.number().optional(),
+  durationMs: z.number().optional(),
+  /** Model requests the turn made. */
+  steps: z.number().optional(),
+  /** How full the context window is after the turn. */
+  context: ContextUse.optional(),
   turn: z.number().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 })
@@ -139,6 +178,7 @@ export const ClientMethods = {
   'session/prompt': { params: SessionPromptParams, result: PromptResult },
   'session/cancel': { params: SessionRefParams, result: empty },
   'session/events': { params: SessionEventsParams, result: SessionEventsResult },
+  'session/usage': { params: SessionRefParams, result: UsageReport },
   'session/close': { params: SessionRefParams, result: empty },
   'session/commands': { params: SessionRefParams, result: SessionCommandsResult },
   shutdown: { params: empty, result: empty },

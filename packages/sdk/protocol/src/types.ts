@@ -22,6 +22,7 @@ export type PromptContent = z.output<typeof S.PromptContent>
 export type WireEvent = z.output<typeof S.WireEvent>
 export type Usage = Required<TokenUsage>
 export type ModelSummary = z.output<typeof S.ModelSummary>
+export type UsageReport = z.output<typeof S.UsageReport>
 export type SessionSummary = z.output<typeof S.SessionSummary>
 export type CommandSummary = z.output<typeof S.CommandSummary>
 export type StopReason = z.output<typeof S.StopReason>

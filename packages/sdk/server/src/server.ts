@@ -176,6 +176,7 @@ export class SdkServer {
       return {}
     },
     'session/events': async (p) => ({ events: await this.conversations.events(p.sessionId, p.afterSeq) }),
+    'session/usage': (p) => this.conversations.usage(p.sessionId),
     'session/close': async (p) => {
       await this.conversations.close(p.sessionId)
       return {}
@@ -284,7 +285,8 @@ export class SdkServer {
     const text = promptText(p.content)
     if (text !== undefined && text.trim() === '') throw invalidField('session/prompt', 'content', 'the prompt is empty')
     if (text?.trim() === '/compact') return this.compact(agent.id)
-    return turnResult(await this.conversations.prompt(agent.id, userMessage(p.content)))
+    const events = await this.conversations.prompt(agent.id, userMessage(p.content))
+    return turnResult(events, this.conversations.meter(events))
   }
 
   /** `/compact`: the answer says what the compaction did. */

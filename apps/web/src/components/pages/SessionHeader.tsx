@@ -1,6 +1,6 @@
 import { clsx } from 'clsx'
 import { useApp } from '../../hooks/app-context.ts'
-import { baseName, formatCost, formatTokens } from '../../lib/format.ts'
+import { baseName, formatCost, formatPercent, formatTokens } from '../../lib/format.ts'
 import { useStore } from '../../lib/store.ts'
 import type { SessionView } from '../../model/session-controller.ts'
 import { SidebarToggle } from '../common/SidebarToggle.tsx'
@@ -64,6 +64,14 @@ export function SessionHeader({ view }: { view: SessionView }) {
           <span className={styles.chip} title="Tokens and cost of this session">
             {formatTokens(tokens)} tokens
             {conversation.totalCost !== undefined ? ` · ${formatCost(conversation.totalCost)}` : ''}
+          </span>
+        ) : null}
+        {conversation.context ? (
+          <span
+            className={styles.chip}
+            title={`Context window: ${formatTokens(conversation.context.tokens)} of ${formatTokens(conversation.context.window)} tokens`}
+          >
+            {formatPercent(conversation.context.percent)} context
           </span>
         ) : null}
       </div>

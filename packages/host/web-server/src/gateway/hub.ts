@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
+import type {} from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent } from '@dsh/session'
 import { type WebSocket, WebSocketServer } from 'ws'
@@ -115,6 +116,15 @@ export class SocketHub {
       this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, event, cwd) })
       sub.lastSeq = event.seq
     }
+    if (event.type === 'turn/end') {
+      const session = this.ctx.sessions.get(sessionId)
+      if (session) this.toSubscribers(sessionId, this.usageFrame(sessionId, this.ctx.sessions.publishedEvents(session)))
+    }
+  }
+
+  /** The session's tokens, cost per turn and in all, and context use, as the service meters them. */
+  private usageFrame(sessionId: string, events: readonly SessionEvent[]): ServerFrame {
+    return { type: 'usage', sessionId, report: this.ctx.conversations.meter(events) }
   }
 
   private async receive(client: Client, data: Buffer, isBinary: boolean): Promise<void> {
@@ -195,6 +205,7 @@ export class SocketHub {
     sub.ready = true
     const running = this.sessions.live(sessionId)?.status === 'running'
     this.send(client, { type: 'subscribed', sessionId, lastSeq: events.at(-1)?.seq ?? -1, running })
+    this.send(client, this.usageFrame(sessionId, events))
     for (const frame of this.pendingFrames(sessionId)) this.send(client, frame)
   }
 }
