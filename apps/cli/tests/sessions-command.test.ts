@@ -12,6 +12,7 @@ const sessions = (...args: string[]) => runDsh(['sessions', ...args], { home: t.
 
 interface Entry {
   sessionId: string
+  costUsd?: number
   preview?: string
   cwd: string
   userMessages: number
@@ -21,7 +22,9 @@ interface Entry {
 describe('dsh sessions', () => {
   it('finds past headless sessions by their words, lists, shows, exports and rebuilds the catalog', async () => {
     t.mock.enqueue(reply.text('Capybaras are the largest living rodents.'))
-    expect((await t.headless(['tell me about capybaras'])).code).toBe(0)
+    const run = await t.headless(['--json', 'tell me about capybaras'])
+    expect(run.code).toBe(0)
+    const result = JSON.parse(run.stdout.trim().split('\n').at(-1) as string)
     t.mock.enqueue(reply.text('Volcanoes form where magma reaches the surface.'))
     expect((await t.headless(['explain volcanoes briefly'])).code).toBe(0)
 
@@ -31,6 +34,9 @@ describe('dsh sessions', () => {
     expect(entries.map((e) => e.preview)).toEqual(['explain volcanoes briefly', 'tell me about capybaras'])
     expect(entries[0]).toMatchObject({ cwd: t.work, userMessages: 1, assistantMessages: 1 })
     const [volcanoes, capybaras] = entries.map((e) => e.sessionId) as [string, string]
+    // The same meter as the run's own result line: deepseek-v4-flash at its list price.
+    expect(entries[1]).toMatchObject({ costUsd: result.costUsd, context: result.context })
+    expect(result.costUsd).toBeGreaterThan(0)
 
     const found = await sessions('search', 'capybaras')
     expect(found.code).toBe(0)
@@ -44,6 +50,10 @@ describe('dsh sessions', () => {
     expect(shown.stdout).toContain(`session  ${capybaras}`)
     expect(shown.stdout).toContain('tell me about capybaras')
     expect(shown.stdout).toContain('Capybaras are the largest living rodents.')
+    const dollars = `$${result.costUsd.toFixed(6)}`
+    expect(shown.stdout).toContain(`\ncost     ${dollars} (turn 1 ${dollars})\n`)
+    const { tokens, percent } = result.context
+    expect(shown.stdout).toContain(`\ncontext  ${percent}% of 1000000 tokens (${tokens} after the last reply)\n`)
 
     const markdown = await sessions('export', capybaras, '--format', 'markdown')
     expect(markdown.code).toBe(0)

@@ -155,6 +155,16 @@ export function modelInfo(entry: ModelEntry): ModelInfo {
   return info
 }
 
+/**
+ * What the shipped catalog knows of a model, without a running route: the
+ * default `deepseek` models at their list price. For readers of stored logs
+ * outside a profile (`dsh sessions`), which do not see a profile's config.
+ */
+export function shippedModelInfo(provider: string, model: string): ModelInfo | undefined {
+  const entry = provider === 'deepseek' ? DEFAULT_MODELS.find((m) => m.id === model) : undefined
+  return entry ? modelInfo(withPublishedPrice(entry)) : undefined
+}
+
 /** A `deepseek` route entry with the published price filled in when it sets none. */
 export function withPublishedPrice(entry: ModelEntry): ModelEntry {
   const published = DEEPSEEK_PRICES[entry.id]

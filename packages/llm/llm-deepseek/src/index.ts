@@ -7,7 +7,13 @@ import { Config, DEFAULT_BASE_URL, type DeepSeekConfig, withPublishedPrice } fro
 
 export { Config }
 export type { DeepSeekConfig, ModelEntry, OpenAICompatibleConfig, ReasoningParams, RetryConfig } from './config.ts'
-export { DEEPSEEK_PRICES, DEFAULT_BASE_URL, DEFAULT_MODELS, DEFAULT_RETRYABLE } from './config.ts'
+export {
+  DEEPSEEK_PRICES,
+  DEFAULT_BASE_URL,
+  DEFAULT_MODELS,
+  DEFAULT_RETRYABLE,
+  shippedModelInfo,
+} from './config.ts'
 export { credentialLookup, type SecretLookup } from '@dsh/credentials/lookup'
 export { ChatCompletionsAdapter, HttpPool, type RouteSettings } from './adapter.ts'
 export { buildBody, toWireMessages, type WireMessage } from './request.ts'

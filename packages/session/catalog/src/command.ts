@@ -3,9 +3,12 @@ import { hostname } from 'node:os'
 import path from 'node:path'
 import { format, parseArgs } from 'node:util'
 import { Context } from '@dsh/cordis'
+import { shippedModelInfo } from '@dsh/llm-deepseek/catalog'
 import type { SessionId } from '@dsh/session'
 import type { SessionHolder, SessionPersistence } from '@dsh/session-persistence'
 import * as jsonl from '@dsh/session-persistence-jsonl'
+import { meterUsage } from '@dsh/token-meter'
+import type { ContextUse } from '@dsh/wire-types'
 import { Config, storeOptions } from './config.ts'
 import { digestEvents } from './digest.ts'
 import { buildFromLogs, catchUpWithLogs } from './reindex.ts'
@@ -102,6 +105,20 @@ function entryLine(entry: CatalogEntry & { openIn?: SessionHolder }): string {
   return `${formatTime(entry.updatedAt)}  ${entry.sessionId}  ${oneLine(label, 80)}  · ${entry.cwd} · ${messages} message${messages === 1 ? '' : 's'}${open}`
 }
 
+/**
+ * An entry with what its log says it cost and how full its context is
+ * (`costUsd` only when its models are priced), read from the log: the
+ * catalog keeps tokens, not prices.
+ */
+async function withUsage<T extends { sessionId: string }>(
+  persistence: SessionPersistence,
+  entry: T,
+): Promise<T & { costUsd?: number; context?: ContextUse }> {
+  const { events } = await persistence.open(entry.sessionId as SessionId)
+  const { costUsd, context } = meterUsage(events, shippedModelInfo)
+  return { ...entry, ...(costUsd !== undefined ? { costUsd } : {}), ...(context ? { context } : {}) }
+}
+
 /** The stores the command works on: the JSONL provider on a bare context, and the catalog's tables. */
 async function openStores(options: SessionsCommandOptions) {
   const root = new Context()
@@ -172,7 +189,10 @@ const COMMANDS: Record<
       includeChildren: flags.all === true,
     })
     const sessions = await stores.persistence.withHolders(page.sessions)
-    if (flags.json) return writeOut(`${JSON.stringify({ ...page, sessions }, null, 2)}\n`)
+    if (flags.json) {
+      const metered = await Promise.all(sessions.map((entry) => withUsage(stores.persistence, entry)))
+      return writeOut(`${JSON.stringify({ ...page, sessions: metered }, null, 2)}\n`)
+    }
     for (const entry of sessions) writeOut(`${entryLine(entry)}\n`)
     if (page.sessions.length === 0) writeErr('dsh: no sessions\n')
     if (page.nextCursor) writeOut(`more: dsh sessions list --cursor ${page.nextCursor}\n`)
@@ -202,9 +222,9 @@ const COMMANDS: Record<
     const { positionals } = parse('show', args, {})
     const id = idOf('show', positionals)
     const log = await stores.persistence.open(id)
-    writeOut(
-      renderShow(digestEvents(log.meta, log.events).digest, log.events, log.file, await stores.persistence.holder(id)),
-    )
+    const { digest } = digestEvents(log.meta, log.events)
+    const usage = meterUsage(log.events, shippedModelInfo)
+    writeOut(renderShow(digest, log.events, log.file, await stores.persistence.holder(id), usage))
   },
 
   async export(args, stores, { cwd, writeOut, writeErr }) {

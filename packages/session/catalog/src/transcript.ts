@@ -1,5 +1,6 @@
 import type { SessionEvent } from '@dsh/session'
 import type { SessionHolder } from '@dsh/session-persistence'
+import type { UsageReport } from '@dsh/wire-types'
 import { messageText, type SessionDigest } from './digest.ts'
 
 export interface ToolCallLine {
@@ -85,14 +86,34 @@ function facts(digest: SessionDigest, file?: string): [string, string][] {
   return rows
 }
 
+/** Cost (all turns, then each) and context use, as `meterUsage` measured them. */
+function usageRows(report: UsageReport): [string, string][] {
+  const rows: [string, string][] = []
+  const dollars = (usd: number) => `$${usd.toFixed(6)}`
+  if (report.costUsd !== undefined) {
+    const perTurn = report.turns
+      .map((t) => (t.costUsd === undefined ? undefined : `turn ${t.turn} ${dollars(t.costUsd)}`))
+      .filter((text) => text !== undefined)
+    rows.push(['cost', `${dollars(report.costUsd)} (${perTurn.join(', ')})`])
+  }
+  if (report.unpriced) rows.push(['unpriced', report.unpriced.join(', ')])
+  if (report.context) {
+    const { tokens, window, percent } = report.context
+    rows.push(['context', `${percent}% of ${window} tokens (${tokens} after the last reply)`])
+  }
+  return rows
+}
+
 /** `dsh sessions show`: the facts (with the dsh process that has the session open, if another one does), then the conversation. */
 export function renderShow(
   digest: SessionDigest,
   events: readonly SessionEvent[],
   file: string,
   openIn?: SessionHolder,
+  usage?: UsageReport,
 ): string {
   const rows = facts(digest, file)
+  if (usage) rows.push(...usageRows(usage))
   if (openIn) rows.push(['open', `in process ${openIn.pid} on ${openIn.host}, since ${formatTime(openIn.since, true)}`])
   const out = rows.map(([key, value]) => `${key.padEnd(9)}${value}`)
   for (const item of transcriptOf(events)) {
