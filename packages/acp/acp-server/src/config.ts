@@ -9,6 +9,8 @@ export interface AcpServerConfig {
   maxMessageBytes: number
   /** ACP tool kinds by tool name, overriding the kinds the tools declare in their presentation. */
   toolKinds: Record<string, ToolKind>
+  /** Sessions per `session/list` page. */
+  listLimit: number
   /** At the end of input, how long to wait for the requests in flight (cancelled prompts) to be answered, in ms. */
   drainTimeoutMs: number
 }
@@ -31,6 +33,11 @@ export const Config: Schema<AcpServerConfig> = Schema.object({
     .description(
       'ACP tool kinds (read, edit, delete, move, search, execute, think, fetch, switch_mode, other) by tool name, overriding the kind each tool declares in its presentation.',
     ),
+  listLimit: Schema.natural()
+    .min(1)
+    .max(1000)
+    .default(50)
+    .description('Sessions per session/list page; the client follows nextCursor for more.'),
   drainTimeoutMs: Schema.natural()
     .default(3_000)
     .description(

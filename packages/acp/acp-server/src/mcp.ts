@@ -1,4 +1,4 @@
-import { type McpServer, RequestError } from '@agentclientprotocol/sdk'
+import { type McpServer, RequestError } from '@agentclientprotocol/sdk/unstable'
 import type { Context } from '@dsh/cordis'
 import type { McpServerConfig, McpService } from '@dsh/mcp'
 
@@ -16,6 +16,12 @@ export function mcpConfig(server: McpServer, cwd: string): McpServerConfig {
     throw RequestError.invalidParams(
       { server: server.name },
       `MCP server "${server.name}" uses SSE, which dsh does not support; use a stdio or http server`,
+    )
+  }
+  if ('type' in server && server.type === 'acp') {
+    throw RequestError.invalidParams(
+      { server: server.name },
+      `MCP server "${server.name}" is served over ACP, which dsh does not support; use a stdio or http server`,
     )
   }
   if ('url' in server) return { url: server.url, headers: pairs(server.headers) }

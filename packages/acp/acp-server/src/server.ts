@@ -1,5 +1,6 @@
 import path from 'node:path'
-import * as acp from '@agentclientprotocol/sdk'
+// The unstable entry: session/fork and session/set_title are typed there (a superset of the stable API).
+import * as acp from '@agentclientprotocol/sdk/unstable'
 import type { Agent } from '@dsh/agent'
 import { ConversationError } from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
@@ -74,6 +75,11 @@ export class AcpServer {
       .onRequest(acp.methods.agent.session.prompt, ({ params, signal }) => explained(() => this.prompt(params, signal)))
       .onRequest(acp.methods.agent.session.setMode, ({ params }) => explained(() => this.setMode(params)))
       .onRequest(acp.methods.agent.session.close, ({ params }) => explained(() => this.closeSession(params)))
+      .onRequest(acp.methods.agent.session.list, ({ params }) => explained(() => this.listSessions(params)))
+      .onRequest(acp.methods.agent.session.resume, ({ params }) => explained(() => this.resumeSession(params)))
+      .onRequest(acp.methods.agent.session.fork, ({ params }) => explained(() => this.forkSession(params)))
+      .onRequest(acp.methods.agent.session.setTitle, ({ params }) => explained(() => this.setTitle(params)))
+      .onRequest(acp.methods.agent.session.delete, ({ params }) => explained(() => this.deleteSession(params)))
       .onNotification(acp.methods.agent.session.cancel, ({ params }) => this.cancel(params.sessionId))
       .onRequest<{ bytes?: number; limit?: number }, never>(
         OVERSIZED_METHOD,
@@ -226,7 +232,7 @@ export class AcpServer {
         loadSession: true,
         promptCapabilities: { image: this.modelTakesImages(), audio: false, embeddedContext: true },
         mcpCapabilities: { http: mcpOf(this.ctx) !== undefined, sse: false },
-        sessionCapabilities: { close: {} },
+        sessionCapabilities: { close: {}, list: {}, resume: {}, fork: {}, title: {}, delete: {} },
       },
       authMethods: [],
     }
@@ -379,6 +385,77 @@ export class AcpServer {
     if (!PRESETS.includes(preset))
       throw invalid(`unknown mode "${params.modeId}"; the modes are ${PRESETS.join(', ')}`, { modeId: params.modeId })
     await this.ctx.conversations.configure(params.sessionId, { preset })
+    return {}
+  }
+
+  /** Stored sessions, newest first, a page at a time; subagent sessions are left out. */
+  private async listSessions(params: acp.ListSessionsRequest): Promise<acp.ListSessionsResponse> {
+    const cwd = params.cwd === undefined || params.cwd === null ? undefined : absolute(params.cwd)
+    const page = await this.ctx.conversations.list({
+      limit: this.config.listLimit,
+      ...(cwd ? { cwd } : {}),
+      ...(params.cursor ? { cursor: params.cursor } : {}),
+    })
+    return {
+      sessions: page.sessions.map((s) => ({
+        sessionId: s.sessionId,
+        cwd: s.cwd,
+        ...(s.title ? { title: s.title } : {}),
+        updatedAt: new Date(s.updatedAt).toISOString(),
+      })),
+      ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+    }
+  }
+
+  /** Like `session/load` without the replay: the client already shows the history. */
+  private async resumeSession(params: acp.ResumeSessionRequest): Promise<acp.ResumeSessionResponse> {
+    const id = checkSessionId(params.sessionId)
+    absolute(params.cwd)
+    if (params.additionalDirectories?.length)
+      throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
+    const open = this.sessions.get(id)
+    if (open && open.prompts > 0)
+      throw invalid(`session ${id} is running a prompt; resume it again once the prompt has ended`, { sessionId: id })
+    const { agent, problems } = await this.ctx.conversations.resume(id)
+    for (const problem of problems) this.ctx.logger.warn('acp: %s', problem)
+    const state = open ?? this.adopt(agent)
+    await this.connectMcp(state, this.mcpServers(params.mcpServers ?? [], agent.session.meta.cwd))
+    this.send(state, usageUpdate(this.ctx.conversations.meter(agent.session.events)))
+    return { modes: this.modes(id) }
+  }
+
+  /** A copy of the whole session (open or stored, between turns) as a new session of this connection. */
+  private async forkSession(params: acp.ForkSessionRequest): Promise<acp.ForkSessionResponse> {
+    const id = checkSessionId(params.sessionId)
+    absolute(params.cwd)
+    if (params.additionalDirectories?.length)
+      throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
+    const agent = await this.ctx.conversations.fork(id)
+    const state = this.adopt(agent)
+    await this.connectMcp(state, this.mcpServers(params.mcpServers ?? [], agent.session.meta.cwd))
+    return { sessionId: agent.id, modes: this.modes(agent.id) }
+  }
+
+  /** Renames an open or stored session; a stored one is closed again afterwards. */
+  private async setTitle(params: acp.SetSessionTitleRequest): Promise<acp.SetSessionTitleResponse> {
+    const id = checkSessionId(params.sessionId)
+    const title = typeof params.title === 'string' ? params.title.trim() : ''
+    if (!title) throw invalid('title must be a non-empty string', { title: params.title })
+    const wasOpen = this.ctx.agents.get(id) !== undefined
+    await this.ctx.conversations.rename(id, title)
+    if (!wasOpen) await this.ctx.conversations.close(id)
+    return { title }
+  }
+
+  /** Deletes the session's log (and its subagents'); one this connection has open is closed first. */
+  private async deleteSession(params: acp.DeleteSessionRequest): Promise<acp.DeleteSessionResponse> {
+    const id = checkSessionId(params.sessionId)
+    const state = this.sessions.get(id)
+    if (state) {
+      state.cancelled = true
+      await this.drop(state)
+    }
+    await this.ctx.conversations.delete(id)
     return {}
   }
 

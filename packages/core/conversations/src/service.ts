@@ -429,8 +429,10 @@ export class Conversations extends Service {
     }
     try {
       const catalog = this.home.get('sessionCatalog')
-      if (catalog) return await catalog.remove(id)
-      return await this.removeTree(persistence, id)
+      const removed = catalog ? await catalog.remove(id) : await this.removeTree(persistence, id)
+      // The catalog removes nothing, quietly, for an id it does not know.
+      if (removed.length === 0 && !wasOpen) throw notFound(id)
+      return removed
     } catch (error) {
       if (error instanceof Error && error.name === 'SessionNotFoundError') {
         if (wasOpen) return []
