@@ -71,7 +71,7 @@ describe('AcpServer', () => {
         loadSession: true,
         promptCapabilities: { image: false, audio: false, embeddedContext: true },
         mcpCapabilities: { http: false, sse: false },
-        sessionCapabilities: { close: {} },
+        sessionCapabilities: { close: {}, list: {}, resume: {}, fork: {}, title: {}, delete: {} },
       },
       authMethods: [],
     })

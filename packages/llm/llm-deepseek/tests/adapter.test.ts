@@ -606,10 +606,11 @@ describe('openai-compatible route', () => {
 describe('plugin', () => {
   it('offers the catalog and the retry policy', async () => {
     await load()
+    const flash = { input: 0.14, cacheRead: 0.0028, output: 0.28 }
     expect(root.llm.models('deepseek')).toEqual([
-      { id: 'deepseek-v4-flash', contextWindow: 1_000_000 },
-      { id: 'deepseek-v4-pro', contextWindow: 1_000_000 },
-      { id: 'deepseek-v4-flash-vision-exp', contextWindow: 1_000_000, images: true },
+      { id: 'deepseek-v4-flash', contextWindow: 1_000_000, price: flash },
+      { id: 'deepseek-v4-pro', contextWindow: 1_000_000, price: { input: 0.435, cacheRead: 0.003625, output: 0.87 } },
+      { id: 'deepseek-v4-flash-vision-exp', contextWindow: 1_000_000, images: true, price: flash },
     ])
     expect(root.llm.retryPolicy('deepseek')).toEqual({
       maxRetries: 5,
@@ -619,6 +620,38 @@ describe('plugin', () => {
       retryableCodes: ['RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT', 'EMPTY_RESPONSE'],
     })
     expect(root.llm.listRoutes()).toEqual(['deepseek'])
+  })
+
+  it('takes a price per model from config, on either route, and names a price missing a field', async () => {
+    const mine = { input: 1, cacheRead: 0.1, output: 2 }
+    await load({
+      models: [{ id: 'deepseek-v4-flash', price: mine }, { id: 'deepseek-v4-pro' }, { id: 'my-own-model' }],
+      openaiCompatible: {
+        baseURL: `${mock.url}/v1`,
+        models: [{ id: 'qwen3-coder', price: { input: 0.5, cacheRead: 0.05, output: 1.5 } }, { id: 'free-one' }],
+      },
+    })
+    expect(root.llm.modelInfo('deepseek', 'deepseek-v4-flash')?.price).toEqual(mine)
+    // An entry without a price keeps the published one; a model DeepSeek does not list has none.
+    expect(root.llm.modelInfo('deepseek', 'deepseek-v4-pro')?.price).toEqual({
+      input: 0.435,
+      cacheRead: 0.003625,
+      output: 0.87,
+    })
+    expect(root.llm.modelInfo('deepseek', 'my-own-model')?.price).toBeUndefined()
+    expect(root.llm.modelInfo('openai-compatible', 'qwen3-coder')?.price).toEqual({
+      input: 0.5,
+      cacheRead: 0.05,
+      output: 1.5,
+    })
+    expect(root.llm.modelInfo('openai-compatible', 'free-one')?.price).toBeUndefined()
+
+    const loadBad = async () => {
+      await root.plugin(deepseek, {
+        models: [{ id: 'deepseek-v4-flash', price: { input: 1, output: 2 } }],
+      } as unknown as deepseek.DeepSeekConfig)
+    }
+    await expect(loadBad()).rejects.toThrow(/models\[0\]\.price/)
   })
 
   it('prefers a configured baseURL over DEEPSEEK_BASE_URL', async () => {
