@@ -10,7 +10,7 @@ export type TranscriptEntry = { send: Message } | { sendRaw: string } | { recv: 
 
 const SESSION_ID = /session-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
-const TIME_KEYS = new Set(['time', 'createdAt', 'updatedAt'])
+const TIME_KEYS = new Set(['time', 'createdAt', 'updatedAt', 'durationMs'])
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 /**
@@ -18,7 +18,7 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
  * workspace, the home and the system's home and temp folders; session ids as
  * `<session-N>` and other UUIDs as `<uuid-N>`, numbered in order of first
  * appearance; today's date as `<date>`. Epoch times (`time`, `createdAt`,
- * `updatedAt`) are dropped.
+ * `updatedAt`) and measured durations (`durationMs`) are dropped.
  */
 export class Normaliser {
   private readonly fixed: Array<[string, string]>
