@@ -62,6 +62,7 @@ export class Credentials extends Service {
   private readonly fromEnv = new Set<string>()
   /** The files' entries as last read for `secrets()`, and what the files looked like then. */
   private cached: { stamp: string; entries: Secret[] } | undefined
+  private stampThisTick: string | undefined
   private readonly logger: ReturnType<Context['logger']>
 
   constructor(ctx: Context, config: CredentialsConfig) {
@@ -79,12 +80,7 @@ export class Credentials extends Service {
    * its entries are missing until it is fixed.
    */
   secrets(): Secret[] {
-    const stamp = [this.config.file, this.config.envFile, this.config.projectEnvFile ?? '']
-      .map((file) => {
-        const info = statSync(file, { throwIfNoEntry: false })
-        return info ? `${info.size}:${info.mtimeMs}` : '-'
-      })
-      .join('|')
+    const stamp = this.filesStamp()
     if (this.cached?.stamp !== stamp) {
       const entries: Secret[] = []
       try {
@@ -109,6 +105,26 @@ export class Credentials extends Service {
     }
     const plain = new Set(this.config.plain ?? [])
     return out.filter((secret) => secret.value && !plain.has(secret.name))
+  }
+
+  /**
+   * Size and mtime of each file, looked at once per tick: the events a step
+   * appends together share one look, and a change made before the next tick
+   * is seen by it.
+   */
+  private filesStamp(): string {
+    if (this.stampThisTick !== undefined) return this.stampThisTick
+    const stamp = [this.config.file, this.config.envFile, this.config.projectEnvFile ?? '']
+      .map((file) => {
+        const info = file ? statSync(file, { throwIfNoEntry: false }) : undefined
+        return info ? `${info.size}:${info.mtimeMs}` : '-'
+      })
+      .join('|')
+    this.stampThisTick = stamp
+    queueMicrotask(() => {
+      this.stampThisTick = undefined
+    })
+    return stamp
   }
 
   get(name: string): string | undefined {
@@ -149,6 +165,7 @@ export class Credentials extends Service {
     await writeFile(temp, stringifyYaml({ version: 1, refs }), { mode: 0o600 })
     await chmod(temp, 0o600)
     await rename(temp, this.config.file)
+    this.stampThisTick = undefined
   }
 
   /** The launch directory's `.env`, without the `plain` names (settings such as base URLs), trimmed, empty values dropped. */

@@ -32,6 +32,16 @@ describe('credentials', () => {
     expect(readFileSync(config().file, 'utf8')).toContain('DSH_TEST_SECRET_KEY: from-file')
   })
 
+  it('knows a saved or edited secret from the next look on (files are looked at once per tick)', async () => {
+    await root.plugin(Credentials, config())
+    expect(root.credentials.secrets()).toEqual([])
+    await root.credentials.set('SAVED_TOKEN', 'tok-saved-1234')
+    expect(root.credentials.secrets()).toEqual([{ name: 'SAVED_TOKEN', value: 'tok-saved-1234' }])
+    writeFileSync(config().envFile, 'EDITED_TOKEN=tok-edited-5678\n')
+    await Promise.resolve()
+    expect(root.credentials.secrets()).toContainEqual({ name: 'EDITED_TOKEN', value: 'tok-edited-5678' })
+  })
+
   it('refuses a credentials file other users can read, naming chmod 600', async () => {
     writeFileSync(config().file, 'version: 1\nrefs: { A: b }\n')
     chmodSync(config().file, 0o644)
