@@ -2,9 +2,8 @@ import path from 'node:path'
 // The unstable entry: session/fork and session/set_title are typed there (a superset of the stable API).
 import * as acp from '@agentclientprotocol/sdk/unstable'
 import type { Agent } from '@dsh/agent'
-import { ConversationError } from '@dsh/conversations'
+import { type ApprovalPrompt, type ApprovalReply, ConversationError } from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
-import type { ApprovalAnswer } from '@dsh/tools'
 import { NETWORK_MODES, type NetworkMode, PRESETS, type PermissionPreset } from '@dsh/permission'
 import type { SessionEvent } from '@dsh/session'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
@@ -189,7 +188,7 @@ export class AcpServer {
       state.unrestrict()
       await this.links.detach(session.id)
     })
-    ctx.permission.setApprover(ctx, (call, reason, run) => this.approve(call, reason, run.sessionId, run.signal))
+    ctx.conversations.broker.setApprover(ctx, (prompt, signal) => this.approve(prompt, signal))
     routeFilesThroughClient(ctx, {
       canRead: (id) => id !== undefined && this.sessions.has(id) && this.capabilities.fs?.readTextFile === true,
       canWrite: (id) => id !== undefined && this.sessions.has(id) && this.capabilities.fs?.writeTextFile === true,
@@ -466,12 +465,7 @@ export class AcpServer {
     return {}
   }
 
-  private async approve(
-    call: { callId: string; name: string; arguments: string },
-    reason: string,
-    sessionId: string,
-    signal: AbortSignal,
-  ): Promise<ApprovalAnswer> {
+  private async approve({ sessionId, call, reason }: ApprovalPrompt, signal: AbortSignal): Promise<ApprovalReply> {
     const state = this.sessions.get(sessionId)
     if (!state) throw new Error(`session ${sessionId} is not driven by the ACP client, so no one can approve its calls`)
     const view = state.updates.view(call.name, call.arguments)
@@ -493,10 +487,9 @@ export class AcpServer {
       { cancellationSignal: signal, stopWaitingOnCancel: true },
     )
     const outcome = response.outcome
-    if (outcome.outcome === 'cancelled') return { kind: 'reject', message: 'the permission request was cancelled' }
-    if (outcome.optionId === 'allow-once') return 'allow-once'
-    if (outcome.optionId === 'allow-session') return 'allow-session'
-    return { kind: 'reject' }
+    if (outcome.outcome === 'cancelled') return { decision: 'reject', message: 'the permission request was cancelled' }
+    if (outcome.optionId === 'allow-once' || outcome.optionId === 'allow-session') return { decision: outcome.optionId }
+    return { decision: 'reject' }
   }
 }
 

@@ -92,11 +92,10 @@ describe('AcpServer', () => {
 
   it('gives the approver back when disposed', async () => {
     const { dispose } = await mountServer()
-    expect(() => root.permission.setApprover(root, async () => 'allow-once')).toThrow(
-      'a permission approver is already set',
-    )
+    const approver = async () => ({ decision: 'allow-once' as const })
+    expect(() => root.conversations.broker.setApprover(root, approver)).toThrow('a surface approver is already set')
     await dispose()
-    const off = root.permission.setApprover(root, async () => 'allow-once')
+    const off = root.conversations.broker.setApprover(root, approver)
     off()
   })
 })

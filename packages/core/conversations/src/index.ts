@@ -1,6 +1,9 @@
 import type { Context } from '@dsh/cordis'
+import type {} from '@dsh/questions'
+import type {} from '@dsh/tools'
 import { Conversations } from './service.ts'
 
+export { type ApprovalPrompt, type ApprovalReply, type Approver, InteractionBroker } from './broker.ts'
 export { ConversationError, type ConversationErrorKind } from './errors.ts'
 export type { ConversationSummary, ListPage, ListQuery } from './listing.ts'
 export {
@@ -16,7 +19,24 @@ export {
 export const name = 'conversations'
 export const inject = ['agents', 'sessions']
 
-/** Provides `ctx.conversations`. */
+/**
+ * Provides `ctx.conversations`, and makes its broker the one that tool
+ * approvals and user questions go to (child plugins, so the hold comes back
+ * when `ctx.tools` or `ctx.questions` restart).
+ */
 export function apply(ctx: Context) {
   ctx.plugin(Conversations)
+  ctx.plugin({
+    name: 'conversations-approvals',
+    inject: ['conversations', 'tools'],
+    apply: (inner: Context) => void inner.tools.setBroker(inner, inner.conversations.broker),
+  })
+  ctx.plugin({
+    name: 'conversations-questions',
+    inject: ['conversations', 'questions'],
+    apply(inner: Context) {
+      const { broker } = inner.conversations
+      inner.questions.setAsker(inner, (request, signal) => broker.ask(request, signal))
+    },
+  })
 }

@@ -12,6 +12,7 @@ import type { OpenedLog, SessionPersistence } from '@dsh/session-persistence'
 import type {} from '@dsh/session-titles'
 import { meterUsage } from '@dsh/token-meter'
 import type { UsageReport } from '@dsh/wire-types'
+import { InteractionBroker } from './broker.ts'
 import { busy, invalid, notFound, unavailable } from './errors.ts'
 import { listConversations, type ListQuery, type ListPage } from './listing.ts'
 
@@ -92,10 +93,13 @@ export class Conversations extends Service {
   private readonly working = new Set<string>()
   /** Resumes under way, so that two requests for one stored session resume it once. */
   private readonly resuming = new Map<string, Promise<{ agent: Agent; problems: string[] }>>()
+  /** Where approvals and questions go; surfaces register how they ask their user here. */
+  readonly broker: InteractionBroker
 
   constructor(ctx: Context) {
     super(ctx, 'conversations')
     this.home = ctx
+    this.broker = new InteractionBroker(ctx)
     ctx.sessions.registerEventType(ctx, SETTINGS_EVENT)
   }
 

@@ -12,6 +12,7 @@ import type { DeepSeekConfig } from '@dsh/llm-deepseek'
 import { type MockLlm, reply, startMockLlm } from '@dsh/llm-mock'
 import * as permissionPlugin from '@dsh/permission'
 import * as planPlugin from '@dsh/plan-mode'
+import * as questionsPlugin from '@dsh/questions'
 import * as sessionPlugin from '@dsh/session'
 import type { SessionId } from '@dsh/session'
 import * as writerPlugin from '@dsh/session-persistence'
@@ -19,6 +20,7 @@ import * as jsonlPlugin from '@dsh/session-persistence-jsonl'
 import * as systemPromptPlugin from '@dsh/system-prompt'
 import * as toolsPlugin from '@dsh/tools'
 import { afterEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import * as conversationsPlugin from '../src/index.ts'
 import { ConversationError } from '../src/index.ts'
 
@@ -50,6 +52,7 @@ async function boot(shared?: { home: string; work: string; mock: MockLlm }): Pro
   await root.plugin(toolsPlugin, {} as toolsPlugin.ToolsConfig)
   await root.plugin(permissionPlugin, {} as permissionPlugin.PermissionConfig)
   await root.plugin(planPlugin, {} as planPlugin.PlanModeConfig)
+  await root.plugin(questionsPlugin, {} as questionsPlugin.QuestionsConfig)
   await root.plugin(jsonlPlugin, { root: sessionsDir })
   await root.plugin(writerPlugin, { batchDelayMs: 0 })
   await root.plugin(agentPlugin, {} as agentPlugin.AgentRegistryConfig)
@@ -169,5 +172,102 @@ describe('ctx.conversations', () => {
     expect(await root.conversations.delete(held.id)).toEqual([held.id])
     await expect(root.conversations.show(held.id)).rejects.toMatchObject({ kind: 'not-found' })
     expect((await readdir(sessionsDir, { recursive: true })).filter((f) => f.includes(held.id))).toEqual([])
+  })
+})
+
+describe('the approval and question broker', () => {
+  /** A tool that writes the file it is given (outside the workspace it needs approval), and a way to call it. */
+  async function writer(root: Context) {
+    root.tools.register(
+      root,
+      toolsPlugin.defineTool({
+        name: 'put',
+        description: 'Writes a file.',
+        parameters: z.object({ path: z.string() }),
+        access: (args) => ({ kind: 'write', paths: [args.path] }),
+        execute: async () => ({ content: 'written' }),
+      }),
+    )
+    let calls = 0
+    return (sessionId: string, cwd: string, target: string) =>
+      root.tools.execute(
+        { callId: `call-${++calls}` as never, name: 'put', arguments: JSON.stringify({ path: target }) },
+        { signal: new AbortController().signal, cwd, sessionId, sessionState: new Map() },
+      )
+  }
+
+  it('"allow for this session" is asked once per session and kind of action, and a preset change asks again', async () => {
+    const { root, home, work } = await boot()
+    const put = await writer(root)
+    const asked: string[] = []
+    root.conversations.broker.setApprover(root, async (prompt) => {
+      asked.push(`${prompt.sessionId} ${prompt.call.name} ${prompt.preset}`)
+      return { decision: 'allow-session' }
+    })
+    const agent = await root.conversations.create({ cwd: work })
+    expect((await put(agent.id, work, join(home, 'a.txt'))).isError).toBe(false)
+    expect((await put(agent.id, work, join(home, 'b.txt'))).isError).toBe(false)
+    expect(asked).toEqual([`${agent.id} put workspace-write`])
+    const decisions = agent.session.events.filter((e) => e.type === 'permission/decision').map((e) => e.data)
+    expect(decisions).toMatchObject([{ decision: 'ask', answer: 'allow-session' }, { decision: 'allow' }])
+
+    const other = await root.conversations.create({ cwd: work })
+    await put(other.id, work, join(home, 'c.txt'))
+    expect(asked).toHaveLength(2)
+
+    await root.conversations.configure(agent.id, { preset: 'read-only' })
+    await put(agent.id, work, join(home, 'd.txt'))
+    expect(asked).toEqual([
+      `${agent.id} put workspace-write`,
+      `${other.id} put workspace-write`,
+      `${agent.id} put read-only`,
+    ])
+  })
+
+  it('a rejection reaches the model with what the user said; an answer of another shape denies the call', async () => {
+    const { root, home, work } = await boot()
+    const put = await writer(root)
+    const answers = [{ decision: 'reject', message: 'not there' }, { decision: 'maybe' }]
+    root.conversations.broker.setApprover(root, async () => answers.shift() as never)
+    const agent = await root.conversations.create({ cwd: work })
+    const rejected = await put(agent.id, work, join(home, 'a.txt'))
+    expect(toolsPlugin.textOf(rejected.content)).toContain('The user rejected this call. The user said: not there')
+    const odd = await put(agent.id, work, join(home, 'a.txt'))
+    expect(toolsPlugin.textOf(odd.content)).toContain(
+      'Asking for approval failed (the approver answered {"decision":"maybe"})',
+    )
+  })
+
+  it('a subagent session never reaches the user, whoever asks', async () => {
+    const { root, work } = await boot()
+    let asked = 0
+    root.conversations.broker.setApprover(root, async () => {
+      asked++
+      return { decision: 'allow-once' }
+    })
+    const parent = await root.conversations.create({ cwd: work })
+    const child = root.sessions.create({ cwd: work, parentSession: parent.id })
+    root.on('tools/pre-execute', async () => ({ kind: 'ask', reason: 'a hook wants to know' }))
+    const put = await writer(root)
+    const result = await put(child.id, work, join(work, 'inside.txt'))
+    expect(toolsPlugin.textOf(result.content)).toContain('subagents cannot ask for approval')
+    expect(root.tools.canApprove(child.id)).toBe(false)
+    expect(root.tools.canApprove(parent.id)).toBe(true)
+    expect(asked).toBe(0)
+  })
+
+  it('questions go to the asker a surface registered, and without one the tool says no user is there', async () => {
+    const { root } = await boot()
+    const question = { question: 'Which?', options: [{ label: 'a' }, { label: 'b' }] }
+    await expect(
+      root.questions.ask({ sessionId: 's', callId: 'c', questions: [question] }, new AbortController().signal),
+    ).rejects.toThrow(questionsPlugin.NO_ASKER)
+    const off = root.conversations.broker.setAsker(root, async (request) =>
+      request.questions.map((q) => ({ question: q.question, selected: ['b'] })),
+    )
+    expect(
+      await root.questions.ask({ sessionId: 's', callId: 'c', questions: [question] }, new AbortController().signal),
+    ).toEqual([{ question: 'Which?', selected: ['b'] }])
+    off()
   })
 })

@@ -1,13 +1,13 @@
 import { assertNever, type Context, ExclusiveSlot, Schema, ScopedRegistry, Service } from '@dsh/cordis'
 import type { ToolSchema } from '@dsh/llm'
-import { untilAborted } from './abort.ts'
 import { checkDefinition, errorMessage, parametersJsonSchema } from './define.ts'
 import { presentCall } from './describe.ts'
 import { capResult, deepFreeze, failure, formatIssues, fromOutput, isToolResult } from './result.ts'
 import {
-  type ApprovalAnswer,
+  type ApprovalBroker,
+  type ApprovalRequest,
+  type ApprovalVerdict,
   type PreToolDecision,
-  type ToolApprover,
   type ToolCall,
   type ToolCallPresentation,
   type ToolDefinition,
@@ -26,7 +26,7 @@ declare module '@dsh/cordis' {
     /**
      * @mode waterfall, before the body of every validated call. Return a
      * decision, or call `next()` to defer (the innermost answer is allow).
-     * `ask` goes to the approver set with `ctx.tools.setApprover`.
+     * `ask` goes to the approval broker (`ctx.tools.approve`).
      */
     'tools/pre-execute'(execution: ToolExecution, next: () => Promise<PreToolDecision>): Promise<PreToolDecision>
     /**
@@ -78,8 +78,6 @@ interface RegisteredTool {
   schema: ToolSchema
 }
 
-const SESSION_APPROVALS = 'tools:session-approvals'
-
 /**
  * `ctx.tools`: the registry of model-facing tools and the guarded pipeline
  * every call goes through. `execute` never throws.
@@ -90,7 +88,7 @@ export class ToolRuntime extends Service {
   private readonly home: Context
   private readonly settings: ToolsConfig
   private readonly registry = new ScopedRegistry<RegisteredTool>('tool')
-  private readonly approver = new ExclusiveSlot<ToolApprover>('tool approver')
+  private readonly broker = new ExclusiveSlot<ApprovalBroker>('approval broker')
   private readonly restrictions = new Map<string, Set<{ allow: (toolName: string) => boolean }>>()
 
   constructor(ctx: Context, config: ToolsConfig) {
@@ -198,9 +196,38 @@ export class ToolRuntime extends Service {
     }
   }
 
-  /** Installs the one approver that answers `ask` decisions, until its plugin is disposed or the disposer is called. */
-  setApprover(ctx: Context, approver: ToolApprover): () => void {
-    return this.approver.set(ctx, approver)
+  /**
+   * Installs the one approval broker (the conversation service's), until its
+   * plugin is disposed or the disposer is called. A second one throws.
+   */
+  setBroker(ctx: Context, broker: ApprovalBroker): () => void {
+    return this.broker.set(ctx, broker)
+  }
+
+  /**
+   * Asks the broker whether a call may run (or recalls an earlier "allow for
+   * this session"). Without a broker nobody can be asked: not allowed. Never throws.
+   */
+  async approve(request: ApprovalRequest, signal: AbortSignal = request.run.signal): Promise<ApprovalVerdict> {
+    const broker = this.broker.current
+    if (!broker) return { allowed: false, answer: 'no-approver', message: 'no one is available to approve it here' }
+    try {
+      return await broker.approve(request, signal)
+    } catch (error) {
+      if (signal.aborted)
+        return { allowed: false, answer: 'cancelled', message: 'cancelled while waiting for approval' }
+      return { allowed: false, answer: 'failed', message: errorMessage(error) }
+    }
+  }
+
+  /** Whether a user could be asked to approve calls of this session now. */
+  canApprove(sessionId: string): boolean {
+    return this.broker.current?.canAsk(sessionId) === true
+  }
+
+  /** Forgets what the user allowed for a session (only the scopes starting with `scopePrefix`, when given). */
+  forgetApprovals(sessionId: string, scopePrefix?: string): void {
+    this.broker.current?.forget(sessionId, scopePrefix)
   }
 
   /** Runs one call through the pipeline. Never throws: every outcome is a result. */
@@ -285,43 +312,15 @@ export class ToolRuntime extends Service {
         return undefined
       case 'deny':
         return denied(name, decision.reason)
-      case 'ask':
-        return this.ask(execution, String(decision.reason ?? 'this call needs approval'), signal)
+      case 'ask': {
+        const reason = String(decision.reason ?? 'this call needs approval')
+        const scope = decision.scope ?? `tool:${name}\u0000${reason}`
+        const verdict = await this.approve({ call: execution.call, reason, scope, run: execution.run }, signal)
+        return verdict.allowed ? undefined : refusal(name, reason, verdict)
+      }
       default:
         return assertNever(decision as never, 'tools/pre-execute decision')
     }
-  }
-
-  private async ask(execution: ToolExecution, reason: string, signal: AbortSignal): Promise<ToolResult | undefined> {
-    const name = execution.tool.name
-    const remembered = sessionApprovals(execution.run.sessionState)
-    const key = `${name}\u0000${reason}`
-    if (remembered.has(key)) return undefined
-    const approver = this.approver.current
-    if (!approver) {
-      return denied(
-        name,
-        `${reason}. This call needs approval, but no one is available to approve it, so it was not run. Do not retry it; continue without it or tell the user.`,
-      )
-    }
-    let answer: ApprovalAnswer
-    try {
-      answer = await untilAborted(approver(execution.call, reason, execution.run), signal)
-    } catch (error) {
-      if (signal.aborted) return cancelled()
-      return denied(name, `${reason}. Asking for approval failed (${errorMessage(error)}), so the call was not run.`)
-    }
-    if (answer === 'allow-once') return undefined
-    if (answer === 'allow-session') {
-      remembered.add(key)
-      return undefined
-    }
-    if (answer !== null && typeof answer === 'object' && answer.kind === 'reject') {
-      const said =
-        typeof answer.message === 'string' && answer.message.trim() ? ` The user said: ${answer.message.trim()}` : ''
-      return denied(name, `${reason}. The user rejected this call.${said}`)
-    }
-    return denied(name, `${reason}. The approver gave no usable answer, so the call was not run.`)
   }
 
   private async runBody(
@@ -420,13 +419,25 @@ function cancelled(): ToolResult {
   return failure('CANCELLED', 'the tool call was cancelled before it finished.')
 }
 
-function sessionApprovals(state: Map<string, unknown>): Set<string> {
-  let set = state.get(SESSION_APPROVALS)
-  if (!(set instanceof Set)) {
-    set = new Set<string>()
-    state.set(SESSION_APPROVALS, set)
+/** The result standing in for a call the broker did not allow. */
+function refusal(toolName: string, reason: string, verdict: Exclude<ApprovalVerdict, { allowed: true }>): ToolResult {
+  switch (verdict.answer) {
+    case 'reject': {
+      const said = verdict.message?.trim() ? ` The user said: ${verdict.message.trim()}` : ''
+      return denied(toolName, `${reason}. The user rejected this call.${said}`)
+    }
+    case 'no-approver':
+      return denied(
+        toolName,
+        `${reason}. This call needs approval, but ${verdict.message}, so it was not run. Do not retry it; continue without it or tell the user.`,
+      )
+    case 'failed':
+      return denied(toolName, `${reason}. Asking for approval failed (${verdict.message}), so the call was not run.`)
+    case 'cancelled':
+      return cancelled()
+    default:
+      return assertNever(verdict, 'approval verdict')
   }
-  return set as Set<string>
 }
 
 /** Runs one waterfall; a throw (sync or async) names the stage it came from. */

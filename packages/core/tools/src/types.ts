@@ -160,14 +160,49 @@ export interface ToolExecution {
   readonly run: ToolRunContext
 }
 
-/** What `tools/pre-execute` decides. Arguments can never be rewritten. */
-export type PreToolDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason: string }
+/**
+ * What `tools/pre-execute` decides. Arguments can never be rewritten. An
+ * `ask` may name its `scope`: what an "allow for this session" answer covers
+ * (default: the tool and the reason).
+ */
+export type PreToolDecision =
+  | { kind: 'allow' }
+  | { kind: 'deny'; reason: string }
+  | { kind: 'ask'; reason: string; scope?: string }
 
-/** What an approver answers to an `ask`. */
-export type ApprovalAnswer = 'allow-once' | 'allow-session' | { kind: 'reject'; message?: string }
+/** One call that needs the user's approval, as the approval broker receives it. */
+export interface ApprovalRequest {
+  call: Readonly<ToolCall>
+  /** Why the call needs approval, shown to the user. */
+  reason: string
+  /** What an "allow for this session" answer covers: a later request of the same session and scope is not asked. */
+  scope: string
+  run: ToolRunContext
+}
 
-/** Answers `ask` decisions (a surface: browser dialog, SDK client, ACP). One at a time. */
-export type ToolApprover = (call: Readonly<ToolCall>, reason: string, run: ToolRunContext) => Promise<ApprovalAnswer>
+/**
+ * What came of an approval request: allowed (asked now, or `remembered` from
+ * an earlier "allow for this session"), or not, and why. `message` is what
+ * the user said with a rejection, or what kept the request from being answered.
+ */
+export type ApprovalVerdict =
+  | { allowed: true; answer: 'allow-once' | 'allow-session' | 'remembered' }
+  | { allowed: false; answer: 'reject'; message?: string }
+  | { allowed: false; answer: 'no-approver' | 'failed' | 'cancelled'; message: string }
+
+/**
+ * The one place approvals are decided (the conversation service provides it):
+ * it asks the surface's user, interprets the answer and remembers what was
+ * allowed for a session.
+ */
+export interface ApprovalBroker {
+  /** Asks (or recalls) and answers; never throws. */
+  approve(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalVerdict>
+  /** Whether a user could be asked about calls of this session now. */
+  canAsk(sessionId: string): boolean
+  /** Forgets what was allowed for the session (only the scopes starting with `scopePrefix`, when given). */
+  forget(sessionId: string, scopePrefix?: string): void
+}
 
 /** A thrown `ToolError` becomes an error result with its own code and message. */
 export class ToolError extends Error {

@@ -4,7 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import * as toolsPlugin from '../src/index.ts'
 import {
-  type ApprovalAnswer,
+  type ApprovalBroker,
+  type ApprovalVerdict,
   defineTool,
   type ToolCall,
   type ToolDefinition,
@@ -498,77 +499,95 @@ describe('pre-execute and approval', () => {
     expect(state.runs).toBe(0)
   })
 
-  async function withApprover(answer: (reason: string) => ApprovalAnswer) {
+  /** A broker that answers every request with `verdict` and records the reason and scope it was asked with. */
+  async function withBroker(verdict: ApprovalVerdict, decide: (target: string) => Record<string, string> = () => ({})) {
     const tools = await boot()
     const { state, tool } = counted()
     await mount(tool)
     root.on('tools/pre-execute', async (execution) => ({
       kind: 'ask',
       reason: `touches ${String(execution.args.target)}`,
+      ...decide(String(execution.args.target)),
     }))
-    const asked: string[] = []
-    await root.plugin({
-      name: 'approver',
-      inject: ['tools'],
-      apply: (ctx: Ctx) =>
-        void ctx.tools.setApprover(ctx, async (c, reason, run) => {
-          expect(run.callId).toBe(c.callId)
-          asked.push(reason)
-          return answer(reason)
-        }),
-    })
+    const asked: Array<{ reason: string; scope: string }> = []
+    const broker: ApprovalBroker = {
+      approve: async (request) => {
+        expect(request.run.callId).toBe(request.call.callId)
+        asked.push({ reason: request.reason, scope: request.scope })
+        return verdict
+      },
+      canAsk: () => true,
+      forget: () => {},
+    }
+    await root.plugin({ name: 'broker', inject: ['tools'], apply: (ctx: Ctx) => void ctx.tools.setBroker(ctx, broker) })
     return { tools, state, asked }
   }
 
-  it('runs once per allow-once answer, asking every time', async () => {
-    const { tools, state, asked } = await withApprover(() => 'allow-once')
-    const session = options()
-    expect(text(await tools.execute(call('risky', { target: 'a' }), session))).toBe('did a')
-    expect(text(await tools.execute(call('risky', { target: 'a' }), session))).toBe('did a')
-    expect(asked).toEqual(['touches a', 'touches a'])
-    expect(state.runs).toBe(2)
+  it('runs a call the broker allows, asking it with the reason and a scope of the tool and reason', async () => {
+    const { tools, state, asked } = await withBroker({ allowed: true, answer: 'allow-once' })
+    expect(text(await tools.execute(call('risky', { target: 'a' }), options()))).toBe('did a')
+    expect(asked).toEqual([{ reason: 'touches a', scope: 'tool:risky\u0000touches a' }])
+    expect(state.runs).toBe(1)
   })
 
-  it('remembers allow-session for that session, tool and reason only', async () => {
-    const { tools, state, asked } = await withApprover(() => 'allow-session')
-    const session = options()
-    await tools.execute(call('risky', { target: 'a' }), session)
-    await tools.execute(call('risky', { target: 'a' }), session)
-    expect(asked).toEqual(['touches a'])
-    await tools.execute(call('risky', { target: 'b' }), session)
-    expect(asked).toEqual(['touches a', 'touches b'])
-    await tools.execute(call('risky', { target: 'a' }), options())
-    expect(asked).toEqual(['touches a', 'touches b', 'touches a'])
-    expect(state.runs).toBe(4)
+  it('hands the broker the scope an ask names', async () => {
+    const { tools, asked } = await withBroker({ allowed: true, answer: 'remembered' }, (t) => ({ scope: `area ${t}` }))
+    expect(text(await tools.execute(call('risky', { target: 'b' }), options()))).toBe('did b')
+    expect(asked).toEqual([{ reason: 'touches b', scope: 'area b' }])
   })
 
   it('passes a rejection message on to the model', async () => {
-    const { tools, state } = await withApprover(() => ({ kind: 'reject', message: 'use the staging copy instead' }))
+    const { tools, state } = await withBroker({ allowed: false, answer: 'reject', message: 'use the staging copy' })
     const result = await tools.execute(call('risky', { target: 'a' }), options())
     expect(result.error?.code).toBe('DENIED')
-    expect(text(result)).toContain('The user rejected this call. The user said: use the staging copy instead')
+    expect(text(result)).toContain('The user rejected this call. The user said: use the staging copy')
     expect(state.runs).toBe(0)
   })
 
-  it('allows one approver at a time and forgets it with its plugin', async () => {
+  it('allows one broker at a time and forgets it with its plugin', async () => {
     const tools = await boot()
+    const broker: ApprovalBroker = {
+      approve: async () => ({ allowed: true, answer: 'allow-once' }),
+      canAsk: () => true,
+      forget: () => {},
+    }
     const first = root.plugin({
       name: 'first',
       inject: ['tools'],
-      apply: (ctx: Ctx) => void ctx.tools.setApprover(ctx, async () => 'allow-once'),
+      apply: (ctx: Ctx) => void ctx.tools.setBroker(ctx, broker),
     })
     await first
-    expect(() => tools.setApprover(root, async () => 'allow-once')).toThrow(/already set/)
+    expect(() => tools.setBroker(root, broker)).toThrow(/already set/)
+    expect(tools.canApprove('s')).toBe(true)
     const { tool } = counted()
     await mount(tool)
     root.on('tools/pre-execute', async () => ({ kind: 'ask', reason: 'check' }))
     expect(text(await tools.execute(call('risky', { target: 'a' }), options()))).toBe('did a')
     await first.dispose()
+    expect(tools.canApprove('s')).toBe(false)
     expect((await tools.execute(call('risky', { target: 'a' }), options())).error?.code).toBe('DENIED')
-    const off = tools.setApprover(root, async () => 'allow-once')
+    const off = tools.setBroker(root, broker)
     expect(text(await tools.execute(call('risky', { target: 'a' }), options()))).toBe('did a')
     off()
     expect((await tools.execute(call('risky', { target: 'a' }), options())).error?.code).toBe('DENIED')
+  })
+
+  it('a broker that throws denies the call, naming the failure', async () => {
+    const tools = await boot()
+    const { state, tool } = counted()
+    await mount(tool)
+    root.on('tools/pre-execute', async () => ({ kind: 'ask', reason: 'check' }))
+    const broker: ApprovalBroker = {
+      approve: async () => {
+        throw new Error('dialog crashed')
+      },
+      canAsk: () => true,
+      forget: () => {},
+    }
+    tools.setBroker(root, broker)
+    const result = await tools.execute(call('risky', { target: 'a' }), options())
+    expect(text(result)).toContain('Asking for approval failed (dialog crashed)')
+    expect(state.runs).toBe(0)
   })
 })
 

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { type Context, ExclusiveSlot, Schema, Service } from '@dsh/cordis'
+import { assertNever, type Context, Schema, Service } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
 import {
   NETWORK_MODES,
@@ -10,15 +10,7 @@ import {
   type NetworkTarget,
   unconfinedPolicy,
 } from '@dsh/sandbox'
-import {
-  type ApprovalAnswer,
-  type PreToolDecision,
-  type ToolApprover,
-  type ToolCall,
-  type ToolExecution,
-  type ToolRunContext,
-  untilAborted,
-} from '@dsh/tools'
+import type { PreToolDecision, ToolCall, ToolExecution, ToolRunContext } from '@dsh/tools'
 import type { Session } from '@dsh/session'
 import { classify, writeScope } from './classify.ts'
 import {
@@ -75,6 +67,9 @@ export const PRESET_EVENT = 'permission/preset'
 export const NETWORK_EVENT = 'permission/network'
 export const NETWORK_DECISION_EVENT = 'network/decision'
 
+/** The scopes of "allow for this session" answers about hosts: the host follows. */
+const NETWORK_SCOPE = 'network:'
+
 /** A session's identity and workspace, as a tool body sees them in its `ToolRunContext`. */
 export interface PermissionRun {
   sessionId: string
@@ -98,7 +93,8 @@ export interface SandboxPolicyOptions {
  * `ctx.permission`: permission presets and the approval round-trip for tool
  * calls. A `tools/pre-execute` listener (outermost) classifies every call
  * against the session's preset; calls outside it are asked through the
- * approver set here, or denied, and logged as `permission/decision`.
+ * approval broker (`ctx.tools.approve`), or denied, and logged as
+ * `permission/decision`.
  */
 export class PermissionService extends Service {
   static Config = Config
@@ -108,11 +104,6 @@ export class PermissionService extends Service {
   private readonly settings: PermissionConfig
   private readonly overrides = new Map<string, PermissionPreset>()
   private readonly networkOverrides = new Map<string, NetworkMode>()
-  /** Per session: hosts the user allowed the proxy to reach for the rest of the session. */
-  private readonly allowedHosts = new Map<string, Set<string>>()
-  /** Per session: the kinds of action the user allowed for the rest of the session. */
-  private readonly allowed = new Map<string, Set<string>>()
-  private readonly approver = new ExclusiveSlot<ToolApprover>('permission approver')
   /** This process's folder (0700) of session temp folders, made on first use. */
   private tempRoot: string | undefined
 
@@ -120,16 +111,6 @@ export class PermissionService extends Service {
     super(ctx, 'permission')
     this.home = ctx
     this.settings = config
-    try {
-      // Asks from other pre-execute listeners (hooks) reach the same approver as ours.
-      ctx.tools.setApprover(ctx, (call, reason, run) => this.relay(call, reason, run))
-    } catch (error) {
-      throw new Error(
-        `permission: cannot route tool approvals through ctx.permission (${error instanceof Error ? error.message : String(error)}). ` +
-          'While @dsh/permission is loaded, a surface sets its approver with ctx.permission.setApprover, not ctx.tools.setApprover.',
-        { cause: error },
-      )
-    }
     ctx.sessions.registerEventType(ctx, DECISION_EVENT)
     ctx.sessions.registerEventType(ctx, PRESET_EVENT)
     ctx.sessions.registerEventType(ctx, NETWORK_EVENT)
@@ -140,8 +121,6 @@ export class PermissionService extends Service {
     ctx.on('session/closed', async (session) => {
       this.overrides.delete(session.id)
       this.networkOverrides.delete(session.id)
-      this.allowedHosts.delete(session.id)
-      this.allowed.delete(session.id)
       if (this.tempRoot) rmSync(path.join(this.tempRoot, session.id), { recursive: true, force: true })
     })
     ctx.effect(
@@ -180,14 +159,14 @@ export class PermissionService extends Service {
     if (!PRESETS.includes(preset))
       throw new Error(`unknown permission preset "${String(preset)}"; expected one of ${PRESETS.join(', ')}`)
     this.overrides.set(sessionId, preset)
-    this.allowed.delete(sessionId)
+    this.home.tools.forgetApprovals(sessionId)
     this.logPreset(sessionId, preset)
   }
 
   /** Drops a session's override: it runs under the configured preset again. */
   resetPreset(sessionId: string): void {
     this.overrides.delete(sessionId)
-    this.allowed.delete(sessionId)
+    this.home.tools.forgetApprovals(sessionId)
     this.logPreset(sessionId, null)
   }
 
@@ -216,7 +195,7 @@ export class PermissionService extends Service {
     }
     if (network === null) this.networkOverrides.delete(sessionId)
     else this.networkOverrides.set(sessionId, network)
-    this.allowedHosts.delete(sessionId)
+    this.home.tools.forgetApprovals(sessionId, NETWORK_SCOPE)
     const session = this.home.sessions.get(sessionId)
     if (!session || (session.last(NETWORK_EVENT)?.data.network ?? null) === network) return
     session.append(NETWORK_EVENT, { network }, { ignorable: true })
@@ -260,7 +239,7 @@ export class PermissionService extends Service {
   /**
    * The network part of a command's policy. Under `proxy` the command gets a
    * grant of its own; hosts off the allowlist are asked about through the
-   * surface's approver (as the command's call) or denied where nobody can
+   * approval broker (as the command's call) or denied where nobody can
    * ask, and every decision is logged as `network/decision`. Without the
    * sandbox network service, `proxy` falls back to `off`, never to `on`.
    */
@@ -276,7 +255,7 @@ export class PermissionService extends Service {
       call !== undefined &&
       this.settings.approval === 'ask' &&
       !this.isSubagent(sessionId) &&
-      this.approver.current !== undefined
+      this.home.tools.canApprove(sessionId)
     const token = service.grant({
       sessionId,
       ...(canAsk ? { ask: (target: NetworkTarget, signal: AbortSignal) => this.askNetwork(call, target, signal) } : {}),
@@ -287,24 +266,11 @@ export class PermissionService extends Service {
 
   private async askNetwork(context: NetworkAskContext, target: NetworkTarget, signal: AbortSignal): Promise<boolean> {
     const { call, run } = context
-    const remembered = this.allowedHosts.get(run.sessionId)
-    if (remembered?.has(target.host)) return true
-    const approver = this.approver.current
-    if (!approver) return false
     const reason = `the command wants to reach ${target.host}:${target.port}, which is not on the network allowlist of sandboxed commands`
     const stop = AbortSignal.any([signal, run.signal])
-    let answer: ApprovalAnswer
-    try {
-      answer = await untilAborted(approver(call, reason, { ...run, signal: stop }), stop)
-    } catch {
-      return false
-    }
-    if (answer === 'allow-session') {
-      let hosts = this.allowedHosts.get(run.sessionId)
-      if (!hosts) this.allowedHosts.set(run.sessionId, (hosts = new Set()))
-      hosts.add(target.host)
-    }
-    return answer === 'allow-once' || answer === 'allow-session'
+    const scope = `${NETWORK_SCOPE}${target.host}`
+    const verdict = await this.home.tools.approve({ call, reason, scope, run: { ...run, signal: stop } }, stop)
+    return verdict.allowed
   }
 
   private recordNetwork(sessionId: string, callId: ToolCallId | undefined, decision: NetworkDecision): void {
@@ -318,15 +284,6 @@ export class PermissionService extends Service {
         error instanceof Error ? error.message : String(error),
       )
     }
-  }
-
-  /**
-   * Installs the one approver (a surface) that answers calls outside the
-   * preset, and any other `ask` in the tool pipeline, until its plugin is
-   * disposed or the disposer is called. A second one throws.
-   */
-  setApprover(ctx: Context, approver: ToolApprover): () => void {
-    return this.approver.set(ctx, approver)
   }
 
   private async decide(execution: ToolExecution, next: () => Promise<PreToolDecision>): Promise<PreToolDecision> {
@@ -364,64 +321,42 @@ export class PermissionService extends Service {
         reason: `${reason}. The approval policy is "never", so calls outside the preset are not run. ${advice}`,
       }
     }
-    const remembered = this.allowed.get(run.sessionId)
-    if (remembered?.has(scope)) {
-      log('allow')
-      return next()
-    }
-    const approver = this.approver.current
-    if (!approver) {
-      log('ask', 'no-approver')
-      return {
-        kind: 'deny',
-        reason: `${reason}. It needs approval, but no one is available to approve it here, so it was not run. Do not retry it. ${advice}`,
+    const asked = await this.home.tools.approve({ call: execution.call, reason, scope: `action:${scope}`, run })
+    switch (asked.answer) {
+      case 'remembered':
+        log('allow')
+        return next()
+      case 'allow-once':
+        log('ask', 'allow-once')
+        return next()
+      case 'allow-session':
+        log('ask', 'allow-session')
+        // Only while this preset holds: a preset change during the question starts afresh.
+        if (this.preset(run.sessionId) !== preset) this.home.tools.forgetApprovals(run.sessionId)
+        return next()
+      case 'reject': {
+        log('ask', 'reject')
+        const said = asked.message?.trim() ? ` The user said: ${asked.message.trim()}` : ''
+        return { kind: 'deny', reason: `${reason}. The user rejected this call.${said}` }
       }
-    }
-    let answer: ApprovalAnswer
-    try {
-      answer = await untilAborted(approver(execution.call, reason, run), run.signal)
-    } catch (error) {
-      log('ask')
-      if (run.signal.aborted)
+      case 'no-approver':
+        log('ask', 'no-approver')
+        return {
+          kind: 'deny',
+          reason: `${reason}. It needs approval, but ${asked.message}, so it was not run. Do not retry it. ${advice}`,
+        }
+      case 'cancelled':
+        log('ask')
         return { kind: 'deny', reason: `${reason}. The call was cancelled while waiting for approval.` }
-      return {
-        kind: 'deny',
-        reason: `${reason}. Asking for approval failed (${error instanceof Error ? error.message : String(error)}), so it was not run.`,
-      }
+      case 'failed':
+        log('ask')
+        return { kind: 'deny', reason: `${reason}. Asking for approval failed (${asked.message}), so it was not run.` }
+      default:
+        return assertNever(asked, 'approval verdict')
     }
-    if (answer === 'allow-once') {
-      log('ask', 'allow-once')
-      return next()
-    }
-    if (answer === 'allow-session') {
-      log('ask', 'allow-session')
-      // Only while this preset holds: a preset change starts afresh.
-      if (this.preset(run.sessionId) === preset) {
-        let set = this.allowed.get(run.sessionId)
-        if (!set) this.allowed.set(run.sessionId, (set = new Set()))
-        set.add(scope)
-      }
-      return next()
-    }
-    if (answer !== null && typeof answer === 'object' && answer.kind === 'reject') {
-      log('ask', 'reject')
-      const said =
-        typeof answer.message === 'string' && answer.message.trim() ? ` The user said: ${answer.message.trim()}` : ''
-      return { kind: 'deny', reason: `${reason}. The user rejected this call.${said}` }
-    }
-    log('ask')
-    return { kind: 'deny', reason: `${reason}. The approver gave no usable answer, so it was not run.` }
   }
 
-  /** Passes an `ask` from another pre-execute listener to the surface's approver. */
-  private relay(...args: Parameters<ToolApprover>): Promise<ApprovalAnswer> {
-    if (this.isSubagent(args[2].sessionId)) return Promise.reject(new Error('subagents cannot ask for approval'))
-    const approver = this.approver.current
-    if (!approver) return Promise.reject(new Error('no one is available to approve it here'))
-    return approver(...args)
-  }
-
-  /** A session with a parent (a subagent's) never reaches the approver: nobody is watching it. */
+  /** A session with a parent (a subagent's) never reaches the user: nobody is watching it. */
   private isSubagent(sessionId: string): boolean {
     return this.home.sessions.get(sessionId)?.meta.parentSession !== undefined
   }

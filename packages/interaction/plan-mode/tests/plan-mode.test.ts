@@ -10,7 +10,7 @@ import * as permission from '@dsh/permission'
 import type { PermissionConfig } from '@dsh/permission'
 import { type Session, type SessionEvent, SessionStore } from '@dsh/session'
 import * as systemPrompt from '@dsh/system-prompt'
-import { type ApprovalAnswer, defineTool, textOf, type ToolApprover, type ToolResult, ToolRuntime } from '@dsh/tools'
+import { type ApprovalVerdict, defineTool, textOf, type ToolCall, type ToolResult, ToolRuntime } from '@dsh/tools'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import * as planMode from '../src/index.ts'
@@ -96,13 +96,17 @@ async function mount(config: Partial<PlanModeConfig> = {}) {
   return fiber
 }
 
-/** A stand-in surface that answers approvals through the permission plugin, as the web and SDK surfaces do. */
-async function approver(answer: ToolApprover) {
+/** A stand-in for the conversation service's approval broker: `answer` decides each request. */
+async function approver(answer: (call: Readonly<ToolCall>, reason: string) => Promise<ApprovalVerdict>) {
   const fiber = root.plugin({
-    name: 'test-approver',
-    inject: ['permission'],
+    name: 'test-broker',
+    inject: ['tools'],
     apply(ctx: Ctx) {
-      ctx.permission.setApprover(ctx, answer)
+      ctx.tools.setBroker(ctx, {
+        approve: (request) => answer(request.call, request.reason),
+        canAsk: () => true,
+        forget: () => {},
+      })
     },
   })
   await fiber
@@ -179,7 +183,7 @@ describe('plan mode', () => {
     const asked: Array<{ name: string; reason: string; args: string }> = []
     await approver(async (toolCall, reason) => {
       asked.push({ name: toolCall.name, reason, args: toolCall.arguments })
-      return { kind: 'reject', message: 'Also add a test.' }
+      return { allowed: false, answer: 'reject', message: 'Also add a test.' }
     })
     const result = await call('exit_plan_mode', { plan })
     expect(asked).toEqual([
@@ -194,10 +198,10 @@ describe('plan mode', () => {
   it('an approved plan turns plan mode off, logs the plan, and writes run again', async () => {
     await mount()
     root.planMode.set(session, true)
-    const answers: ApprovalAnswer[] = []
+    const answers: string[] = []
     await approver(async () => {
       answers.push('allow-once')
-      return 'allow-once'
+      return { allowed: true, answer: 'allow-once' }
     })
     const result = await call('exit_plan_mode', { plan })
     expect(result.isError).toBe(false)
@@ -215,7 +219,7 @@ describe('plan mode', () => {
     let asked = 0
     await approver(async () => {
       asked++
-      return 'allow-once'
+      return { allowed: true, answer: 'allow-once' }
     })
     const result = await call('exit_plan_mode', { plan })
     expect(result.error?.code).toBe('NOT_IN_PLAN_MODE')
@@ -263,7 +267,7 @@ describe('plan mode', () => {
     let asked = 0
     await approver(async () => {
       asked++
-      return 'allow-once'
+      return { allowed: true, answer: 'allow-once' }
     })
     const result = await call('exit_plan_mode', { plan }, child)
     expect(result.error?.code).toBe('DENIED')

@@ -2,8 +2,6 @@ import type {} from '@dsh/cmdline'
 import { type CompactOutcome, ConversationError, type ConversationSummary } from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
 import { noUsage } from '@dsh/llm'
-import type {} from '@dsh/permission'
-import type {} from '@dsh/questions'
 import {
   type ClientMethod,
   ClientMethods,
@@ -18,7 +16,6 @@ import {
   type SessionSummary,
   schemas,
 } from '@dsh/sdk-protocol'
-import type { ApprovalAnswer, ToolApprover } from '@dsh/tools'
 import type { z } from 'zod'
 import manifest from '../package.json' with { type: 'json' }
 import type { SdkServerConfig } from './config.ts'
@@ -229,34 +226,26 @@ export class SdkServer {
   }
 
   private takeApprovals(): boolean {
-    const approver: ToolApprover = async (call, reason, run) => {
-      const permission = this.ctx.get('permission')
+    this.conversations.broker.setApprover(this.ctx, async (prompt, signal) => {
+      const { sessionId, call, reason, preset } = prompt
       const params = {
-        sessionId: run.sessionId,
+        sessionId,
         toolCall: { callId: call.callId, name: call.name, arguments: call.arguments },
-        preset: permission ? permission.preset(run.sessionId) : null,
+        preset: preset ?? null,
         reason,
       }
-      const answer = await this.peer.request('approval/request', params, { signal: run.signal })
+      const answer = await this.peer.request('approval/request', params, { signal })
       const parsed = schemas.ApprovalResult.safeParse(answer)
       if (!parsed.success)
         throw new Error(`the client answered approval/request with ${JSON.stringify(answer)}, not {decision, message?}`)
-      const { decision, message } = parsed.data
-      const result: ApprovalAnswer =
-        decision === 'reject' ? { kind: 'reject', ...(message ? { message } : {}) } : decision
-      return result
-    }
-    const permission = this.ctx.get('permission')
-    if (permission) permission.setApprover(this.ctx, approver)
-    else if (this.ctx.get('tools')) this.ctx.tools.setApprover(this.ctx, approver)
-    else return false
+      return parsed.data
+    })
     return true
   }
 
   private takeQuestions(): boolean {
-    const questions = this.ctx.get('questions')
-    if (!questions) return false
-    questions.setAsker(this.ctx, async (request, signal) => {
+    if (!this.ctx.get('questions')) return false
+    this.conversations.broker.setAsker(this.ctx, async (request, signal) => {
       const answer = await this.peer.request(
         'question/ask',
         { sessionId: request.sessionId, callId: request.callId, questions: request.questions },

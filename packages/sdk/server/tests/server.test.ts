@@ -60,7 +60,7 @@ async function call(id: number, method: string, params?: unknown): Promise<Recor
   }
 }
 
-const noop = async () => 'allow-once' as const
+const noop = async () => ({ decision: 'allow-once' as const })
 
 describe('SdkServer', () => {
   it('holds the approver slot while it is mounted, and gives it back when disposed', async () => {
@@ -69,9 +69,9 @@ describe('SdkServer', () => {
     const init = await call(1, 'initialize', { protocolVersion: 1, capabilities: { approvals: true, questions: true } })
     // No questions plugin in this tree: only approvals are granted.
     expect(init.result.capabilities).toEqual({ approvals: true, questions: false })
-    expect(() => root.permission.setApprover(root, noop)).toThrow(/already set/)
+    expect(() => root.conversations.broker.setApprover(root, noop)).toThrow(/already set/)
     await fiber.dispose()
-    const off = root.permission.setApprover(root, noop)
+    const off = root.conversations.broker.setApprover(root, noop)
     off()
   })
 

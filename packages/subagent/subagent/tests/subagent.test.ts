@@ -223,12 +223,16 @@ describe('the subagent tool', () => {
     const h = await start({}, { preset: 'read-only' })
     const asked: string[] = []
     await h.root.plugin({
-      name: 'test-surface',
-      inject: ['permission'],
+      name: 'test-broker',
+      inject: ['tools'],
       apply(ctx: Context) {
-        ctx.permission.setApprover(ctx, async (call) => {
-          asked.push(call.name)
-          return 'allow-once'
+        ctx.tools.setBroker(ctx, {
+          approve: async ({ call }) => {
+            asked.push(call.name)
+            return { allowed: true, answer: 'allow-once' }
+          },
+          canAsk: () => true,
+          forget: () => {},
         })
       },
     })

@@ -1,6 +1,6 @@
 import type { Context } from '@dsh/cordis'
-import type { Asker, QuestionAnswer } from '@dsh/questions'
-import type { ApprovalAnswer } from '@dsh/tools'
+import type { ApprovalReply } from '@dsh/conversations'
+import type { QuestionAnswer } from '@dsh/questions'
 import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
 import type { SocketHub } from './hub.ts'
@@ -28,14 +28,14 @@ function within(ctx: Context, sessionId: string, subscribed: string): boolean {
 }
 
 /**
- * Tool approvals and user questions for the browser: the web surface's
- * approver (`ctx.permission.setApprover`) and asker (`ctx.questions.setAsker`),
+ * Tool approvals and user questions for the browser: how the web surface
+ * asks its user (registered with the conversation service's broker),
  * the frames they send, and the routes that answer them.
  */
 export function applyInteraction(ctx: Context, hub: SocketHub): void {
   const announce = (frame: { sessionId: string; type: string }) =>
     hub.toSubscribers(frame.sessionId, frame, (subscribed) => within(ctx, frame.sessionId, subscribed))
-  const approvals = new PendingRequests<ApprovalAnswer>('approval', announce)
+  const approvals = new PendingRequests<ApprovalReply>('approval', announce)
   const questions = new PendingRequests<QuestionAnswer[]>('question', announce)
   hub.pendingFrames = (subscribed) => {
     const matches = (sessionId: string) => within(ctx, sessionId, subscribed)
@@ -49,46 +49,31 @@ export function applyInteraction(ctx: Context, hub: SocketHub): void {
     'pending web requests',
   )
 
-  // Child plugins, so the approver and asker come back when those services restart.
-  ctx.plugin({
-    name: 'web-api-approver',
-    inject: ['permission'],
-    apply(inner: Context) {
-      inner.permission.setApprover(inner, (call, reason, run) =>
-        approvals.ask(
-          run.sessionId,
-          {
-            toolCall: {
-              callId: call.callId,
-              name: call.name,
-              arguments: call.arguments,
-              ...presentationOf(inner, call, run.cwd),
-            },
-            reason,
-            preset: inner.permission.preset(run.sessionId),
-          },
-          run.signal,
-        ),
-      )
-    },
-  })
-  ctx.plugin({
-    name: 'web-api-asker',
-    inject: ['questions'],
-    apply(inner: Context) {
-      const asker: Asker = (request, signal) =>
-        questions.ask(request.sessionId, { callId: request.callId, questions: request.questions }, signal)
-      inner.questions.setAsker(inner, asker)
-    },
-  })
+  const { broker } = ctx.conversations
+  broker.setApprover(ctx, ({ sessionId, cwd, call, reason, preset }, signal) =>
+    approvals.ask(
+      sessionId,
+      {
+        toolCall: {
+          callId: call.callId,
+          name: call.name,
+          arguments: call.arguments,
+          ...presentationOf(ctx, call, cwd),
+        },
+        reason,
+        ...(preset ? { preset } : {}),
+      },
+      signal,
+    ),
+  )
+  broker.setAsker(ctx, (request, signal) =>
+    questions.ask(request.sessionId, { callId: request.callId, questions: request.questions }, signal),
+  )
 
   const server = ctx.webServer
   server.route(ctx, 'POST', '/api/approvals/:requestId', async (request) => {
     const body = parseWith(ApprovalBody, await request.body(), 'approval answer')
-    const answer: ApprovalAnswer =
-      body.decision === 'reject'
-        ? { kind: 'reject', ...(body.message?.trim() ? { message: body.message } : {}) }
-        : body.decision
+    const answer = { decision: body.decision, ...(body.message ? { message: body.message } : {}) }
     if (!approvals.answer(request.params.requestId as string, answer))
       throw notPending('approval', request.params.requestId as string)
     return {}
