@@ -15,6 +15,7 @@ const t = useMockedHeadless()
 
 type Preset = 'read-only' | 'workspace-write' | 'danger-full-access'
 type Answers = Array<{ question: string; selected: string[] }>
+type Effort = 'off' | 'low' | 'high' | 'max'
 
 interface Driver {
   newSession(preset?: Preset): Promise<string>
@@ -32,6 +33,13 @@ interface Driver {
   resumePreset?(sessionId: string): Promise<Preset>
   /** Answers the model's questions with `answers`; resolves with what the client was asked. */
   answerQuestions?(answers: Answers): () => Message[]
+  /** Answers every approval request "allow for this session"; the result counts the requests so far. */
+  allowForSession?(): () => number
+  setPlanMode?(sessionId: string, on: boolean): Promise<void>
+  /** Changes the session's model and reasoning effort. */
+  setModel?(sessionId: string, model: string, reasoningEffort: Effort): Promise<void>
+  /** Opens a stored session in this (new) process and sends it a prompt; resolves when the turn ends. */
+  resumeAndPrompt?(sessionId: string, text: string): Promise<void>
 }
 
 interface Surface {
@@ -86,6 +94,13 @@ async function startWeb(): Promise<Driver> {
     f.type === 'event' && f.sessionId === sessionId && f.event.type === type
   const subscribe = (sessionId: string) => ws.send(JSON.stringify({ type: 'subscribe', sessionId }))
   const session = async (sessionId: string) => (await api('GET', `/api/sessions/${sessionId}`)).json.session
+  const resumeAndPrompt = async (sessionId: string, text: string) => {
+    // A stored session opens read-only; the first message resumes it in this process.
+    subscribe(sessionId)
+    const from = frames.length
+    expect((await api('POST', `/api/sessions/${sessionId}/messages`, { text })).status).toBe(202)
+    await frame(isEvent(sessionId, 'turn/end'), from)
+  }
   return {
     async newSession(preset) {
       const created = await api('POST', '/api/sessions', preset ? { permissionPreset: preset } : {})
@@ -121,12 +136,25 @@ async function startWeb(): Promise<Driver> {
       expect((await api('PATCH', `/api/sessions/${sessionId}`, { permissionPreset: preset })).status).toBe(200)
     },
     async resumePreset(sessionId) {
-      // A stored session opens read-only; the first message resumes it in this process.
-      subscribe(sessionId)
-      const from = frames.length
-      expect((await api('POST', `/api/sessions/${sessionId}/messages`, { text: 'go on' })).status).toBe(202)
-      await frame(isEvent(sessionId, 'turn/end'), from)
+      await resumeAndPrompt(sessionId, 'go on')
       return (await session(sessionId)).permissionPreset
+    },
+    resumeAndPrompt,
+    async setPlanMode(sessionId, on) {
+      expect((await api('PATCH', `/api/sessions/${sessionId}`, { planMode: on })).status).toBe(200)
+    },
+    async setModel(sessionId, model, reasoningEffort) {
+      expect((await api('PATCH', `/api/sessions/${sessionId}`, { model, reasoningEffort })).status).toBe(200)
+    },
+    allowForSession() {
+      let asked = 0
+      ws.on('message', async (data) => {
+        const f = JSON.parse(String(data))
+        if (f.type !== 'approval') return
+        asked++
+        await api('POST', `/api/approvals/${f.requestId}`, { decision: 'allow-session' })
+      })
+      return () => asked
     },
     answerQuestions(answers) {
       const asked: Message[] = []
@@ -148,7 +176,11 @@ async function startWeb(): Promise<Driver> {
 async function startSdk(): Promise<Driver> {
   const wire = new SdkWire(['--profile', 'sdk'], { home: t.home, cwd: t.work, env: t.env() })
   processes.push(wire.proc)
-  await wire.call('initialize', { protocolVersion: 1, capabilities: { questions: true } })
+  await wire.call('initialize', { protocolVersion: 1, capabilities: { questions: true, approvals: true } })
+  const answers: Record<string, unknown> = { 'approval/request': { decision: 'reject' } }
+  wire.answer = (request) => answers[request.method]
+  const configure = (sessionId: string, settings: Record<string, unknown>) =>
+    wire.call('session/configure', { sessionId, ...settings })
   return {
     async newSession(preset) {
       return (await wire.call('session/new', { cwd: t.work, ...(preset ? { permissionPreset: preset } : {}) }))
@@ -175,9 +207,30 @@ async function startSdk(): Promise<Driver> {
     async search(query) {
       return (await wire.call('session/list', { query })).sessions.map((s: Message) => s.sessionId)
     },
-    answerQuestions(answers) {
-      wire.answer = (request) => (request.method === 'question/ask' ? { answers } : undefined)
+    answerQuestions(given) {
+      answers['question/ask'] = { answers: given }
       return () => wire.received.filter((m) => m.method === 'question/ask').map((m) => m.params.questions)
+    },
+    allowForSession() {
+      answers['approval/request'] = { decision: 'allow-session' }
+      return () => wire.received.filter((m) => m.method === 'approval/request').length
+    },
+    async setPlanMode(sessionId, on) {
+      expect(await configure(sessionId, { planMode: on })).toMatchObject({ planMode: on })
+    },
+    async setPreset(sessionId, preset) {
+      expect(await configure(sessionId, { preset })).toMatchObject({ preset })
+    },
+    async setModel(sessionId, model, reasoningEffort) {
+      expect(await configure(sessionId, { model, reasoningEffort })).toMatchObject({ model, reasoningEffort })
+    },
+    async resumePreset(sessionId) {
+      await wire.call('session/resume', { sessionId })
+      return (await configure(sessionId, {})).preset
+    },
+    async resumeAndPrompt(sessionId, text) {
+      await wire.call('session/resume', { sessionId })
+      expect((await wire.call('session/prompt', { sessionId, content: text })).stopReason).toBe('completed')
     },
   }
 }
@@ -216,13 +269,25 @@ async function startAcp(): Promise<Driver> {
       const loaded = await client.agent.request('session/load', { sessionId, cwd: t.work, mcpServers: [] })
       return loaded.modes?.currentModeId as Preset
     },
+    allowForSession() {
+      client.permissionAnswers.push(...Array.from({ length: 10 }, () => 'allow_always' as const))
+      return () => client.permissionRequests.length
+    },
   }
 }
 
 const surfaces: Surface[] = [
-  { name: 'web API', start: startWeb, has: ['fork', 'search', 'setPreset', 'answerQuestions'] },
-  { name: 'SDK', start: startSdk, has: ['fork', 'search', 'answerQuestions'] },
-  { name: 'ACP', start: startAcp, has: ['setPreset'] },
+  {
+    name: 'web API',
+    start: startWeb,
+    has: ['fork', 'search', 'setPreset', 'answerQuestions', 'allowForSession', 'setPlanMode', 'setModel'],
+  },
+  {
+    name: 'SDK',
+    start: startSdk,
+    has: ['fork', 'search', 'setPreset', 'answerQuestions', 'allowForSession', 'setPlanMode', 'setModel'],
+  },
+  { name: 'ACP', start: startAcp, has: ['setPreset', 'allowForSession'] },
 ]
 
 /** The reason each surface reports for a turn stopped by the user. */
@@ -257,17 +322,62 @@ describe.each(surfaces)('the conversation contract through the $name', { timeout
 })
 
 describe.each(able('fork'))('fork through the $name', { timeout: 90_000 }, (surface) => {
-  it('copies the preset of the source session', async () => {
+  it('copies the preset and the plan mode of the source session', async () => {
     t.mock.enqueue(reply.text('First.'))
     const dsh = await surface.start()
     const sessionId = await dsh.newSession('danger-full-access')
     expect(await dsh.prompt(sessionId, 'one')).toBe(COMPLETED[surface.name])
+    await dsh.setPlanMode?.(sessionId, true)
     const fork = await dsh.fork?.(sessionId)
     expect(fork).toBeDefined()
     expect(fork).not.toBe(sessionId)
     await dsh.close()
     expect((await presetsLogged(fork as string)).at(-1)).toEqual({ preset: 'danger-full-access' })
-    expect((await readSessionLog(t.home, fork as string)).header).toMatchObject({ forkedFrom: sessionId })
+    const forked = await readSessionLog(t.home, fork as string)
+    expect(forked.header).toMatchObject({ forkedFrom: sessionId })
+    expect(forked.events.findLast((e) => e.type === 'plan/mode')?.data).toMatchObject({ active: true })
+  })
+})
+
+describe.each(able('allowForSession'))('approvals through the $name', { timeout: 90_000 }, (surface) => {
+  it('"allow for this session" is asked once: a second call of the same kind runs without asking', async () => {
+    const outside = path.join(t.root, 'outside')
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'write', arguments: { path: path.join(outside, 'one.txt'), content: '1' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { path: path.join(outside, 'two.txt'), content: '2' } }]),
+      reply.text('Both written.'),
+    )
+    const dsh = await surface.start()
+    const asked = dsh.allowForSession?.() as () => number
+    const sessionId = await dsh.newSession()
+    expect(await dsh.prompt(sessionId, 'write two files outside')).toBe(COMPLETED[surface.name])
+    expect(asked()).toBe(1)
+    await dsh.close()
+    const decisions = (await readSessionLog(t.home, sessionId)).events
+      .filter((e) => e.type === 'permission/decision')
+      .map((e) => [e.data.decision, e.data.answer])
+    expect(decisions).toEqual([
+      ['ask', 'allow-session'],
+      ['allow', undefined],
+    ])
+    const results = (await readSessionLog(t.home, sessionId)).events.filter((e) => e.type === 'tool/result')
+    expect(results.map((e) => e.data.error ?? null)).toEqual([null, null])
+  })
+})
+
+describe.each(able('setModel'))('model settings through the $name', { timeout: 90_000 }, (surface) => {
+  it('a per-session model and reasoning effort change is logged and survives resume in a new process', async () => {
+    const first = await surface.start()
+    const sessionId = await first.newSession()
+    await first.setModel?.(sessionId, 'deepseek-v4-pro', 'max')
+    await first.close()
+    const logged = (await readSessionLog(t.home, sessionId)).events.filter((e) => e.type === 'conversation/settings')
+    expect(logged.at(-1)?.data).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'max' })
+    t.mock.enqueue(reply.text('Resumed.'))
+    const second = await surface.start()
+    await second.resumeAndPrompt?.(sessionId, 'go on')
+    expect(t.mock.requests.at(-1)?.body).toMatchObject({ model: 'deepseek-v4-pro', reasoning_effort: 'max' })
+    await second.close()
   })
 })
 

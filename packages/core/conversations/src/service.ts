@@ -223,8 +223,8 @@ export class Conversations extends Service {
    * A new session starting with the source's events up to the end of `turn`
    * (default: all of them; the source must then be between turns). The copy
    * is stored and resumed, so its agent starts from what is on disk. It runs
-   * under the source's current preset, network and plan mode, even when
-   * they changed after the fork point.
+   * under the source's current model, effort, preset, network and plan mode,
+   * even when they changed after the fork point.
    */
   async fork(id: string, options: { turn?: number } = {}): Promise<Agent> {
     const source = await this.readable(id)
@@ -242,6 +242,14 @@ export class Conversations extends Service {
     await this.home.sessions.close(copy)
     const { agent } = await this.resume(copy.id)
     this.carryState(source, agent.session)
+    const live = this.home.agents.get(id)
+    const { provider, model, reasoningEffort } = live ? live.options : loggedSettings(source.events)
+    if (model && (model !== agent.options.model || reasoningEffort !== agent.options.reasoningEffort))
+      this.setModel(agent, {
+        ...(provider ? { provider } : {}),
+        model,
+        ...(reasoningEffort ? { reasoningEffort } : {}),
+      })
     return agent
   }
 
@@ -334,22 +342,27 @@ export class Conversations extends Service {
     if (settings.plan !== undefined && !planMode) throw unavailable('plan mode', 'plan-mode', 'plan')
     const route = settings.model ? this.route(settings.model) : {}
     const { agent } = await this.resume(id)
-    if (settings.model || settings.reasoningEffort) {
-      agent.options = {
-        ...agent.options,
+    if (settings.model || settings.reasoningEffort)
+      this.setModel(agent, {
         ...route,
         ...(settings.reasoningEffort ? { reasoningEffort: settings.reasoningEffort } : {}),
-      }
-      const { provider, model, reasoningEffort } = agent.options
-      agent.session.append(
-        SETTINGS_EVENT,
-        { provider, model, ...(reasoningEffort ? { reasoningEffort } : {}) },
-        { ignorable: true },
-      )
-    }
+      })
     if (settings.preset) permission?.setPreset(id, settings.preset)
     if (settings.network) permission?.setNetwork(id, settings.network)
     if (settings.plan !== undefined) planMode?.set(agent.session, settings.plan)
+  }
+
+  /** Gives the agent a model or effort and logs its settings (`conversation/settings`), read back on resume. */
+  private setModel(agent: Agent, change: Partial<AgentOptions>): void {
+    agent.options = { ...agent.options, ...change }
+    const { provider, model, reasoningEffort } = agent.options
+    agent.session.append(
+      SETTINGS_EVENT,
+      { provider, model, ...(reasoningEffort ? { reasoningEffort } : {}) },
+      {
+        ignorable: true,
+      },
+    )
   }
 
   /**

@@ -93,16 +93,19 @@ async function storedTypes(dir: string, id: string): Promise<{ type: string; dat
 }
 
 describe('ctx.conversations', () => {
-  it('a fork runs under the source preset, network and plan mode, even when they changed after the fork point', async () => {
+  it('a fork runs under the source model, effort, preset, network and plan mode, even when they changed after the fork point', async () => {
     const { root, mock } = await boot()
     mock.enqueue(reply.text('First answer.'))
     const source = await root.conversations.create({ cwd: (trees[0] as Tree).work })
     await root.conversations.prompt(source.id, user('Hello'))
     await root.conversations.configure(source.id, { preset: 'read-only', network: 'off', plan: true })
+    await root.conversations.configure(source.id, { model: 'deepseek-v4-pro', reasoningEffort: 'low' })
 
     const fork = await root.conversations.fork(source.id, { turn: 1 })
     const view = await root.conversations.show(fork.id)
     expect(view).toMatchObject({ forkedFrom: source.id, preset: 'read-only', network: 'off', plan: true })
+    expect(view).toMatchObject({ model: 'deepseek-v4-pro', reasoningEffort: 'low' })
+    expect(fork.session.last('conversation/settings')?.data).toMatchObject({ model: 'deepseek-v4-pro' })
     expect(root.permission.preset(fork.id)).toBe('read-only')
     expect(root.planMode.isActive(fork.id)).toBe(true)
   })

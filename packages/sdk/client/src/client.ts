@@ -21,6 +21,7 @@ import {
   RpcError,
   type SessionListParams,
   type SessionListResult,
+  type SessionSettings,
   schemas,
   type UsageReport,
   type WireEvent,
@@ -213,6 +214,15 @@ export class DshClient {
     return this.request('session/prompt', { sessionId, content })
   }
 
+  /**
+   * Changes a session's model, reasoning effort, permission preset, network
+   * or plan mode (each optional); the change is logged and holds after resume.
+   * Resolves with the settings the session now has.
+   */
+  configure(sessionId: string, settings: Omit<ParamsOf<'session/configure'>, 'sessionId'>): Promise<SessionSettings> {
+    return this.request('session/configure', { ...settings, sessionId })
+  }
+
   /** Stops the running turn; its `prompt` resolves with `cancelled`. */
   async cancel(sessionId: string): Promise<void> {
     await this.request('session/cancel', { sessionId })
@@ -327,6 +337,10 @@ export class Session {
 
   run(prompt: PromptContent): Promise<string> {
     return this.client.run(prompt, { sessionId: this.id })
+  }
+
+  configure(settings: Omit<ParamsOf<'session/configure'>, 'sessionId'>): Promise<SessionSettings> {
+    return this.client.configure(this.id, settings)
   }
 
   cancel(): Promise<void> {

@@ -185,6 +185,40 @@ describe('DshClient', () => {
     await expect(client.request('initialize', { protocolVersion: 1 })).rejects.toMatchObject({ code: -32004 })
   })
 
+  it('configures a session: the settings it answers are in the next request, and bad ones name their field', async () => {
+    mock.enqueue(reply.text('planned'))
+    const client = await connect()
+    const session = await client.newSession({ cwd: work })
+    expect(await session.configure({})).toMatchObject({ model: 'deepseek-v4-flash', planMode: false })
+    const settings = await session.configure({ model: 'deepseek-v4-pro', reasoningEffort: 'low', planMode: true })
+    expect(settings).toEqual({
+      model: 'deepseek-v4-pro',
+      reasoningEffort: 'low',
+      preset: 'workspace-write',
+      network: 'proxy',
+      planMode: true,
+    })
+    expect((await session.prompt('plan it')).text).toBe('planned')
+    expect(mock.requests.at(-1)?.body).toMatchObject({ model: 'deepseek-v4-pro', reasoning_effort: 'low' })
+    expect(JSON.stringify(mock.requests.at(-1)?.body.messages)).toContain('Plan mode')
+    const refused = async (params: Record<string, unknown>) =>
+      client.request('session/configure', { sessionId: session.id, ...params } as never).catch((e: unknown) => e)
+    const unknownModel = await refused({ model: 'gpt-17' })
+    expect(unknownModel).toMatchObject({ code: -32602, data: { field: 'model' } })
+    expect((unknownModel as Error).message).toContain('unknown model "gpt-17"')
+    expect(await refused({ reasoningEffort: 'extreme' })).toMatchObject({
+      code: -32602,
+      data: { field: 'reasoningEffort' },
+    })
+    expect(await refused({ preset: 'root' })).toMatchObject({ code: -32602, data: { field: 'preset' } })
+    expect(await refused({ network: 'lan' })).toMatchObject({ code: -32602, data: { field: 'network' } })
+    expect(await refused({ planMode: 'yes' })).toMatchObject({ code: -32602, data: { field: 'planMode' } })
+    const missing = await client
+      .request('session/configure', { sessionId: 'session-nope', planMode: true })
+      .catch((e: unknown) => e)
+    expect(missing).toMatchObject({ code: -32001 })
+  })
+
   it('attaches to given streams', async () => {
     mock.enqueue(reply.text('attached'))
     const child = spawn(process.execPath, [dshBin, '--profile', 'sdk'], {

@@ -15,6 +15,8 @@ const presets = z.enum([
 ]) satisfies z.ZodType<Wire.PermissionPreset>
 /** The network of a session's sandboxed commands (`@dsh/sandbox`'s NETWORK_MODES). */
 const networkModes = z.enum(['off', 'proxy', 'on'])
+/** `@dsh/llm`'s REASONING_EFFORTS. */
+const efforts = z.enum(['off', 'low', 'high', 'max']) satisfies z.ZodType<Wire.ReasoningEffort>
 const empty = z.object({})
 
 // ---- shared shapes ----
@@ -155,6 +157,24 @@ export const PromptResult = z.object({
   turn: z.number().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 })
+export const SessionConfigureParams = z.object({
+  sessionId,
+  /** A model one of the server's routes offers (`initialize`'s `models`). */
+  model: z.string().min(1).optional(),
+  reasoningEffort: efforts.optional(),
+  preset: presets.optional(),
+  network: networkModes.optional(),
+  /** Plan mode on or off: while on, only read-only tools run until the user approves a plan. */
+  planMode: z.boolean().optional(),
+})
+/** A session's settings after `session/configure` (what its next request uses). */
+export const SessionSettings = z.object({
+  model: z.string(),
+  reasoningEffort: efforts.optional(),
+  preset: presets.optional(),
+  network: networkModes.optional(),
+  planMode: z.boolean(),
+})
 export const SessionRefParams = z.object({ sessionId })
 export const CommandSummary = z.object({
   name: z.string(),
@@ -176,6 +196,7 @@ export const ClientMethods = {
   'session/fork': { params: SessionForkParams, result: SessionIdResult },
   'session/list': { params: SessionListParams, result: SessionListResult },
   'session/prompt': { params: SessionPromptParams, result: PromptResult },
+  'session/configure': { params: SessionConfigureParams, result: SessionSettings },
   'session/cancel': { params: SessionRefParams, result: empty },
   'session/events': { params: SessionEventsParams, result: SessionEventsResult },
   'session/usage': { params: SessionRefParams, result: UsageReport },

@@ -47,8 +47,11 @@ const summary = (s: ConversationSummary): SessionSummary => ({
   ...(s.forkedFrom ? { forkedFrom: s.forkedFrom } : {}),
 })
 
-/** The SDK's name of a service argument. */
-const FIELDS: Record<string, string> = { preset: 'permissionPreset' }
+/** The SDK's name of a service argument, where a method names it otherwise. */
+const FIELDS: Record<string, Record<string, string>> = {
+  'session/new': { preset: 'permissionPreset' },
+  'session/configure': { plan: 'planMode' },
+}
 
 /** A conversation service error as the JSON-RPC error of `method`. */
 function rpcError(method: string, error: unknown): unknown {
@@ -61,7 +64,7 @@ function rpcError(method: string, error: unknown): unknown {
       return new RpcError(ErrorCodes.SessionBusy, error.message, { sessionId })
     case 'invalid':
     case 'unavailable':
-      if (field) return invalidField(method, FIELDS[field] ?? field, error.message)
+      if (field) return invalidField(method, FIELDS[method]?.[field] ?? field, error.message)
       return new RpcError(ErrorCodes.InvalidParams, `${method}: ${error.message}`)
     default:
       return assertNever(error.kind)
@@ -168,6 +171,16 @@ export class SdkServer {
       return { sessions: page.sessions.map(summary), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
     },
     'session/prompt': (p) => this.prompt(p),
+    'session/configure': async ({ sessionId, model, reasoningEffort, preset, network, planMode }) => {
+      await this.conversations.configure(sessionId, {
+        ...(model ? { model } : {}),
+        ...(reasoningEffort ? { reasoningEffort } : {}),
+        ...(preset ? { preset } : {}),
+        ...(network ? { network } : {}),
+        ...(planMode !== undefined ? { plan: planMode } : {}),
+      })
+      return this.settings(sessionId)
+    },
     'session/cancel': async (p) => {
       this.conversations.agent(p.sessionId, NOT_OPEN).cancel('user')
       return {}
@@ -184,6 +197,18 @@ export class SdkServer {
       setImmediate(this.onStopped)
       return {}
     },
+  }
+
+  /** What `session/configure` answers: the settings the session's next request uses. */
+  private async settings(id: string): Promise<ResultOf<'session/configure'>> {
+    const view = await this.conversations.show(id)
+    return {
+      model: view.model ?? this.ctx.agents.defaults().model,
+      ...(view.reasoningEffort ? { reasoningEffort: view.reasoningEffort } : {}),
+      ...(view.preset ? { preset: view.preset } : {}),
+      ...(view.network ? { network: view.network } : {}),
+      planMode: view.plan,
+    }
   }
 
   private get conversations() {

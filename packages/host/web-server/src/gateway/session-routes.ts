@@ -59,6 +59,7 @@ const PatchBody = z
     reasoningEffort: effort.optional(),
     permissionPreset: preset.optional(),
     network: network.optional(),
+    planMode: z.boolean().optional(),
   })
   .strict()
 
@@ -183,6 +184,7 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
       ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}),
       ...(body.permissionPreset ? { preset: body.permissionPreset } : {}),
       ...(body.network ? { network: body.network } : {}),
+      ...(body.planMode !== undefined ? { plan: body.planMode } : {}),
     })
     if (body.title !== undefined) {
       await conversations.rename(agent.id, body.title)
