@@ -10,6 +10,7 @@ export {
   type CompactOutcome,
   Conversations,
   type CreateOptions,
+  type LogReader,
   type ModelSummary,
   SETTINGS_EVENT,
   type SessionSettings,

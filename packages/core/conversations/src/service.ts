@@ -77,6 +77,9 @@ export interface CompactOutcome {
   error?: string
 }
 
+/** Reads a session's stored log (a surface's cache of recent reads, say). */
+export type LogReader = () => Promise<OpenedLog>
+
 /** A stored log read as it is, or a live session. */
 type Readable = Pick<Session, 'meta' | 'events' | 'last'>
 
@@ -198,12 +201,12 @@ export class Conversations extends Service {
     return agent
   }
 
-  /** The stored log of `id`, or undefined when there is no storage or no such log. */
-  private async stored(id: string): Promise<OpenedLog | undefined> {
+  /** The stored log of `id` (read by `read` when given), or undefined when there is no storage or no such log. */
+  private async stored(id: string, read?: LogReader): Promise<OpenedLog | undefined> {
     const persistence = this.home.get('sessionPersistence')
     if (!persistence) return undefined
     try {
-      return await persistence.open(id as SessionId)
+      return await (read ? read() : persistence.open(id as SessionId))
     } catch (error) {
       if (error instanceof Error && error.name === 'SessionNotFoundError') return undefined
       throw error
@@ -211,10 +214,10 @@ export class Conversations extends Service {
   }
 
   /** The open session of `id`, else its stored log as a session nothing is published or stored from. */
-  private async readable(id: string): Promise<Session> {
+  private async readable(id: string, read?: LogReader): Promise<Session> {
     const open = this.home.sessions.get(id)
     if (open) return open
-    const stored = await this.stored(id)
+    const stored = await this.stored(id, read)
     if (!stored) throw notFound(id)
     return new Session(stored.meta, this.home.sessions.checkLoadable(stored.events, stored.file), () => {})
   }
@@ -274,10 +277,13 @@ export class Conversations extends Service {
     return listConversations(this.home, query)
   }
 
-  /** The session as a surface shows it. */
-  async show(id: string): Promise<SessionView> {
+  /**
+   * The session as a surface shows it. A surface that reads the stored log
+   * itself (a cache) passes `read`, so that the log is read once.
+   */
+  async show(id: string, options: { read?: LogReader } = {}): Promise<SessionView> {
     const agent = this.home.agents.get(id)
-    const session = agent?.session ?? (await this.readable(id))
+    const session = agent?.session ?? (await this.readable(id, options.read))
     const { meta, events } = session
     const header = session.last('request/header')?.data
     const title = session.last('session/title')?.data.title ?? meta.title

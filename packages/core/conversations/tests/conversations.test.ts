@@ -153,6 +153,33 @@ describe('ctx.conversations', () => {
     expect(body.model).toBe('deepseek-v4-pro')
   })
 
+  it('show reads a stored log through the reader a surface gives, and opens it itself only without one', async () => {
+    const { root, work, mock } = await boot()
+    mock.enqueue(reply.text('Stored.'))
+    const agent = await root.conversations.create({ cwd: work })
+    await root.conversations.prompt(agent.id, user('Keep this'))
+    await root.conversations.close(agent.id)
+    const persistence = root.sessionPersistence
+    const open = persistence.open.bind(persistence)
+    let opened = 0
+    persistence.open = (id) => {
+      opened++
+      return open(id)
+    }
+    let read = 0
+    const log = await open(agent.id as SessionId)
+    const view = await root.conversations.show(agent.id, {
+      read: async () => {
+        read++
+        return log
+      },
+    })
+    expect(view).toMatchObject({ sessionId: agent.id, running: false, cwd: work })
+    expect([read, opened]).toEqual([1, 0])
+    await root.conversations.show(agent.id)
+    expect([read, opened]).toEqual([1, 1])
+  })
+
   it('delete refuses a session another process holds, and deletes one nobody holds', async () => {
     const { root, work, sessionsDir } = await boot()
     const held = await root.conversations.create({ cwd: work })

@@ -126,7 +126,11 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
   route('GET', '/api/sessions/:id', async (request) => {
     const q = parseWith(DetailQuery, Object.fromEntries(request.query), 'query')
     const id = idOf(request)
-    const [shown, view] = await Promise.all([conversations.show(id), sessions.view(id)])
+    // Both go through the recent reads: a stored log is read once.
+    const [shown, view] = await Promise.all([
+      conversations.show(id, { read: () => sessions.readLog(id) }),
+      sessions.view(id),
+    ])
     const history = q.tail ? recentHistory(view.events, q.tail) : { events: view.events }
     history.events = displayedAll(ctx, history.events, view.meta.cwd)
     return { session: described(shown), ...history }

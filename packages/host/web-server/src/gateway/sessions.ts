@@ -2,7 +2,7 @@ import type { Agent } from '@dsh/agent'
 import { ConversationError, type ConversationSummary, type SessionView as Shown } from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId, SessionMeta } from '@dsh/session'
-import { SessionNotFoundError } from '@dsh/session-persistence'
+import { type OpenedLog, SessionNotFoundError } from '@dsh/session-persistence'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { HttpError } from '../http.ts'
 import { RecentReads } from './recent-reads.ts'
@@ -126,11 +126,16 @@ export class SessionAccess {
     return stored
   }
 
-  async readStored(id: string): Promise<SessionView> {
+  /** Reads the stored log of `id` through the recent reads (no storage: an unknown session). */
+  async readLog(id: string): Promise<OpenedLog> {
     const persistence = this.ctx.get('sessionPersistence')
     if (!persistence) throw unknownSession(id)
+    return this.recentReads.read(id, () => persistence.open(id as SessionId))
+  }
+
+  async readStored(id: string): Promise<SessionView> {
     try {
-      const opened = await this.recentReads.read(id, () => persistence.open(id as SessionId))
+      const opened = await this.readLog(id)
       return { meta: opened.meta, events: opened.events }
     } catch (error) {
       if (error instanceof SessionNotFoundError) throw unknownSession(id)
