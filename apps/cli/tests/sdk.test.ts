@@ -105,7 +105,7 @@ describe('dsh --profile sdk', () => {
     expect(log.events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } })
   })
 
-  it('cancels a running prompt, refuses a second prompt meanwhile, and takes the next one after', async () => {
+  it('cancels a running prompt and the prompt queued behind it, and takes the next one after', async () => {
     t.mock.enqueue(
       reply.stall(2, reply.text('This reply never finishes because the model stalls here.')),
       reply.text('Second answer.'),
@@ -115,13 +115,14 @@ describe('dsh --profile sdk', () => {
     const running = wire.request('session/prompt', { sessionId, content: 'Say something long.' })
     await wire.waitFor((m) => m.method === 'session/delta', 'a delta')
 
-    const busy = await wire.request('session/prompt', { sessionId, content: 'Another one.' })
-    expect(busy.error).toMatchObject({ code: -32002, data: { sessionId } })
-    expect(busy.error.message).toContain('already running a prompt')
+    const queued = wire.request('session/prompt', { sessionId, content: 'Another one.' })
+    await wire.waitFor((m) => m.method === 'session/queued', 'the queued notification')
 
     expect((await wire.request('session/cancel', { sessionId })).result).toEqual({})
     const cancelled = await running
     expect(cancelled.result).toMatchObject({ stopReason: 'cancelled', turn: 1 })
+    // The cancel dropped the queued prompt: it never became a turn.
+    expect((await queued).result).toEqual({ stopReason: 'cancelled', text: '', usage: expect.any(Object) })
     const next = await wire.call('session/prompt', { sessionId, content: 'Again.' })
     expect(next).toMatchObject({ stopReason: 'completed', text: 'Second answer.', turn: 2 })
     expect((await wire.shutdown()).code).toBe(0)

@@ -40,6 +40,12 @@ interface Driver {
   setModel?(sessionId: string, model: string, reasoningEffort: Effort): Promise<void>
   /** Opens a stored session in this (new) process and sends it a prompt; resolves when the turn ends. */
   resumeAndPrompt?(sessionId: string, text: string): Promise<void>
+  /** Steers the running turn with `text`. */
+  steer?(sessionId: string, text: string): Promise<void>
+  /** The surface's refusal of a steer when no turn runs, as `{code, field}` or an HTTP status. */
+  steerIdle?(sessionId: string): Promise<unknown>
+  /** Resolves once the surface has said that the prompt with `text` is queued (surfaces that say so). */
+  queued?(sessionId: string, text: string): Promise<void>
 }
 
 interface Surface {
@@ -90,6 +96,7 @@ async function startWeb(): Promise<Driver> {
       },
       { timeout: 20_000, interval: 20 },
     )
+  const queuedTexts = new Map<string, boolean>()
   const isEvent = (sessionId: string, type: string) => (f: Message) =>
     f.type === 'event' && f.sessionId === sessionId && f.event.type === type
   const subscribe = (sessionId: string) => ws.send(JSON.stringify({ type: 'subscribe', sessionId }))
@@ -110,8 +117,24 @@ async function startWeb(): Promise<Driver> {
     },
     async prompt(sessionId, text) {
       const from = frames.length
-      expect((await api('POST', `/api/sessions/${sessionId}/messages`, { text })).status).toBe(202)
-      return (await frame(isEvent(sessionId, 'turn/end'), from)).event.data.reason
+      const sent = await api('POST', `/api/sessions/${sessionId}/messages`, { text })
+      expect(sent.status).toBe(202)
+      queuedTexts.set(text, sent.json.queued)
+      // The turn/end after this message's own user/message event.
+      const isMine = (f: Message) =>
+        isEvent(sessionId, 'user/message')(f) && JSON.stringify(f.event.data.message.content).includes(text)
+      const mine = frames.indexOf(await frame(isMine, from))
+      return (await frame(isEvent(sessionId, 'turn/end'), mine)).event.data.reason
+    },
+    async queued(_sessionId, text) {
+      await vi.waitFor(() => expect(queuedTexts.get(text)).toBe(true), { timeout: 20_000, interval: 20 })
+    },
+    async steer(sessionId, text) {
+      expect((await api('POST', `/api/sessions/${sessionId}/steer`, { text })).status).toBe(202)
+    },
+    async steerIdle(sessionId) {
+      const refused = await api('POST', `/api/sessions/${sessionId}/steer`, { text: 'too late' })
+      return { status: refused.status, message: refused.json.error?.message ?? refused.json.message }
     },
     async toolStarted(sessionId) {
       await frame(isEvent(sessionId, 'tool/call'))
@@ -188,6 +211,24 @@ async function startSdk(): Promise<Driver> {
     },
     async prompt(sessionId, text) {
       return (await wire.call('session/prompt', { sessionId, content: text })).stopReason
+    },
+    async queued(sessionId, text) {
+      const sent = wire.entries
+        .flatMap((e) => ('send' in e ? [e.send] : []))
+        .find((m) => m.method === 'session/prompt' && m.params.content === text)
+      expect(sent).toBeDefined()
+      const notice = await wire.waitFor(
+        (m) => m.method === 'session/queued' && m.params.id === sent?.id,
+        'the queued notification',
+      )
+      expect(notice.params).toEqual({ sessionId, id: sent?.id, position: 1 })
+    },
+    async steer(sessionId, text) {
+      expect(await wire.call('session/steer', { sessionId, content: text })).toEqual({})
+    },
+    async steerIdle(sessionId) {
+      const refused = (await wire.request('session/steer', { sessionId, content: 'too late' })).error
+      return { code: refused.code, field: refused.data?.field, message: refused.message }
     },
     async toolStarted(sessionId) {
       await wire.waitFor(
@@ -280,12 +321,12 @@ const surfaces: Surface[] = [
   {
     name: 'web API',
     start: startWeb,
-    has: ['fork', 'search', 'setPreset', 'answerQuestions', 'allowForSession', 'setPlanMode', 'setModel'],
+    has: ['fork', 'search', 'setPreset', 'answerQuestions', 'allowForSession', 'setPlanMode', 'setModel', 'steer'],
   },
   {
     name: 'SDK',
     start: startSdk,
-    has: ['fork', 'search', 'setPreset', 'answerQuestions', 'allowForSession', 'setPlanMode', 'setModel'],
+    has: ['fork', 'search', 'setPreset', 'answerQuestions', 'allowForSession', 'setPlanMode', 'setModel', 'steer'],
   },
   { name: 'ACP', start: startAcp, has: ['setPreset', 'allowForSession'] },
 ]
@@ -427,5 +468,69 @@ describe.each(able('answerQuestions'))('questions through the $name', { timeout:
     const toolMessage = t.mock.requests[1]?.body.messages.find((m: Message) => m.role === 'tool')
     expect(JSON.stringify(toolMessage.content)).toContain('blue')
     await dsh.close()
+  })
+})
+
+/** A model step held until `release()`: the turn is running meanwhile. */
+function heldStep(answer: ReturnType<typeof reply.text>) {
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  t.mock.enqueue(async () => {
+    await gate
+    return answer
+  })
+  return { release }
+}
+
+const REFUSED_STEER: Record<string, unknown> = {
+  'web API': { status: 400, message: expect.stringContaining('is not running a turn') },
+  SDK: { code: -32602, field: 'sessionId', message: expect.stringContaining('is not running a turn') },
+}
+
+describe.each(surfaces)('queueing through the $name', { timeout: 90_000 }, (surface) => {
+  it('a prompt sent while a turn runs is queued and runs as its own turn once that one ends', async () => {
+    const first = heldStep(reply.text('First answer.'))
+    t.mock.enqueue(reply.text('Second answer.'))
+    const dsh = await surface.start()
+    const sessionId = await dsh.newSession()
+    const one = dsh.prompt(sessionId, 'the first prompt')
+    await t.mock.waitForRequests(1)
+    const two = dsh.prompt(sessionId, 'the queued prompt')
+    await dsh.queued?.(sessionId, 'the queued prompt')
+    first.release()
+    expect(await one).toBe(COMPLETED[surface.name])
+    expect(await two).toBe(COMPLETED[surface.name])
+    const second = JSON.stringify(t.mock.requests[1]?.body.messages)
+    expect(second).toContain('First answer.')
+    expect(second).toContain('the queued prompt')
+    await dsh.close()
+    const ends = (await readSessionLog(t.home, sessionId)).events.filter((e) => e.type === 'turn/end')
+    expect(ends.map((e) => [e.data.turn, e.data.reason])).toEqual([
+      [1, 'completed'],
+      [2, 'completed'],
+    ])
+  })
+})
+
+describe.each(able('steer'))('steering through the $name', { timeout: 90_000 }, (surface) => {
+  it('a steer while a tool call runs reaches the next request of the same turn; a steer with no turn is refused', async () => {
+    const first = heldStep(reply.toolCalls([{ name: 'bash', arguments: { command: 'echo working' } }]))
+    t.mock.enqueue(reply.text('Done, and steered.'))
+    const dsh = await surface.start()
+    const sessionId = await dsh.newSession()
+    const running = dsh.prompt(sessionId, 'start working')
+    await t.mock.waitForRequests(1)
+    await dsh.steer?.(sessionId, 'please also mention the weather')
+    first.release()
+    expect(await running).toBe(COMPLETED[surface.name])
+    expect(t.mock.requests).toHaveLength(2)
+    const messages = t.mock.requests[1]?.body.messages as Message[]
+    expect(messages.at(-1)).toMatchObject({ role: 'user' })
+    expect(JSON.stringify(messages.at(-1)?.content)).toContain('please also mention the weather')
+    expect(messages.some((m) => m.role === 'tool')).toBe(true)
+    expect(await dsh.steerIdle?.(sessionId)).toEqual(REFUSED_STEER[surface.name])
+    await dsh.close()
+    const ends = (await readSessionLog(t.home, sessionId)).events.filter((e) => e.type === 'turn/end')
+    expect(ends).toHaveLength(1)
   })
 })

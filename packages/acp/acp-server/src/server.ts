@@ -20,7 +20,7 @@ import { SessionUpdates, usageUpdate } from './updates.ts'
 interface AcpSession {
   agent: Agent
   updates: SessionUpdates
-  /** Prompts of this session in flight (a second one is refused by the conversation service). */
+  /** Prompts of this session in flight (a second one is queued by the conversation service, answered when its turn ends). */
   prompts: number
   cancelled: boolean
   /** Lifts the session's tool restriction. */

@@ -11,6 +11,7 @@ export {
   Conversations,
   type CreateOptions,
   type LogReader,
+  type PromptOptions,
   type ModelSummary,
   SETTINGS_EVENT,
   type SessionSettings,

@@ -77,6 +77,14 @@ export interface CompactOutcome {
   error?: string
 }
 
+/** What `prompt` may be told. */
+export interface PromptOptions {
+  /** Called at once when the prompt has to wait for the session's running work, with its place in the queue (1 first). */
+  onQueued?: (position: number) => void
+}
+
+const NOT_OPEN = ' (not open here: create one, or resume a stored one)'
+
 /** Reads a session's stored log (a surface's cache of recent reads, say). */
 export type LogReader = () => Promise<OpenedLog>
 
@@ -92,8 +100,10 @@ type Readable = Pick<Session, 'meta' | 'events' | 'last'>
 export class Conversations extends Service {
   static inject = ['agents', 'sessions']
   private readonly home: Context
-  /** Sessions running a prompt or a compaction started here. */
-  private readonly working = new Set<string>()
+  /** Per session: the end of the last prompt or compaction started here (later prompts wait for it). */
+  private readonly tails = new Map<string, Promise<void>>()
+  /** Per session: the queued prompts (`dropped` by `cancel`). */
+  private readonly waiting = new Map<string, Set<{ dropped: boolean }>>()
   /** Resumes under way, so that two requests for one stored session resume it once. */
   private readonly resuming = new Map<string, Promise<{ agent: Agent; problems: string[] }>>()
   /** Where approvals and questions go; surfaces register how they ask their user here. */
@@ -373,17 +383,41 @@ export class Conversations extends Service {
 
   /**
    * Sends `message` to an open session and waits for the turn it starts to
-   * end; resolves with the events logged meanwhile. A session already
-   * running a prompt or a compaction is refused.
+   * end; resolves with the events logged meanwhile. While the session runs a
+   * turn, a compaction or earlier prompts, the message is queued (`onQueued`
+   * is called at once with its place in the queue, 1 first) and sent when
+   * they have ended. A queued prompt that `cancel` dropped, or whose session
+   * closed, resolves with no events.
    */
-  async prompt(id: string, message: Message): Promise<SessionEvent[]> {
-    const agent = this.agent(id, ' (not open here: create one, or resume a stored one)')
-    return this.exclusive(agent, async () => {
+  prompt(id: string, message: Message, options: PromptOptions = {}): Promise<SessionEvent[]> {
+    const agent = this.agent(id, NOT_OPEN)
+    const ahead = this.tails.get(id)
+    const queued = ahead !== undefined || agent.status === 'running'
+    const ticket = { dropped: false }
+    let waiting = this.waiting.get(id)
+    if (queued) {
+      if (!waiting) this.waiting.set(id, (waiting = new Set()))
+      waiting.add(ticket)
+      options.onQueued?.(waiting.size)
+    }
+    const run = (async () => {
+      if (queued) {
+        try {
+          await ahead
+          while (agent.status === 'running') await agent.whenIdle()
+        } finally {
+          waiting?.delete(ticket)
+          if (waiting?.size === 0 && this.waiting.get(id) === waiting) this.waiting.delete(id)
+        }
+        if (ticket.dropped || this.home.agents.get(id) !== agent) return []
+      }
       const from = agent.session.nextSeq
       agent.followup(message)
       await agent.whenIdle()
       return agent.session.events.filter((e) => e.seq >= from)
-    })
+    })()
+    this.queueBehind(id, run)
+    return run
   }
 
   /**
@@ -395,36 +429,56 @@ export class Conversations extends Service {
     return this.home.get('commands')?.list(cwd) ?? []
   }
 
-  /** Shortens the history of an open, idle session (`ctx.compaction`). */
+  /**
+   * Adds `message` to the running turn of `id`: the agent delivers it with
+   * the next step's request. A session that is not running a turn is refused
+   * (send a prompt instead).
+   */
+  steer(id: string, message: Message): void {
+    const agent = this.agent(id, NOT_OPEN)
+    if (agent.status !== 'running')
+      throw invalid(
+        'sessionId',
+        `session ${id} is not running a turn, so there is nothing to steer; send the message as a prompt instead`,
+      )
+    agent.steer(message)
+  }
+
+  /** Shortens the history of an open, idle session (`ctx.compaction`); refused `busy` while it works. */
   async compact(id: string): Promise<CompactOutcome> {
     const compaction = this.home.get('compaction')
     if (!compaction) throw unavailable('compaction', 'compaction')
     const agent = this.agent(id)
-    return this.exclusive(agent, async () => {
-      const outcome = await compaction.compact(agent, { reason: 'manual' })
-      return {
+    if (this.tails.has(id) || agent.status === 'running')
+      throw busy(id, `session ${id} is already running a prompt; wait for it or call session/cancel`)
+    const run = compaction.compact(agent, { reason: 'manual' }).then(
+      (outcome): CompactOutcome => ({
         compacted: outcome.compacted,
         replaced: outcome.replaced,
         ...(outcome.error ? { error: outcome.error } : {}),
-      }
-    })
+      }),
+    )
+    this.queueBehind(id, run)
+    return run
   }
 
-  private async exclusive<T>(agent: Agent, work: () => Promise<T>): Promise<T> {
-    if (this.working.has(agent.id) || agent.status === 'running') {
-      throw busy(agent.id, `session ${agent.id} is already running a prompt; wait for it or call session/cancel`)
-    }
-    this.working.add(agent.id)
-    try {
-      return await work()
-    } finally {
-      this.working.delete(agent.id)
-    }
+  /** Makes `work` the last work of the session here: prompts that come later wait for it. */
+  private queueBehind(id: string, work: Promise<unknown>): void {
+    const tail: Promise<void> = work.then(
+      () => this.settled(id, tail),
+      () => this.settled(id, tail),
+    )
+    this.tails.set(id, tail)
   }
 
-  /** Cancels the running turn of `id`, if any; an unknown id is refused. */
+  private settled(id: string, tail: Promise<void>): void {
+    if (this.tails.get(id) === tail) this.tails.delete(id)
+  }
+
+  /** Cancels the running turn of `id`, if any, and drops its queued prompts; an unknown id is refused. */
   async cancel(id: string): Promise<void> {
     const agent = this.home.agents.get(id)
+    for (const ticket of this.waiting.get(id) ?? []) ticket.dropped = true
     if (agent) agent.cancel('user')
     else if (!this.home.sessions.get(id) && !(await this.stored(id))) throw notFound(id)
   }

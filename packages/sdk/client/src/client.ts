@@ -33,6 +33,8 @@ export type SessionUpdate =
   | { type: 'event'; event: WireEvent }
   | ({ type: 'delta' } & Delta)
   | { type: 'status'; status: 'running' | 'idle' }
+  /** A prompt (its request id) waits behind the session's running work; `position` 1 runs next. */
+  | { type: 'queued'; id: string | number; position: number }
 
 export interface ClientOptions {
   clientInfo?: { name: string; version?: string }
@@ -209,9 +211,17 @@ export class DshClient {
     return this.request('session/list', params)
   }
 
-  /** Sends a prompt and resolves when its turn ends, however it ended. */
+  /**
+   * Sends a prompt and resolves when its turn ends, however it ended. On a
+   * busy session it is queued (a `queued` update) and runs after the work ahead.
+   */
   prompt(sessionId: string, content: PromptContent): Promise<PromptResult> {
     return this.request('session/prompt', { sessionId, content })
+  }
+
+  /** Adds a message to the session's running turn, delivered with its next step; refused when no turn runs. */
+  async steer(sessionId: string, content: PromptContent): Promise<void> {
+    await this.request('session/steer', { sessionId, content })
   }
 
   /**
@@ -306,6 +316,8 @@ export class DshClient {
     let update: SessionUpdate
     if (method === 'session/event') update = { type: 'event', event: p.event as WireEvent }
     else if (method === 'session/status') update = { type: 'status', status: p.status as 'running' | 'idle' }
+    else if (method === 'session/queued')
+      update = { type: 'queued', id: p.id as string | number, position: p.position as number }
     else if (method === 'session/delta') {
       const { sessionId: _id, ...delta } = p
       update = { type: 'delta', ...(delta as Omit<Extract<SessionUpdate, { type: 'delta' }>, 'type'>) }
@@ -337,6 +349,10 @@ export class Session {
 
   run(prompt: PromptContent): Promise<string> {
     return this.client.run(prompt, { sessionId: this.id })
+  }
+
+  steer(content: PromptContent): Promise<void> {
+    return this.client.steer(this.id, content)
   }
 
   configure(settings: Omit<ParamsOf<'session/configure'>, 'sessionId'>): Promise<SessionSettings> {

@@ -103,15 +103,17 @@ describe('DshClient', () => {
     expect((await session.readEvents(log.length - 3)).map((e) => e.seq)).toEqual([log.length - 2, log.length - 1])
   })
 
-  it('cancels a running prompt, reports a busy session, and rejects run() with RunError when not completed', async () => {
+  it('cancels a running prompt and the one queued behind it, and rejects run() with RunError when not completed', async () => {
     mock.enqueue(reply.stall(2, reply.text('never ends')), reply.text('after the cancel'))
     const client = await connect()
     const session = await client.newSession({ cwd: work })
     const stream = session.events()
     const running = session.run('go')
     await collect(stream, (u) => u.type === 'delta')
-    await expect(session.prompt('meanwhile')).rejects.toMatchObject({ code: -32002 })
+    const queued = session.prompt('meanwhile')
+    await collect(stream, (u) => u.type === 'queued')
     await session.cancel()
+    expect((await queued).stopReason).toBe('cancelled')
     const error = await running.catch((e: unknown) => e)
     expect(error).toBeInstanceOf(RunError)
     expect((error as RunError).result.stopReason).toBe('cancelled')

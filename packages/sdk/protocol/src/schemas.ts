@@ -143,6 +143,8 @@ export const SessionListParams = z.object({
 })
 export const SessionListResult = z.object({ sessions: z.array(SessionSummary), nextCursor: z.string().optional() })
 export const SessionPromptParams = z.object({ sessionId, content: PromptContent })
+/** A message for the running turn: the agent adds it to the next step's request. */
+export const SessionSteerParams = SessionPromptParams
 export const PromptResult = z.object({
   stopReason: StopReason,
   text: z.string(),
@@ -197,6 +199,7 @@ export const ClientMethods = {
   'session/list': { params: SessionListParams, result: SessionListResult },
   'session/prompt': { params: SessionPromptParams, result: PromptResult },
   'session/configure': { params: SessionConfigureParams, result: SessionSettings },
+  'session/steer': { params: SessionSteerParams, result: empty },
   'session/cancel': { params: SessionRefParams, result: empty },
   'session/events': { params: SessionEventsParams, result: SessionEventsResult },
   'session/usage': { params: SessionRefParams, result: UsageReport },
@@ -217,11 +220,18 @@ export const SessionDeltaNotification = z.object({
   delta: z.string(),
 }) satisfies z.ZodType<Wire.Delta & { sessionId: string }>
 export const SessionStatusNotification = z.object({ sessionId: z.string(), status: z.enum(['running', 'idle']) })
+/** A `session/prompt` (its request `id`) waits for the session's running work: `position` 1 runs next. */
+export const SessionQueuedNotification = z.object({
+  sessionId: z.string(),
+  id: z.union([z.string(), z.number()]),
+  position: z.number().int().min(1),
+})
 
 export const ServerNotifications = {
   'session/event': SessionEventNotification,
   'session/delta': SessionDeltaNotification,
   'session/status': SessionStatusNotification,
+  'session/queued': SessionQueuedNotification,
 } as const
 
 // ---- server → client requests ----

@@ -36,6 +36,7 @@ export type SessionListResult = z.output<typeof S.SessionListResult>
 export type SessionEventNotification = z.output<typeof S.SessionEventNotification>
 export type SessionDeltaNotification = z.output<typeof S.SessionDeltaNotification>
 export type SessionStatusNotification = z.output<typeof S.SessionStatusNotification>
+export type SessionQueuedNotification = z.output<typeof S.SessionQueuedNotification>
 export type ApprovalRequestParams = z.output<typeof S.ApprovalRequestParams>
 export type ApprovalResult = z.input<typeof S.ApprovalResult>
 export type QuestionAskParams = z.output<typeof S.QuestionAskParams>

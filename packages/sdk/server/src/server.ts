@@ -9,6 +9,7 @@ import {
   invalidField,
   JsonRpcPeer,
   PROTOCOL_VERSION,
+  type RequestContext,
   type PromptResult,
   parseParams,
   type ResultOf,
@@ -33,7 +34,7 @@ interface LoaderLike {
 }
 
 type Params<M extends ClientMethod> = z.output<(typeof ClientMethods)[M]['params']>
-type Handlers = { [M in ClientMethod]: (params: Params<M>) => Promise<ResultOf<M>> }
+type Handlers = { [M in ClientMethod]: (params: Params<M>, request?: RequestContext) => Promise<ResultOf<M>> }
 
 const NOT_OPEN = ' (not open here: session/new creates one, session/resume opens a stored one)'
 
@@ -99,7 +100,7 @@ export class SdkServer {
       input: streams.input,
       output: streams.output,
       maxLineBytes: config.maxLineBytes,
-      onRequest: (method, params) => this.dispatch(method, params),
+      onRequest: (method, params, request) => this.dispatch(method, params, request),
       onNotification: (method, params) => {
         this.dispatch(method, params).catch((error) =>
           this.logger.warn('notification %s failed: %s', method, describe(error)),
@@ -129,7 +130,7 @@ export class SdkServer {
     ctx.effect(() => () => this.peer.close(), 'sdk connection')
   }
 
-  private async dispatch(method: string, params: unknown): Promise<unknown> {
+  private async dispatch(method: string, params: unknown, request?: RequestContext): Promise<unknown> {
     if (!Object.hasOwn(ClientMethods, method))
       throw new RpcError(ErrorCodes.MethodNotFound, `unknown method: ${method}`)
     const name = method as ClientMethod
@@ -138,7 +139,8 @@ export class SdkServer {
       throw new RpcError(ErrorCodes.NotInitialized, `${name}: call initialize first`)
     }
     const parsed = parseParams(name, ClientMethods[name].params, params)
-    const run = (this.handlers[name] as (p: unknown) => Promise<unknown>)(parsed).catch((error: unknown) => {
+    const handler = this.handlers[name] as (p: unknown, r?: RequestContext) => Promise<unknown>
+    const run = handler(parsed, request).catch((error: unknown) => {
       throw rpcError(name, error)
     })
     if (name === 'shutdown') return run
@@ -170,7 +172,11 @@ export class SdkServer {
       const page = await this.conversations.list({ ...p, limit: p.limit ?? this.config.listLimit })
       return { sessions: page.sessions.map(summary), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
     },
-    'session/prompt': (p) => this.prompt(p),
+    'session/prompt': (p, request) => this.prompt(p, request),
+    'session/steer': async (p) => {
+      this.conversations.steer(p.sessionId, this.message('session/steer', p.content))
+      return {}
+    },
     'session/configure': async ({ sessionId, model, reasoningEffort, preset, network, planMode }) => {
       await this.conversations.configure(sessionId, {
         ...(model ? { model } : {}),
@@ -182,7 +188,8 @@ export class SdkServer {
       return this.settings(sessionId)
     },
     'session/cancel': async (p) => {
-      this.conversations.agent(p.sessionId, NOT_OPEN).cancel('user')
+      this.conversations.agent(p.sessionId, NOT_OPEN)
+      await this.conversations.cancel(p.sessionId)
       return {}
     },
     'session/events': async (p) => ({ events: await this.conversations.events(p.sessionId, p.afterSeq) }),
@@ -286,20 +293,35 @@ export class SdkServer {
     return true
   }
 
-  private async prompt(p: Params<'session/prompt'>): Promise<PromptResult> {
-    const agent = this.conversations.agent(p.sessionId, NOT_OPEN)
-    const bytes = promptBytes(p.content)
+  /** The user message of a prompt or a steer; too big or empty is -32602 naming `content`. */
+  private message(method: ClientMethod, content: Params<'session/prompt'>['content']) {
+    const bytes = promptBytes(content)
     if (bytes > this.config.maxPromptBytes) {
       throw invalidField(
-        'session/prompt',
+        method,
         'content',
         `the prompt is ${bytes} bytes, more than the limit of ${this.config.maxPromptBytes} (maxPromptBytes)`,
       )
     }
-    const text = promptText(p.content)
-    if (text !== undefined && text.trim() === '') throw invalidField('session/prompt', 'content', 'the prompt is empty')
-    if (text?.trim() === '/compact') return this.compact(agent.id)
-    const events = await this.conversations.prompt(agent.id, userMessage(p.content))
+    const text = promptText(content)
+    if (text !== undefined && text.trim() === '') throw invalidField(method, 'content', 'the prompt is empty')
+    return userMessage(content)
+  }
+
+  /**
+   * Runs a prompt's turn and answers when it ends. On a busy session it is
+   * queued: `session/queued` says so at once, and the answer comes when its
+   * own turn ends. `/compact` and `/plan` are commands, not turns.
+   */
+  private async prompt(p: Params<'session/prompt'>, request?: RequestContext): Promise<PromptResult> {
+    const agent = this.conversations.agent(p.sessionId, NOT_OPEN)
+    const message = this.message('session/prompt', p.content)
+    const text = promptText(p.content)?.trim()
+    if (text === '/compact') return this.compact(agent.id)
+    const onQueued = (position: number) => {
+      if (request) this.peer.notify('session/queued', { sessionId: agent.id, id: request.id, position })
+    }
+    const events = await this.conversations.prompt(agent.id, message, { onQueued })
     return turnResult(events, this.conversations.meter(events))
   }
 

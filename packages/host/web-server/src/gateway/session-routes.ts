@@ -148,16 +148,31 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
     }
   })
 
-  route('POST', '/api/sessions/:id/messages', async (request) => {
+  /** The user message a body of text and images makes. */
+  const messageOf = async (request: ApiRequest): Promise<Message> => {
     const body = parseWith(MessageBody, await request.body(), 'message')
     const content: ContentBlock[] = []
     if (body.text.trim()) content.push({ type: 'text', text: body.text })
     for (const image of body.images ?? []) content.push({ type: 'image', mediaType: image.mediaType, data: image.data })
-    const message: Message = { id: newMessageId(), role: 'user', content, source: { kind: 'user' } }
+    return { id: newMessageId(), role: 'user', content, source: { kind: 'user' } }
+  }
+
+  // A message is a prompt of its own: it runs now, or is queued behind the running work (`queued: true`).
+  route('POST', '/api/sessions/:id/messages', async (request) => {
+    const message = await messageOf(request)
     const agent = await sessions.agent(idOf(request))
-    const queued = agent.status === 'running'
-    agent.send(message, 'followup')
+    let queued = false
+    conversations
+      .prompt(agent.id, message, { onQueued: () => (queued = true) })
+      .catch((error: unknown) => ctx.logger('web-api').warn('a message to %s failed: %s', agent.id, String(error)))
     return new JsonReply(202, { queued })
+  })
+
+  // A steer joins the running turn at its next step; a session that runs no turn is refused (400).
+  route('POST', '/api/sessions/:id/steer', async (request) => {
+    const message = await messageOf(request)
+    conversations.steer((await sessions.agent(idOf(request))).id, message)
+    return new JsonReply(202, {})
   })
 
   route('POST', '/api/sessions/:id/cancel', async (request) => {
