@@ -88,12 +88,6 @@ describe("the seeds' tool catalog", () => {
     const missing = Object.keys(catalog)
       .filter((name) => !registered.has(name))
       .sort()
-    expect(missing).toEqual([
-      'interrupt_agent',
-      'list_agents',
-      'list_subagent_models',
-      'read_image',
-      'send_message',
-    ])
+    expect(missing).toEqual(['interrupt_agent', 'list_agents', 'list_subagent_models', 'read_image', 'send_message'])
   })
 })
