@@ -82,6 +82,7 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
       'read-only',
       'workspace-write',
       'danger-full-access',
+      'plan',
     ])
 
     const result = await client.prompt(session.sessionId, 'bump the version')
@@ -429,7 +430,7 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     await expect(client.agent.request('session/set_mode', { sessionId, modeId: 'yolo' })).rejects.toMatchObject({
       code: -32602,
       message: expect.stringContaining(
-        'unknown mode "yolo"; the modes are read-only, workspace-write, danger-full-access',
+        'unknown mode "yolo"; the modes are read-only, workspace-write, danger-full-access, plan',
       ),
     })
   })

@@ -48,6 +48,31 @@ describe('dsh --profile headless', () => {
     expect(tool.content).toMatch(/hello\.txt/)
   })
 
+  it('--plan runs the task in plan mode: a write is refused and the answer is the plan', async () => {
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'write', arguments: { path: 'hello.txt', content: 'too early\n' } }]),
+      reply.text('# Plan\n1. Create hello.txt.'),
+    )
+    const result = await t.headless(['--plan', 'create hello.txt'])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe('# Plan\n1. Create hello.txt.\n')
+    expect(existsSync(path.join(t.work, 'hello.txt'))).toBe(false)
+    expect(JSON.stringify(t.mock.requests[0]?.body.messages)).toContain('Plan mode')
+    const { events } = await readLog(onlySessionId())
+    expect(events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }])
+    const denied = events.find((e) => e.type === 'tool/result')?.data
+    expect(denied).toMatchObject({ name: 'write', error: { code: 'DENIED' } })
+    expect(JSON.stringify(denied?.message)).toContain('plan mode')
+
+    // Without the flag the next task runs as usual.
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'write', arguments: { path: 'hello.txt', content: 'now\n' } }]),
+      reply.text('Created.'),
+    )
+    expect((await t.headless(['create hello.txt'])).code).toBe(0)
+    expect(readFileSync(path.join(t.work, 'hello.txt'), 'utf8')).toBe('now\n')
+  })
+
   it('runs bash and feeds its output back', async () => {
     t.mock.enqueue(
       reply.toolCalls([

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
 import { type DshProcess, startDsh } from '@dsh/testkit'
@@ -257,7 +258,10 @@ async function startSdk(): Promise<Driver> {
       return () => wire.received.filter((m) => m.method === 'approval/request').length
     },
     async setPlanMode(sessionId, on) {
-      expect(await configure(sessionId, { planMode: on })).toMatchObject({ planMode: on })
+      // `/plan` and `/plan off` are session/configure {planMode}.
+      const done = await wire.call('session/prompt', { sessionId, content: on ? '/plan' : '/plan off' })
+      expect(done.text).toContain(on ? 'Plan mode is on' : 'Plan mode is off')
+      expect(await configure(sessionId, {})).toMatchObject({ planMode: on })
     },
     async setPreset(sessionId, preset) {
       expect(await configure(sessionId, { preset })).toMatchObject({ preset })
@@ -310,6 +314,16 @@ async function startAcp(): Promise<Driver> {
       const loaded = await client.agent.request('session/load', { sessionId, cwd: t.work, mcpServers: [] })
       return loaded.modes?.currentModeId as Preset
     },
+    async setPlanMode(sessionId, on) {
+      await client.agent.request('session/set_mode', { sessionId, modeId: on ? 'plan' : 'workspace-write' })
+      await vi.waitFor(
+        () =>
+          expect(client.updatesOf(sessionId).findLast((u) => u.sessionUpdate === 'current_mode_update')).toMatchObject({
+            currentModeId: on ? 'plan' : 'workspace-write',
+          }),
+        { timeout: 20_000, interval: 20 },
+      )
+    },
     allowForSession() {
       client.permissionAnswers.push(...Array.from({ length: 10 }, () => 'allow_always' as const))
       return () => client.permissionRequests.length
@@ -328,7 +342,7 @@ const surfaces: Surface[] = [
     start: startSdk,
     has: ['fork', 'search', 'setPreset', 'answerQuestions', 'allowForSession', 'setPlanMode', 'setModel', 'steer'],
   },
-  { name: 'ACP', start: startAcp, has: ['setPreset', 'allowForSession'] },
+  { name: 'ACP', start: startAcp, has: ['setPreset', 'allowForSession', 'setPlanMode'] },
 ]
 
 /** The reason each surface reports for a turn stopped by the user. */
@@ -532,5 +546,27 @@ describe.each(able('steer'))('steering through the $name', { timeout: 90_000 }, 
     await dsh.close()
     const ends = (await readSessionLog(t.home, sessionId)).events.filter((e) => e.type === 'turn/end')
     expect(ends).toHaveLength(1)
+  })
+})
+
+describe.each(able('setPlanMode'))('plan mode through the $name', { timeout: 90_000 }, (surface) => {
+  it('plan mode on refuses a write in the workspace; turned off, the write runs', async () => {
+    const write = (name: string) =>
+      reply.toolCalls([{ name: 'write', arguments: { path: path.join(t.work, name), content: 'x' } }])
+    t.mock.enqueue(write('planned.txt'), reply.text('I am planning.'), write('done.txt'), reply.text('Written.'))
+    const dsh = await surface.start()
+    const sessionId = await dsh.newSession()
+    await dsh.setPlanMode?.(sessionId, true)
+    expect(await dsh.prompt(sessionId, 'write a file')).toBe(COMPLETED[surface.name])
+    expect(existsSync(path.join(t.work, 'planned.txt'))).toBe(false)
+    await dsh.setPlanMode?.(sessionId, false)
+    expect(await dsh.prompt(sessionId, 'now write it')).toBe(COMPLETED[surface.name])
+    await dsh.close()
+    const { events } = await readSessionLog(t.home, sessionId)
+    expect(events.filter((e) => e.type === 'plan/mode').map((e) => e.data.active)).toEqual([true, false])
+    const results = events.filter((e) => e.type === 'tool/result').map((e) => e.data)
+    expect(results[0]).toMatchObject({ name: 'write', error: { code: 'DENIED' } })
+    expect(JSON.stringify(results[0]?.message)).toContain('plan mode')
+    expect(results[1]?.error).toBeUndefined()
   })
 })

@@ -5,6 +5,7 @@ import type { Agent } from '@dsh/agent'
 import { type ApprovalPrompt, type ApprovalReply, ConversationError } from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
 import { NETWORK_MODES, type NetworkMode, PRESETS, type PermissionPreset } from '@dsh/permission'
+import type {} from '@dsh/plan-mode'
 import type { SessionEvent } from '@dsh/session'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { routeFilesThroughClient } from './client-fs.ts'
@@ -38,6 +39,8 @@ const MODE_NAMES: Record<PermissionPreset, string> = {
   'workspace-write': 'Workspace write',
   'danger-full-access': 'Full access',
 }
+/** The session mode that is plan mode (the others are the permission presets). */
+const PLAN_MODE = 'plan'
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
@@ -170,7 +173,13 @@ export class AcpServer {
     const { ctx } = this
     ctx.on('session/published', (session, event) => {
       const state = this.sessions.get(session.id)
-      if (state && state.agent.session.id === session.id) this.send(state, state.updates.live(event))
+      if (!state || state.agent.session.id !== session.id) return
+      this.send(state, state.updates.live(event))
+      // Plan mode turned on or off (by set_mode, or by an approved plan): the current mode changed.
+      if (event.type === 'plan/mode')
+        this.send(state, [
+          { sessionUpdate: 'current_mode_update', currentModeId: this.modes(session.id).currentModeId },
+        ])
     })
     ctx.on('agent/delta', (agent, delta) => {
       const state = this.sessions.get(agent.id)
@@ -253,9 +262,19 @@ export class AcpServer {
       'workspace-write': `Reads anywhere and writes inside the workspace; ${asks} anything else. Commands run sandboxed.`,
       'danger-full-access': 'Does everything without asking; commands run unconfined.',
     }
+    const planMode = this.ctx.get('planMode')
+    const plan = planMode
+      ? [
+          {
+            id: PLAN_MODE,
+            name: 'Plan',
+            description: `Only read-only tools run until you approve the agent's plan; then it works under ${MODE_NAMES[this.ctx.permission.preset(sessionId)]}.`,
+          },
+        ]
+      : []
     return {
-      currentModeId: this.ctx.permission.preset(sessionId),
-      availableModes: PRESETS.map((id) => ({ id, name: MODE_NAMES[id], description: describe[id] })),
+      currentModeId: planMode?.isActive(sessionId) ? PLAN_MODE : this.ctx.permission.preset(sessionId),
+      availableModes: [...PRESETS.map((id) => ({ id, name: MODE_NAMES[id], description: describe[id] })), ...plan],
     }
   }
 
@@ -378,12 +397,19 @@ export class AcpServer {
     })
   }
 
+  /** A preset mode leaves plan mode; the plan mode keeps the preset for after the plan. */
   private async setMode(params: acp.SetSessionModeRequest): Promise<acp.SetSessionModeResponse> {
     this.require(params.sessionId)
-    const preset = params.modeId as PermissionPreset
-    if (!PRESETS.includes(preset))
-      throw invalid(`unknown mode "${params.modeId}"; the modes are ${PRESETS.join(', ')}`, { modeId: params.modeId })
-    await this.ctx.conversations.configure(params.sessionId, { preset })
+    const modes = this.modes(params.sessionId).availableModes.map((m) => m.id)
+    if (!modes.includes(params.modeId))
+      throw invalid(`unknown mode "${params.modeId}"; the modes are ${modes.join(', ')}`, { modeId: params.modeId })
+    const hasPlan = modes.includes(PLAN_MODE)
+    await this.ctx.conversations.configure(
+      params.sessionId,
+      params.modeId === PLAN_MODE
+        ? { plan: true }
+        : { preset: params.modeId as PermissionPreset, ...(hasPlan ? { plan: false } : {}) },
+    )
     return {}
   }
 

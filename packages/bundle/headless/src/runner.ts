@@ -2,6 +2,7 @@ import { type Agent, summarizeTurns } from '@dsh/agent'
 import type {} from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
 import type {} from '@dsh/loader'
+import type {} from '@dsh/plan-mode'
 import type { SessionEvent, SessionId } from '@dsh/session'
 import { diagnosticCounts, resultDiagnostics } from '@dsh/tools'
 import type {} from '@dsh/session-persistence'
@@ -55,6 +56,11 @@ export function apply(ctx: Context) {
     } else {
       // Announced with the run's first published event, which waits for the stored input: no need to wait here.
       agent = await ctx.agents.create({ cwd: process.cwd(), options: overrides, waitForLog: false })
+    }
+    if (startup.plan) {
+      const planMode = ctx.get('planMode')
+      if (!planMode) throw new Error('--plan needs plan mode, and this profile has no plan-mode plugin')
+      planMode.set(agent.session, true)
     }
     const from = agent.session.nextSeq
     // The id goes out with the run's first published event: by then the task's message is stored (see holdPublished).

@@ -23,6 +23,8 @@ export interface HeadlessStartup {
   resume?: string
   /** Continue the most recent stored session started in the current directory. */
   continue: boolean
+  /** Run the task in plan mode: only read-only tools run, and the answer is the plan. */
+  plan: boolean
   model?: string
   /** The model route (`deepseek`, `anthropic`, `openai`, `google`, `openrouter`, `openai-compatible`, ...). */
   provider?: string
@@ -87,6 +89,7 @@ export function apply(ctx: Context) {
       (file: string, files: string[]) => [...files, file],
       [] as string[],
     )
+    .option('--plan', 'plan mode: only read-only tools run, nothing is changed, and the answer is the plan')
   const startup = parseCmdline(ctx, program, ({ args, options }): HeadlessStartup => {
     const stdin = args.includes('-')
     const task = args
@@ -106,6 +109,7 @@ export function apply(ctx: Context) {
       continue: options.continue === true,
       trustWorkspace: options.trustWorkspace === true,
       mcpConfig: Array.isArray(options.mcpConfig) ? options.mcpConfig.map(String) : [],
+      plan: options.plan === true,
     }
     if (value.continue && options.resume !== undefined)
       program.error('error: --continue and --resume cannot be used together')

@@ -318,11 +318,21 @@ export class SdkServer {
     const message = this.message('session/prompt', p.content)
     const text = promptText(p.content)?.trim()
     if (text === '/compact') return this.compact(agent.id)
+    if (text === '/plan' || text === '/plan off') return this.plan(agent.id, text === '/plan')
     const onQueued = (position: number) => {
       if (request) this.peer.notify('session/queued', { sessionId: agent.id, id: request.id, position })
     }
     const events = await this.conversations.prompt(agent.id, message, { onQueued })
     return turnResult(events, this.conversations.meter(events))
+  }
+
+  /** `/plan` and `/plan off`: `session/configure {planMode}`; the answer says what changed. */
+  private async plan(id: string, on: boolean): Promise<PromptResult> {
+    await this.handlers['session/configure']({ sessionId: id, planMode: on })
+    const text = on
+      ? 'Plan mode is on: only read-only tools run until you approve a plan (or send /plan off).'
+      : "Plan mode is off: tools run under the session's permission preset again."
+    return { stopReason: 'completed', text, usage: noUsage() }
   }
 
   /** `/compact`: the answer says what the compaction did. */
