@@ -50,7 +50,7 @@ describe('dsh --profile headless', () => {
 
   it('--plan runs the task in plan mode: a write is refused and the answer is the plan', async () => {
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: 'hello.txt', content: 'too early\n' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'hello.txt', content: 'too early\n' } }]),
       reply.text('# Plan\n1. Create hello.txt.'),
     )
     const result = await t.headless(['--plan', 'create hello.txt'])
@@ -66,7 +66,7 @@ describe('dsh --profile headless', () => {
 
     // Without the flag the next task runs as usual.
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: 'hello.txt', content: 'now\n' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'hello.txt', content: 'now\n' } }]),
       reply.text('Created.'),
     )
     expect((await t.headless(['create hello.txt'])).code).toBe(0)

@@ -122,7 +122,7 @@ describe('dsh --profile sdk', () => {
     const cancelled = await running
     expect(cancelled.result).toMatchObject({ stopReason: 'cancelled', turn: 1 })
     // The cancel dropped the queued prompt: it never became a turn.
-    expect((await queued).result).toEqual({ stopReason: 'cancelled', text: '', usage: expect.any(Object) })
+    expect((await queued).result).toEqual({ stopReason: 'cancelled', text: '', steps: 0, usage: expect.any(Object) })
     const next = await wire.call('session/prompt', { sessionId, content: 'Again.' })
     expect(next).toMatchObject({ stopReason: 'completed', text: 'Second answer.', turn: 2 })
     expect((await wire.shutdown()).code).toBe(0)

@@ -398,8 +398,8 @@ describe.each(able('allowForSession'))('approvals through the $name', { timeout:
   it('"allow for this session" is asked once: a second call of the same kind runs without asking', async () => {
     const outside = path.join(t.root, 'outside')
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: path.join(outside, 'one.txt'), content: '1' } }]),
-      reply.toolCalls([{ name: 'write', arguments: { path: path.join(outside, 'two.txt'), content: '2' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: path.join(outside, 'one.txt'), content: '1' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: path.join(outside, 'two.txt'), content: '2' } }]),
       reply.text('Both written.'),
     )
     const dsh = await surface.start()
@@ -552,7 +552,7 @@ describe.each(able('steer'))('steering through the $name', { timeout: 90_000 }, 
 describe.each(able('setPlanMode'))('plan mode through the $name', { timeout: 90_000 }, (surface) => {
   it('plan mode on refuses a write in the workspace; turned off, the write runs', async () => {
     const write = (name: string) =>
-      reply.toolCalls([{ name: 'write', arguments: { path: path.join(t.work, name), content: 'x' } }])
+      reply.toolCalls([{ name: 'write', arguments: { file_path: path.join(t.work, name), content: 'x' } }])
     t.mock.enqueue(write('planned.txt'), reply.text('I am planning.'), write('done.txt'), reply.text('Written.'))
     const dsh = await surface.start()
     const sessionId = await dsh.newSession()

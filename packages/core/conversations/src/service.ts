@@ -436,7 +436,7 @@ export class Conversations extends Service {
    */
   steer(id: string, message: Message): void {
     const agent = this.agent(id, NOT_OPEN)
-    if (agent.status !== 'running')
+    if (agent.status !== 'running' || !agent.session.turnState().open)
       throw invalid(
         'sessionId',
         `session ${id} is not running a turn, so there is nothing to steer; send the message as a prompt instead`,
