@@ -143,8 +143,6 @@ export const SessionListParams = z.object({
 })
 export const SessionListResult = z.object({ sessions: z.array(SessionSummary), nextCursor: z.string().optional() })
 export const SessionPromptParams = z.object({ sessionId, content: PromptContent })
-/** A message for the running turn: the agent adds it to the next step's request. */
-export const SessionSteerParams = SessionPromptParams
 export const PromptResult = z.object({
   stopReason: StopReason,
   text: z.string(),
@@ -199,7 +197,8 @@ export const ClientMethods = {
   'session/list': { params: SessionListParams, result: SessionListResult },
   'session/prompt': { params: SessionPromptParams, result: PromptResult },
   'session/configure': { params: SessionConfigureParams, result: SessionSettings },
-  'session/steer': { params: SessionSteerParams, result: empty },
+  // A steer takes what a prompt takes; it is delivered at the next step of the running turn.
+  'session/steer': { params: SessionPromptParams, result: empty },
   'session/cancel': { params: SessionRefParams, result: empty },
   'session/events': { params: SessionEventsParams, result: SessionEventsResult },
   'session/usage': { params: SessionRefParams, result: UsageReport },
