@@ -1,5 +1,6 @@
 import { parseCmdline } from '@dsh/cmdline'
 import type { Context } from '@dsh/cordis'
+import { parseRule } from '@dsh/permission-rules'
 import { NETWORK_MODES, type NetworkMode } from '@dsh/sandbox'
 import { Command } from 'commander'
 
@@ -42,6 +43,10 @@ export interface HeadlessStartup {
   trustWorkspace: boolean
   /** MCP files (`{ "mcpServers": ... }`) whose servers start for this run, as given on the command line. */
   mcpConfig: string[]
+  /** Permission rules for calls that run without asking (`--allow`, repeatable), as given. */
+  allow: string[]
+  /** Permission rules for calls that never run (`--deny`, repeatable), as given. */
+  deny: string[]
 }
 
 const PRESETS = ['read-only', 'workspace-write', 'danger-full-access'] as const
@@ -90,6 +95,19 @@ export function apply(ctx: Context) {
       [] as string[],
     )
     .option('--plan', 'plan mode: only read-only tools run, nothing is changed, and the answer is the plan')
+    .option(
+      '--allow <rule>',
+      'run matching calls without asking where the preset would ask, e.g. "mcp__github__*", ' +
+        '"web_fetch(domain:docs.python.org)" (never widens the sandbox); repeatable',
+      (rule: string, rules: string[]) => [...rules, rule],
+      [] as string[],
+    )
+    .option(
+      '--deny <rule>',
+      'never run matching calls, e.g. "bash(curl *)", "write(secrets/**)"; wins over --allow; repeatable',
+      (rule: string, rules: string[]) => [...rules, rule],
+      [] as string[],
+    )
   const startup = parseCmdline(ctx, program, ({ args, options }): HeadlessStartup => {
     const stdin = args.includes('-')
     const task = args
@@ -110,6 +128,17 @@ export function apply(ctx: Context) {
       trustWorkspace: options.trustWorkspace === true,
       mcpConfig: Array.isArray(options.mcpConfig) ? options.mcpConfig.map(String) : [],
       plan: options.plan === true,
+      allow: Array.isArray(options.allow) ? options.allow.map(String) : [],
+      deny: Array.isArray(options.deny) ? options.deny.map(String) : [],
+    }
+    for (const flag of ['allow', 'deny'] as const) {
+      for (const rule of value[flag]) {
+        try {
+          parseRule(rule)
+        } catch (error) {
+          program.error(`error: --${flag}: ${(error as Error).message}`)
+        }
+      }
     }
     if (value.continue && options.resume !== undefined)
       program.error('error: --continue and --resume cannot be used together')

@@ -149,6 +149,10 @@ export interface ToolAccess {
   escalated?: boolean
   /** A short human description for approval prompts, e.g. the command line. */
   summary?: string
+  /** For `execute`: the exact command line the call runs (what permission rules such as `bash(npm test*)` match). */
+  command?: string
+  /** For `network`: the URLs the call reaches (what `domain:` permission rules match). */
+  urls?: string[]
 }
 
 /** The frozen facts of one validated call, handed to every `tools/*` waterfall. */

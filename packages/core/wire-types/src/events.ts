@@ -44,6 +44,8 @@ export interface PermissionDecisionEvent {
   /** Why the call is outside the preset, naming the tool, the path or command, and the preset. */
   reason: string
   answer?: PermissionAnswer
+  /** The allow or deny rule that decided the call without asking (`bash(npm test*)`, `mcp__github__*`). */
+  rule?: string
 }
 
 /**

@@ -41,7 +41,21 @@ export function writeScope(cwd: string, extraRoots: readonly string[], temp: str
  * can do instead, and `scope`: the kind of action an `allow-session` answer
  * covers (this tool, this category of access).
  */
-export type Verdict = { inside: true } | { inside: false; reason: string; advice: string; scope: string }
+export type Verdict =
+  | { inside: true }
+  | {
+      inside: false
+      reason: string
+      advice: string
+      scope: string
+      /**
+       * Whether an allow rule may answer for the user: only when running the
+       * call widens neither the sandbox of commands nor the preset's file
+       * boundaries (a network tool, an MCP tool, an undeclared tool), never
+       * for writes, escalated commands or an access that could not be read.
+       */
+      ruleMayAllow: boolean
+    }
 
 export interface ClassifyOptions {
   preset: PermissionPreset
@@ -81,6 +95,7 @@ export async function classify(execution: ToolExecution, options: ClassifyOption
       reason: `tool "${tool}" could not say what it would touch (${access.error}), so preset "${preset}" cannot allow it`,
       advice: 'Tell the user what you need.',
       scope: `${tool}\u0000unknown`,
+      ruleMayAllow: false,
     }
   }
   const detail = access.summary?.trim() ? ` (${access.summary.trim()})` : ''
@@ -94,6 +109,7 @@ export async function classify(execution: ToolExecution, options: ClassifyOption
       reason: `tool "${tool}" ${what}, which preset "${preset}" does not allow`,
       advice: 'Do it inside the sandbox (without escalation) instead, or tell the user what you need and why.',
       scope: `${tool}\u0000escalated-${access.kind}`,
+      ruleMayAllow: access.kind !== 'execute' && access.kind !== 'write',
     }
   }
   switch (access.kind) {
@@ -108,6 +124,7 @@ export async function classify(execution: ToolExecution, options: ClassifyOption
         reason: `tool "${tool}" needs network access${detail}, which preset "${preset}" does not allow (the network is off in this deployment)`,
         advice: 'Continue without the network, or tell the user what you need.',
         scope: `${tool}\u0000network`,
+        ruleMayAllow: true,
       }
     case 'other':
       if (preset !== 'read-only') return INSIDE
@@ -116,6 +133,7 @@ export async function classify(execution: ToolExecution, options: ClassifyOption
         reason: `tool "${tool}" does not declare what it touches, so preset "read-only" cannot count it as a read`,
         advice: READ_ONLY_ADVICE,
         scope: `${tool}\u0000other`,
+        ruleMayAllow: true,
       }
     case 'write':
       return classifyWrite(execution, access, options)
@@ -138,6 +156,7 @@ async function classifyWrite(execution: ToolExecution, access: ToolAccess, optio
       reason: `tool "${tool}" would write${where}, but preset "read-only" allows no writes`,
       advice: READ_ONLY_ADVICE,
       scope: `${tool}\u0000write`,
+      ruleMayAllow: false,
     }
   }
   const scope = writeScope(cwd, options.extraWritableRoots, options.temp())
@@ -147,6 +166,7 @@ async function classifyWrite(execution: ToolExecution, access: ToolAccess, optio
       reason: `tool "${tool}" would write without saying where, so preset "workspace-write" cannot confirm it stays inside ${scope.workspace}`,
       advice: `Write inside the workspace (${scope.workspace}) with a tool that names its paths, or ask the user.`,
       scope: `${tool}\u0000write-unknown`,
+      ruleMayAllow: false,
     }
   }
   const outside: string[] = []
@@ -179,6 +199,7 @@ async function classifyWrite(execution: ToolExecution, access: ToolAccess, optio
       reason: `tool "${tool}" would write ${listed(outside)}, outside the folders preset "workspace-write" allows (${scope.roots.join(', ')})`,
       advice: `Write inside the workspace (${scope.workspace}) or the temp dir (${scope.temp}) instead, or ask the user to do it.`,
       scope: `${tool}\u0000write-outside${guarded.length ? '+protected' : ''}`,
+      ruleMayAllow: false,
     }
   }
   if (guarded.length) {
@@ -190,6 +211,7 @@ async function classifyWrite(execution: ToolExecution, access: ToolAccess, optio
         'which preset "workspace-write" keeps read-only',
       advice: 'Do not change these paths yourself; ask the user to make this change, or to approve it.',
       scope: `${tool}\u0000write-protected`,
+      ruleMayAllow: false,
     }
   }
   return INSIDE

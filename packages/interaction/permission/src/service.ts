@@ -13,6 +13,7 @@ import {
 import type { PreToolDecision, ToolCall, ToolExecution, ToolRunContext } from '@dsh/tools'
 import type { Session } from '@dsh/session'
 import { classify, writeScope } from './classify.ts'
+import { PermissionRules } from './rules.ts'
 import {
   PRESETS,
   type ApprovalPolicy,
@@ -33,6 +34,9 @@ export interface PermissionConfig {
   approval: ApprovalPolicy
   network: Record<ConfinedPreset, NetworkMode>
   extraWritableRoots: string[]
+  /** Absent: none. */
+  allow?: string[]
+  deny?: string[]
 }
 
 /** The presets whose commands run confined, each with a network setting. */
@@ -60,6 +64,15 @@ export const Config: Schema<PermissionConfig> = Schema.object({
     .description(
       'More folders workspace-write may write, besides the workspace and the temp dir; relative ones resolve against the session cwd.',
     ),
+  allow: Schema.array(Schema.string())
+    .default([])
+    .description(
+      'Rules for calls that run without asking (bash(npm test*), mcp__github__*, web_fetch(domain:docs.python.org)): ' +
+        'they answer for the user where the preset would ask, but never widen the sandbox or the writable folders.',
+    ),
+  deny: Schema.array(Schema.string())
+    .default([])
+    .description('Rules for calls that never run, under every preset; a deny rule wins over an allow rule.'),
 })
 
 export const DECISION_EVENT = 'permission/decision'
@@ -106,16 +119,26 @@ export class PermissionService extends Service {
   private readonly networkOverrides = new Map<string, NetworkMode>()
   /** This process's folder (0700) of session temp folders, made on first use. */
   private tempRoot: string | undefined
+  private readonly rules: PermissionRules
 
   constructor(ctx: Context, config: PermissionConfig) {
     super(ctx, 'permission')
     this.home = ctx
     this.settings = config
+    this.rules = new PermissionRules(config.allow ?? [], config.deny ?? [])
     ctx.sessions.registerEventType(ctx, DECISION_EVENT)
     ctx.sessions.registerEventType(ctx, PRESET_EVENT)
     ctx.sessions.registerEventType(ctx, NETWORK_EVENT)
     ctx.sessions.registerEventType(ctx, NETWORK_DECISION_EVENT)
     ctx.on('tools/pre-execute', (execution, next) => this.decide(execution, next), { prepend: true })
+    if (!this.rules.empty) {
+      // MCP servers connect in the background; by the end of the first step's waits their tools are known.
+      ctx.on('agent/pre-step', async (_agent, _step, next) => {
+        const decision = await next()
+        this.reportUnknownRules()
+        return decision
+      })
+    }
     ctx.on('session/created', (session) => this.adoptLoggedPreset(session))
     for (const session of ctx.sessions.list()) this.adoptLoggedPreset(session)
     ctx.on('session/closed', async (session) => {
@@ -286,26 +309,76 @@ export class PermissionService extends Service {
     }
   }
 
+  /** The allow and deny rules as configured, in order. */
+  ruleTexts(): { allow: string[]; deny: string[] } {
+    return { allow: this.rules.allow.map((rule) => rule.text), deny: this.rules.deny.map((rule) => rule.text) }
+  }
+
+  /** Warns once about each rule that matches no registered tool and no configured MCP server. */
+  reportUnknownRules(): void {
+    const servers =
+      this.home
+        .get('mcp')
+        ?.list()
+        .map((server) => server.name) ?? []
+    const tools = this.home.tools.list().map((tool) => tool.name)
+    for (const rule of this.rules.unreported(tools, servers)) {
+      const list = this.rules.deny.includes(rule) ? 'deny' : 'allow'
+      this.home.logger.warn(
+        'permission: the %s rule "%s" matches no known tool or MCP server (known tools: %s%s)',
+        list,
+        rule.text,
+        tools.join(', ') || 'none',
+        servers.length ? `; MCP servers: ${servers.join(', ')}` : '',
+      )
+    }
+  }
+
   private async decide(execution: ToolExecution, next: () => Promise<PreToolDecision>): Promise<PreToolDecision> {
     const { run } = execution
     const preset = this.preset(run.sessionId)
+    const logAs =
+      (reason: string) => (decision: PermissionDecisionEvent['decision'], answer?: PermissionAnswer, rule?: string) =>
+        this.record(execution, {
+          callId: execution.call.callId,
+          tool: execution.tool.name,
+          preset,
+          decision,
+          reason,
+          ...(answer ? { answer } : {}),
+          ...(rule ? { rule } : {}),
+        })
+    const subject = this.rules.empty ? undefined : await this.rules.subject(execution)
+    const denyRule = subject && this.rules.denied(subject)
+    if (denyRule) {
+      const reason = `tool "${execution.tool.name}" matches the deny rule "${denyRule.text}"`
+      logAs(reason)('deny', undefined, denyRule.text)
+      return {
+        kind: 'deny',
+        reason: `${reason}, so the call was not run. Do not retry it or work around it; tell the user what you needed.`,
+      }
+    }
+    const allowRule = subject && this.rules.allowed(subject)
+    // Asks from later listeners (a hook's "ask") are answered by an allow rule as the user would.
+    const answered = async (): Promise<PreToolDecision> => {
+      const decision = await next()
+      if (decision.kind !== 'ask' || !allowRule) return decision
+      logAs(decision.reason)('allow', undefined, allowRule.text)
+      return { kind: 'allow' }
+    }
     const verdict = await classify(execution, {
       preset,
       network: this.network(run.sessionId) === 'on',
       extraWritableRoots: this.settings.extraWritableRoots,
       temp: () => this.sessionTemp(run.sessionId),
     })
-    if (verdict.inside) return next()
+    if (verdict.inside) return answered()
     const { reason, advice, scope } = verdict
-    const log = (decision: PermissionDecisionEvent['decision'], answer?: PermissionAnswer) =>
-      this.record(execution, {
-        callId: execution.call.callId,
-        tool: execution.tool.name,
-        preset,
-        decision,
-        reason,
-        ...(answer ? { answer } : {}),
-      })
+    const log = logAs(reason)
+    if (allowRule && verdict.ruleMayAllow) {
+      log('allow', undefined, allowRule.text)
+      return answered()
+    }
 
     if (this.isSubagent(run.sessionId)) {
       log('deny')

@@ -857,12 +857,14 @@ describe('disposal', () => {
 })
 
 describe('config', () => {
-  it('defaults to workspace-write and ask, network off, no extra roots', () => {
+  it('defaults to workspace-write and ask, network off, no extra roots, no rules', () => {
     expect(permission.Config({} as never)).toEqual({
       preset: 'workspace-write',
       approval: 'ask',
       network: { 'read-only': 'off', 'workspace-write': 'proxy' },
       extraWritableRoots: [],
+      allow: [],
+      deny: [],
     })
   })
 

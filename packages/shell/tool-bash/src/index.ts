@@ -238,8 +238,8 @@ export function apply(ctx: Context, config: BashToolConfig) {
       timeoutMs: config.maxTimeoutMs + config.stopAllowanceMs,
       access: (args) =>
         args.escalate
-          ? { kind: 'execute', escalated: true, summary: args.command }
-          : { kind: 'execute', summary: args.command },
+          ? { kind: 'execute', escalated: true, summary: args.command, command: args.command }
+          : { kind: 'execute', summary: args.command, command: args.command },
       async execute(args, run): Promise<ToolOutput> {
         const escalated = args.escalate === true
         const policy = policyFor(run, escalated, args)

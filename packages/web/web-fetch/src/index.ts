@@ -104,7 +104,7 @@ export function createWebFetchTool(
     timeoutMs: config.timeoutMs,
     readOnly: true,
     isConcurrencySafe: () => true,
-    access: (args) => ({ kind: 'network', summary: `fetch ${args.url}` }),
+    access: (args) => ({ kind: 'network', summary: `fetch ${args.url}`, urls: [args.url] }),
     async execute(args, run): Promise<ToolOutput> {
       const start = parseTarget(args.url.trim(), config.maxUrlLength)
       const limits = config

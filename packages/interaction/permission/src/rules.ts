@@ -1,0 +1,61 @@
+import path from 'node:path'
+import { firstMatch, type PermissionRule, parseRules, type RuleSubject, unknownRules } from '@dsh/permission-rules'
+import type { ToolExecution } from '@dsh/tools'
+import { accessOf } from './classify.ts'
+import { resolveReal } from './paths.ts'
+
+/** The allow and deny rules of the permission row, parsed once. */
+export class PermissionRules {
+  readonly allow: PermissionRule[]
+  readonly deny: PermissionRule[]
+  private readonly reported = new Set<string>()
+
+  /** Throws for a malformed rule, naming the field and the entry (`permission.allow[1]: ...`). */
+  constructor(allow: readonly string[], deny: readonly string[]) {
+    this.allow = parseRules(allow, 'permission.allow')
+    this.deny = parseRules(deny, 'permission.deny')
+  }
+
+  get empty(): boolean {
+    return this.allow.length === 0 && this.deny.length === 0
+  }
+
+  /** The call as the rules see it: its access, and each path it names with where that path really leads. */
+  async subject(execution: ToolExecution): Promise<RuleSubject> {
+    const access = accessOf(execution)
+    const { cwd } = execution.run
+    const subject: RuleSubject = { tool: execution.tool.name, access: 'error' in access ? undefined : access, cwd }
+    if (!('error' in access) && access.paths?.length && this.hasPatterns()) {
+      subject.paths = await Promise.all(
+        access.paths.map(async (given) => {
+          const lexical = path.resolve(cwd, given)
+          const real = await resolveReal(lexical)
+          // A symlink loop has no real location: it counts as a form that no pattern matches.
+          return real === undefined ? [lexical, '\u0000loop'] : [...new Set([lexical, real])]
+        }),
+      )
+    }
+    return subject
+  }
+
+  private hasPatterns(): boolean {
+    return [...this.allow, ...this.deny].some((rule) => rule.pattern !== undefined)
+  }
+
+  denied(subject: RuleSubject): PermissionRule | undefined {
+    return firstMatch(this.deny, subject, 'deny')
+  }
+
+  allowed(subject: RuleSubject): PermissionRule | undefined {
+    return firstMatch(this.allow, subject, 'allow')
+  }
+
+  /** The rules that match no known tool or MCP server and were not reported yet (each is reported once). */
+  unreported(tools: readonly string[], mcpServers: readonly string[]): PermissionRule[] {
+    const fresh = unknownRules([...this.deny, ...this.allow], { tools, mcpServers }).filter(
+      (rule) => !this.reported.has(rule.text),
+    )
+    for (const rule of fresh) this.reported.add(rule.text)
+    return fresh
+  }
+}
