@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto'
-import type { Agent, AgentOptions, AgentStatus, Delivery, StepInfo, TurnOutcome } from '@dsh/agent'
+import {
+  type Agent,
+  type AgentOptions,
+  type AgentStatus,
+  type Delivery,
+  MessageBlocked,
+  type StepInfo,
+  type TurnOutcome,
+} from '@dsh/agent'
 import { type Context, emitIsolated } from '@dsh/cordis'
 import {
   BlockAssembler,
@@ -196,7 +204,14 @@ export class LoopAgent implements Agent {
       const config = await this.ctx.waterfall('agent/request', this, info, async () => ({ ...this.options }))
       this.reconcileSystem(config)
       for (const given of pending) {
-        const message = await this.ctx.waterfall('agent/user-message', this, given, async () => given)
+        let message: Message
+        try {
+          message = await this.ctx.waterfall('agent/user-message', this, given, async () => given)
+        } catch (error) {
+          if (!(error instanceof MessageBlocked)) throw error
+          this.endStep(turn, step)
+          return { turn, reason: 'error', error: { code: 'BLOCKED', message: error.message } }
+        }
         this.session.append('user/message', { message })
       }
       pending = []

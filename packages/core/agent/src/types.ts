@@ -77,3 +77,14 @@ export interface CreateAgentOptions {
 
 /** Builds the driver of an agent; the agent loop registers the one factory. */
 export type AgentFactory = (ctx: Context, session: Session, options: AgentOptions) => Agent
+
+/**
+ * Thrown by an `agent/user-message` listener to refuse a user's message (a
+ * UserPromptSubmit hook): the message is not logged and never reaches the
+ * model, and the turn ends with a `BLOCKED` error whose message is `reason`,
+ * which the surface shows to the user.
+ */
+export class MessageBlocked extends Error {
+  override name = 'MessageBlocked'
+  readonly code = 'BLOCKED'
+}

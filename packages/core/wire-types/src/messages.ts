@@ -60,6 +60,8 @@ export type LlmErrorCode =
   | 'ABORTED'
   | 'UNKNOWN_ROUTE'
   | 'INTERNAL'
+  /** A plugin refused the user's message before it was sent (a UserPromptSubmit hook); the message says why. */
+  | 'BLOCKED'
   | `HTTP_${number}`
 
 export interface LlmFailure {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { errorMessage } from '@dsh/tools'
 
 /** The hook events dsh runs. Both Claude Code and Codex name them so. */
-export const HOOK_EVENTS = ['PreToolUse', 'PostToolUse', 'Stop'] as const
+export const HOOK_EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionStart'] as const
 export type HookEventName = (typeof HOOK_EVENTS)[number]
 
 /** One command of a hooks file, with the matcher of its group. */

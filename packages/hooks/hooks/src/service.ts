@@ -1,6 +1,7 @@
 import path from 'node:path'
-import type { Agent } from '@dsh/agent'
+import { type Agent, MessageBlocked } from '@dsh/agent'
 import { type Context, type JsonValue, Schema, ScopedRegistry, Service } from '@dsh/cordis'
+import type { Message } from '@dsh/llm'
 import { type Session, textMessage } from '@dsh/session'
 import type {} from '@dsh/subprocess'
 import { errorMessage, type PreToolDecision, textOf, type ToolExecution, type ToolResult } from '@dsh/tools'
@@ -113,6 +114,10 @@ export class Hooks extends Service {
   private readonly pendingContext = new WeakMap<ToolExecution, string[]>()
   /** Per session: the turn Stop hooks kept going, and how often. */
   private readonly continued = new Map<string, { turn: number; times: number }>()
+  /** Per session: its SessionStart hooks' run, resolving with the context they gave. */
+  private readonly started = new Map<string, Promise<string[]>>()
+  /** The sessions whose SessionStart context went into a prompt already. */
+  private readonly startContextGiven = new Set<string>()
 
   constructor(ctx: Context, config: HooksConfig) {
     super(ctx, 'hooks')
@@ -123,7 +128,13 @@ export class Hooks extends Service {
     ctx.on('tools/pre-execute', (execution, next) => this.preToolUse(execution, next))
     ctx.on('tools/post-execute', (execution, result, next) => this.postToolUse(execution, result, next))
     ctx.on('agent/turn-stopping', (agent, info) => this.stop(agent as Agent, info))
-    ctx.on('session/closed', async (session) => void this.continued.delete(session.id))
+    ctx.on('agent/created', async (agent) => void (await this.sessionStart(agent, false)))
+    ctx.on('agent/user-message', (agent, given, next) => this.userPromptSubmit(agent, given, next))
+    ctx.on('session/closed', async (session) => {
+      this.continued.delete(session.id)
+      this.started.delete(session.id)
+      this.startContextGiven.delete(session.id)
+    })
   }
 
   /** Adds a flavor until its plugin is disposed or the disposer is called. */
@@ -176,6 +187,66 @@ export class Hooks extends Service {
     return { ...current, content: [...current.content, { type: 'text', text: `\n\n${notes.join('\n')}` }] }
   }
 
+  /**
+   * SessionStart: runs once per session, when its agent is created, or at its
+   * first prompt when that comes first (`agent/created` listeners run
+   * unawaited); the source is `resume` when the log already holds an earlier
+   * turn, else `startup`, and groups match on it. What the hooks print (plain
+   * stdout or `additionalContext`) is added to the session's next user message.
+   */
+  private sessionStart(agent: Agent, inTurn: boolean): Promise<string[]> {
+    const session = agent.session
+    const running = this.started.get(session.id)
+    if (running) return running
+    if (session.meta.parentSession !== undefined) return Promise.resolve([])
+    const turns = session.last('turn/start')?.data.turn ?? 0
+    const source = turns > (inTurn ? 1 : 0) ? 'resume' : 'startup'
+    // An agent can be created while the flavors' rows are still starting: their files count too.
+    const run = Promise.resolve(this.home.get('loader')?.settle())
+      .then(() =>
+        this.runAll('SessionStart', session.id, session.meta.cwd, AbortSignal.any([]), source, undefined, { source }),
+      )
+      .then((verdicts) => verdicts.flatMap((v) => (v.context ? [v.context] : [])))
+    this.started.set(session.id, run)
+    return run
+  }
+
+  /**
+   * UserPromptSubmit: runs for each message the user sent, before it is
+   * logged. A block refuses it (`MessageBlocked`: the turn ends with the
+   * reason, shown to the user, and the model never sees the message); the
+   * hooks' context, and that of the SessionStart hooks before it, is added to
+   * the message as a text block of its own.
+   */
+  private async userPromptSubmit(agent: Agent, given: Message, next: () => Promise<Message>): Promise<Message> {
+    const message = await next()
+    if (given.role !== 'user' || given.source.kind !== 'user') return message
+    const session = agent.session
+    const context: string[] = []
+    if (!this.startContextGiven.has(session.id)) {
+      this.startContextGiven.add(session.id)
+      for (const text of await this.sessionStart(agent, true)) context.push(`[SessionStart hook context] ${text}`)
+    }
+    const prompt = given.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n')
+    const verdicts = await this.runAll(
+      'UserPromptSubmit',
+      session.id,
+      session.meta.cwd,
+      AbortSignal.any([]),
+      undefined,
+      undefined,
+      { prompt },
+    )
+    const blocked = verdicts.filter((v) => v.decision === 'block')
+    if (blocked.length)
+      throw new MessageBlocked(
+        `a UserPromptSubmit hook blocked this prompt: ${blocked.map((v) => v.reason).join('; ')}`,
+      )
+    for (const v of verdicts) if (v.context) context.push(`[UserPromptSubmit hook context] ${v.context}`)
+    if (!context.length) return message
+    return { ...message, content: [...message.content, { type: 'text', text: context.join('\n') }] }
+  }
+
   private async stop(agent: Agent, info: { turn: number; signal: AbortSignal }): Promise<void> {
     const session = agent.session
     const state = this.continued.get(session.id)
@@ -222,7 +293,7 @@ export class Hooks extends Service {
           cwd,
           permission_mode: PERMISSION_MODES[this.home.get('permission')?.preset(sessionId) ?? ''] ?? 'default',
           hook_event_name: event,
-          ...(tool ? { tool_name: flavor.toolNames(tool)[0] ?? tool } : {}),
+          ...(tool && event !== 'SessionStart' ? { tool_name: flavor.toolNames(tool)[0] ?? tool } : {}),
           ...fields,
           ...(flavor.payloadExtras?.({ session, turn }) ?? {}),
         }
@@ -243,7 +314,8 @@ export class Hooks extends Service {
     const trust = this.home.get('workspaceTrust')
     const projectDir = trust?.folderOf(cwd) ?? path.resolve(cwd)
     for (const flavor of this.flavors.values()) {
-      const names = tool ? flavor.toolNames(tool) : []
+      // SessionStart groups match on the session's source (startup, resume), which no flavor renames.
+      const names = tool && event !== 'SessionStart' ? flavor.toolNames(tool) : []
       const take = (file: string) => {
         for (const hook of this.parse(file)) {
           if (hook.event !== event) continue
@@ -375,7 +447,11 @@ export function interpret(event: HookEventName, code: number | null, stdout: str
   if (code === 2) return { decision: 'block', reason: stderr.trim() || 'a hook blocked it (exit code 2)' }
   if (code !== 0) return { decision: 'failed', error: `exit code ${code}${stderr.trim() ? `: ${stderr.trim()}` : ''}` }
   const text = stdout.trim()
-  if (!text.startsWith('{')) return { decision: 'none' }
+  // Plain output of a prompt or session-start hook is context for the model, as in both tools.
+  if (!text.startsWith('{'))
+    return text && (event === 'UserPromptSubmit' || event === 'SessionStart')
+      ? { decision: 'none', context: text }
+      : { decision: 'none' }
   let answer: Record<string, unknown>
   try {
     answer = JSON.parse(text) as Record<string, unknown>
