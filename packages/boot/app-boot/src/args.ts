@@ -4,6 +4,7 @@ export type LaunchRequest =
   | { kind: 'version' }
   | { kind: 'plugin'; profile: string; pnpmArgs: string[] }
   | { kind: 'sessions'; args: string[] }
+  | { kind: 'mcp'; profile: string | undefined; args: string[] }
   | {
       kind: 'boot'
       profile: string
@@ -34,6 +35,7 @@ export function checkProfileName(name: string): string {
 export function parseLauncherArgs(argv: readonly string[]): LaunchRequest {
   if (argv[0] === 'plugin') return parsePluginArgs(argv.slice(1))
   if (argv[0] === 'sessions') return { kind: 'sessions', args: argv.slice(1) }
+  if (argv[0] === 'mcp') return parseMcpArgs(argv.slice(1))
   let profile: string | undefined
   const patches: string[] = []
   const dumps: string[] = []
@@ -84,6 +86,18 @@ export function parseLauncherArgs(argv: readonly string[]): LaunchRequest {
   return { kind: 'boot', profile, patches, dump, appArgs }
 }
 
+/** `dsh mcp [--profile <name>] <command...>`: the profile whose patch file holds the servers, else the home's. */
+function parseMcpArgs(argv: readonly string[]): LaunchRequest {
+  const [flag, name, ...rest] = argv
+  if (flag === '--profile') {
+    if (name === undefined) throw new UsageError('--profile needs a value')
+    return { kind: 'mcp', profile: checkProfileName(name), args: rest }
+  }
+  if (flag?.startsWith('--profile='))
+    return { kind: 'mcp', profile: checkProfileName(flag.slice('--profile='.length)), args: argv.slice(1) }
+  return { kind: 'mcp', profile: undefined, args: [...argv] }
+}
+
 function parsePluginArgs(argv: readonly string[]): LaunchRequest {
   const [flag, name, ...rest] = argv
   let profile: string | undefined
@@ -104,6 +118,7 @@ function parsePluginArgs(argv: readonly string[]): LaunchRequest {
 export const LAUNCHER_HELP = `Usage: dsh [--profile] <name> [options] [app-args...]
        dsh plugin --profile <name> <pnpm-args...>
        dsh sessions <list|search|show|export|reindex> [args...]
+       dsh mcp [--profile <name>] <add|list|remove> [args...]
 
 Boots a profile: an ordered stack of plugin bundles with your own YAML patch
 layers on top. Arguments after the launcher's own options go to the app.
@@ -126,4 +141,5 @@ Examples:
   dsh mine --patch ./debug.yml              a custom profile plus an overlay
   dsh plugin --profile mine add ./my-plugin install a plugin into a profile
   dsh sessions search flaky test            find past sessions by their words
+  dsh mcp add github npx -y @modelcontextprotocol/server-github   add an MCP server
 `

@@ -1,3 +1,4 @@
+import path from 'node:path'
 import { ConfigError, type Layer, renderComposed } from '@dsh/loader/compose'
 import { LAUNCHER_HELP, type LaunchRequest, parseLauncherArgs, UsageError } from './args.ts'
 import { resolveHome } from './home.ts'
@@ -5,7 +6,7 @@ import { compose, readFixedLayers, readUserLayers, userPatchFiles } from './laye
 import type { PreloadedModules } from './modules.ts'
 import { runPluginCommand } from './plugin-command.ts'
 import { openProfile } from './profile.ts'
-import { runSessionsCommand } from './sessions-command.ts'
+import { loadInstalledModule, runSessionsCommand } from './sessions-command.ts'
 import { ExitRequest, installSignalHandlers } from './shutdown.ts'
 
 export interface LaunchOptions {
@@ -19,6 +20,15 @@ export interface LaunchOptions {
   writeErr?: (text: string) => void
   /** In-box modules already evaluated (the startup snapshot); rows and commands naming them use these. */
   preloaded?: PreloadedModules
+}
+
+type McpModule = {
+  mcpCommand(options: {
+    args: readonly string[]
+    patchFile: string
+    writeOut(text: string): void
+    writeErr(text: string): void
+  }): Promise<number>
 }
 
 const LOG_LEVELS = new Set(['error', 'warn', 'info', 'debug'])
@@ -60,6 +70,19 @@ export async function launch(options: LaunchOptions): Promise<number> {
       writeOut,
       writeErr,
     })
+
+  if (request.kind === 'mcp') {
+    let patchFile = path.join(home, 'cordis.patch.yml')
+    try {
+      if (request.profile) patchFile = (await openProfile(home, request.profile, { create: true })).patchFile
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error
+      writeErr(`dsh: ${error.message}\n`)
+      return 1
+    }
+    const command = await loadInstalledModule<McpModule>('@dsh/mcp/command', 'mcp', { ...options, writeErr })
+    return command ? command.mcpCommand({ args: request.args, patchFile, writeOut, writeErr }) : 1
+  }
 
   const exit = new ExitRequest()
   const removeSignals = request.dump ? () => {} : installSignalHandlers(exit, writeErr)

@@ -23,23 +23,32 @@ const COMMAND_MODULE = '@dsh/session-catalog/command'
  */
 export async function runSessionsCommand(options: SessionsCommandOptions): Promise<number> {
   const { args, home, cwd, writeOut, writeErr } = options
-  const preloaded = options.preloaded?.get(COMMAND_MODULE)
-  let command: SessionsModule
-  if (preloaded) {
-    command = (await preloaded.load()) as SessionsModule
-  } else {
-    let url: string
-    try {
-      url = resolveEsm(COMMAND_MODULE, pathToFileURL(path.join(options.installDir, 'package.json')).href)
-    } catch (error) {
-      writeErr(
-        `dsh: sessions: cannot load ${COMMAND_MODULE} from the dsh installation (${options.installDir}): ${(error as Error).message}\n`,
-      )
-      return 1
-    }
-    command = (await import(url)) as SessionsModule
+  const command = await loadInstalledModule<SessionsModule>(COMMAND_MODULE, 'sessions', options)
+  return command ? command.sessionsCommand({ args, home, cwd, writeOut, writeErr }) : 1
+}
+
+/**
+ * A command's module, from the startup snapshot when it holds it, else
+ * resolved from the dsh installation; undefined (and said on stderr) when it
+ * cannot be found.
+ */
+export async function loadInstalledModule<T>(
+  specifier: string,
+  command: string,
+  options: Pick<SessionsCommandOptions, 'installDir' | 'preloaded' | 'writeErr'>,
+): Promise<T | undefined> {
+  const preloaded = options.preloaded?.get(specifier)
+  if (preloaded) return (await preloaded.load()) as T
+  let url: string
+  try {
+    url = resolveEsm(specifier, pathToFileURL(path.join(options.installDir, 'package.json')).href)
+  } catch (error) {
+    options.writeErr(
+      `dsh: ${command}: cannot load ${specifier} from the dsh installation (${options.installDir}): ${(error as Error).message}\n`,
+    )
+    return undefined
   }
-  return command.sessionsCommand({ args, home, cwd, writeOut, writeErr })
+  return (await import(url)) as T
 }
 
 type SessionsModule = {
