@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import type {} from '@dsh/agent'
 import { assertNever, type Context, Schema } from '@dsh/cordis'
+import { textMessage } from '@dsh/session'
 import { defineTool, textArgument, ToolError, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
 import { leadingContinuation } from './ring.ts'
@@ -10,6 +12,7 @@ export interface JobToolsConfig {
   maxWaitMs: number
   maxReadBytes: number
   timeoutAllowanceMs: number
+  notifyOnEnd: boolean
 }
 
 export const Config: Schema<JobToolsConfig> = Schema.object({
@@ -32,6 +35,11 @@ export const Config: Schema<JobToolsConfig> = Schema.object({
     .description(
       'How much longer than its wait a `job_output` call, and a `job_kill` call, may take before the tool runtime times it out, in milliseconds.',
     ),
+  notifyOnEnd: Schema.boolean()
+    .default(true)
+    .description(
+      "Tell the owning session's model when one of its jobs ends (a notice it reads at its next step), unless it stopped the job itself.",
+    ),
 })
 
 export const name = 'tool-jobs'
@@ -42,6 +50,20 @@ const CURSORS = 'jobs:read-offsets'
 /** Registers `job_output`, `job_list` and `job_kill`: the model's view of its own session's background jobs. */
 export function apply(ctx: Context, config: JobToolsConfig) {
   const jobs = ctx.jobs
+  // Jobs the model stopped with job_kill: it knows they ended, so they get no notice.
+  const stoppedByModel = new Set<string>()
+  if (config.notifyOnEnd)
+    ctx.on('jobs/finished', (job) => {
+      if (stoppedByModel.delete(job.id)) return
+      const text =
+        `[Background job ${job.id} (${job.label}) ended: ${statusText(job.status)}. ` +
+        'job_output reads what it printed.]'
+      // An idle session reads it with its next turn; a closed one (its jobs are killed with it) gets nothing.
+      ctx
+        .get('agents')
+        ?.get(job.sessionId)
+        ?.inject(textMessage('user', text, { kind: 'plugin', plugin: 'tool-jobs', form: 'notice' }))
+    })
 
   ctx.tools.register(
     ctx,
@@ -137,6 +159,7 @@ export function apply(ctx: Context, config: JobToolsConfig) {
           await jobs.kill(args.job_id, owner) // stops any background processes it left behind
           return { content: `job ${args.job_id} had already ended [status: ${statusText(before.status)}]` }
         }
+        stoppedByModel.add(args.job_id)
         const after: JobInfo = await notFoundAsToolError(args.job_id, () => jobs.kill(args.job_id, owner))
         return {
           content: `stopped job ${args.job_id} (${after.label})${args.reason ? ` because: ${args.reason}` : ''} [status: ${statusText(after.status)}]`,

@@ -23,6 +23,12 @@ export interface SubagentConfig {
   timeoutMs: number
   /** The system prompt section every child gets. */
   rolePrompt: string
+  /** Offer `run_in_background` on the `subagent` tool, and the tools that steer background children. */
+  enableRunInBackground: boolean
+  /** How many background children of one session may be working at the same time. */
+  maxConcurrentBackground: number
+  /** Offer `provider`, `model` and `reasoning_effort` on the `subagent` tool (the seeds' default schema has none). */
+  modelSelection: boolean
 }
 
 /** The name of the delegation tool, as the seeds' catalog spells it. */
@@ -75,6 +81,22 @@ export const Config: Schema<SubagentConfig> = Schema.object({
         'other agent as your result, and nothing else you wrote is.',
     )
     .description('The system prompt section every subagent gets.'),
+  enableRunInBackground: Schema.boolean()
+    .default(true)
+    .description(
+      'Offer run_in_background on the subagent tool, with list_agents, send_message and interrupt_agent to steer background children.',
+    ),
+  maxConcurrentBackground: Schema.natural()
+    .min(1)
+    .default(4)
+    .description(
+      'How many background subagents of one session may be working at once; starting or messaging one more is refused.',
+    ),
+  modelSelection: Schema.boolean()
+    .default(false)
+    .description(
+      "Let the model pick each child's provider, model and reasoning effort on the subagent tool (list_subagent_models shows the choices).",
+    ),
 })
 
 /** Checks what the schema cannot: names and the default type. Throws naming the field. */

@@ -2,7 +2,10 @@ import type {} from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import type {} from '@dsh/permission'
 import type {} from '@dsh/system-prompt'
+import { BackgroundChildren } from './background.ts'
 import { type AgentType, checkConfig, type SubagentConfig } from './config.ts'
+import { registerControlTools } from './control.ts'
+import { listModelsTool } from './models.ts'
 import { taskTool } from './task.ts'
 
 export { type AgentType, Config, type SubagentConfig, SUBAGENT_TOOL, toolFilter } from './config.ts'
@@ -12,9 +15,12 @@ export const name = 'subagent'
 export const inject = ['agents', 'tools', 'sessions', 'systemPrompt']
 
 /**
- * Registers the `task` tool: it runs a child agent in a session of its own
+ * Registers the `subagent` tool: it runs a child agent in a session of its own
  * (linked to the caller's), limited to its type's tools, and returns the
- * child's final answer. Children get a role section in their system prompt.
+ * child's final answer, or with `run_in_background` its id at once (the
+ * answer is injected into the parent later). Also `list_subagent_models` and,
+ * with background runs enabled, `list_agents`, `send_message` and
+ * `interrupt_agent`. Children get a role section in their system prompt.
  */
 export function apply(ctx: Context, config: SubagentConfig) {
   checkConfig(config)
@@ -27,5 +33,8 @@ export function apply(ctx: Context, config: SubagentConfig) {
       return type ? [config.rolePrompt, type.prompt ?? ''].join('\n\n') : undefined
     },
   })
-  ctx.tools.register(ctx, taskTool(ctx, config, children))
+  const background = config.enableRunInBackground ? new BackgroundChildren(ctx, config) : undefined
+  ctx.tools.register(ctx, taskTool(ctx, config, children, background))
+  ctx.tools.register(ctx, listModelsTool(ctx, config))
+  if (background) registerControlTools(ctx, background)
 }

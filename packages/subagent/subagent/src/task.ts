@@ -1,14 +1,27 @@
-import type { Agent } from '@dsh/agent'
+import type { Agent, AgentOptions } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
+import { REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
 import type { SessionEvent, SessionId } from '@dsh/session'
 import { defineTool, oneLine, textArgument, textOf, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
+import type { BackgroundChildren } from './background.ts'
 import { type AgentType, type SubagentConfig, SUBAGENT_TOOL, toolFilter } from './config.ts'
 
 export interface TaskArgs {
   description: string
   prompt: string
   subagent_type?: string | undefined
+  run_in_background?: boolean | undefined
+  provider?: string | undefined
+  model?: string | undefined
+  reasoning_effort?: ReasoningEffort | undefined
+}
+
+/** A child agent set up for a task; `release` takes its tool subset and prompt section away once it is disposed. */
+export interface StartedChild {
+  agent: Agent
+  type: string
+  release(): void
 }
 
 /** How many ancestors a live session has. */
@@ -22,14 +35,19 @@ export function depthOf(ctx: Context, sessionId: string): number {
   return depth
 }
 
-/** The `subagent` tool; `children` maps each running child session to its type, for the system prompt. */
-export function taskTool(ctx: Context, config: SubagentConfig, children: Map<string, AgentType>) {
+/** The `subagent` tool; `children` maps each live child session to its type, for the system prompt. */
+export function taskTool(
+  ctx: Context,
+  config: SubagentConfig,
+  children: Map<string, AgentType>,
+  background: BackgroundChildren | undefined,
+) {
   const names = Object.keys(config.types) as [string, ...string[]]
   const catalog =
     names.length > 1
       ? `\nSubagent types:\n${names.map((name) => `- ${name}: ${config.types[name]?.description}`).join('\n')}`
       : ''
-  const base = {
+  const shape: Record<string, z.ZodType> = {
     description: z
       .string()
       .trim()
@@ -42,10 +60,30 @@ export function taskTool(ctx: Context, config: SubagentConfig, children: Map<str
       .min(1)
       .describe('The complete task for the subagent, including what its final answer should contain.'),
   }
-  // One configured type needs no choice, and the seeds' catalog has none: the parameter exists only with several.
-  const choice = z.enum(names).optional().describe(`The kind of subagent (default: ${config.defaultType}).`)
-  const withChoice = z.object({ ...base, subagent_type: choice })
-  const parameters = names.length > 1 ? withChoice : (z.object(base) as unknown as typeof withChoice)
+  // Each optional part exists only when configured, so the default schema is the seeds' own.
+  if (names.length > 1)
+    shape.subagent_type = z.enum(names).optional().describe(`The kind of subagent (default: ${config.defaultType}).`)
+  if (background)
+    shape.run_in_background = z
+      .boolean()
+      .optional()
+      .describe(
+        'true: start the subagent and return its agent id at once; you are told when it finishes. Default false: wait for its answer.',
+      )
+  if (config.modelSelection) {
+    shape.provider = z.string().min(1).optional().describe("The child's model provider (default: yours).")
+    shape.model = z
+      .string()
+      .min(1)
+      .optional()
+      .describe("The child's model id (default: yours); see list_subagent_models.")
+    shape.reasoning_effort = z.enum(REASONING_EFFORTS).optional().describe("The child's reasoning effort.")
+  }
+  const parameters = z.object(shape) as unknown as z.ZodObject<{ [K in keyof TaskArgs]-?: z.ZodType<TaskArgs[K]> }>
+  const backgroundText = background
+    ? ' With run_in_background: true the call returns the agent id at once and the subagent works on; its result reaches you as a ' +
+      'message when it finishes (do not poll). list_agents, send_message and interrupt_agent manage background subagents.'
+    : ''
   return defineTool({
     name: SUBAGENT_TOOL,
     presentation: {
@@ -58,23 +96,27 @@ export function taskTool(ctx: Context, config: SubagentConfig, children: Map<str
       'Hand one self-contained task to a subagent: a fresh agent with its own session and tools that works on its own and returns its final ' +
       'answer as the result of this call. It sees nothing of this conversation, so the prompt must carry every fact, path and constraint it ' +
       'needs and say what the answer should contain. Use it for independent research or a well-separated piece of work; several subagent calls ' +
-      `in one reply run at the same time. Subagents cannot ask the user anything or get approvals.${catalog}`,
+      `in one reply run at the same time. Subagents cannot ask the user anything or get approvals.${backgroundText}${catalog}`,
     parameters,
     timeoutMs: config.timeoutMs,
     isConcurrencySafe: () => true,
     // The child's own calls are each checked against its preset (the parent's); starting it touches nothing.
     access: (args) => ({ kind: 'read', summary: `subagent task "${args.description}"` }),
-    execute: (args, run) => runChild(ctx, config, children, args, run),
+    execute: (args, run) =>
+      args.run_in_background && background
+        ? background.start(args, run, () => startChild(ctx, config, children, args, run))
+        : runChild(ctx, config, children, args, run),
   })
 }
 
-async function runChild(
+/** Creates the child session and agent, limits its tools and gives it the parent's permissions (never more). */
+export async function startChild(
   ctx: Context,
   config: SubagentConfig,
   children: Map<string, AgentType>,
   args: TaskArgs,
   run: ToolRunContext,
-): Promise<ToolOutput> {
+): Promise<StartedChild> {
   const depth = depthOf(ctx, run.sessionId) + 1
   if (depth > config.maxDepth) {
     throw new ToolError(
@@ -90,19 +132,60 @@ async function runChild(
       `there is no subagent type "${typeName}"; known: ${Object.keys(config.types).join(', ')}`,
     )
   const parent = ctx.agents.get(run.sessionId)
+  const options: Partial<AgentOptions> = { ...parent?.options, ...(type.model ? { model: type.model } : {}) }
+  Object.assign(options, chosenModel(ctx, args))
   const child = await ctx.agents.create({
     cwd: run.cwd,
     parentSession: run.sessionId as SessionId,
     title: args.description,
-    options: { ...parent?.options, ...(type.model ? { model: type.model } : {}) },
+    options,
   })
+  children.set(child.id, type)
+  const unrestrict = ctx.tools.restrict(ctx, child.id, toolFilter(type, depth < config.maxDepth))
+  const permission = ctx.get('permission')
+  if (permission) {
+    permission.setPreset(child.id, permission.preset(run.sessionId))
+    // The network setting too: a parent that turned the network off must not get it back through a child.
+    permission.setNetwork(child.id, permission.network(run.sessionId))
+  }
+  return {
+    agent: child,
+    type: typeName,
+    release: () => {
+      unrestrict()
+      children.delete(child.id)
+    },
+  }
+}
+
+/** The model settings the call asked for (modelSelection), checked against the registered providers. */
+function chosenModel(ctx: Context, args: TaskArgs): Partial<AgentOptions> {
+  const out: Partial<AgentOptions> = {}
+  if (args.provider !== undefined) {
+    const routes = ctx.get('llm')?.listRoutes() ?? []
+    if (!routes.includes(args.provider))
+      throw new ToolError(
+        'UNKNOWN_PROVIDER',
+        `there is no model provider "${args.provider}"; known: ${routes.join(', ') || 'none'} (see list_subagent_models)`,
+      )
+    out.provider = args.provider
+  }
+  if (args.model !== undefined) out.model = args.model
+  if (args.reasoning_effort !== undefined) out.reasoningEffort = args.reasoning_effort
+  return out
+}
+
+async function runChild(
+  ctx: Context,
+  config: SubagentConfig,
+  children: Map<string, AgentType>,
+  args: TaskArgs,
+  run: ToolRunContext,
+): Promise<ToolOutput> {
+  const started = await startChild(ctx, config, children, args, run)
+  const child = started.agent
   const cancel = () => child.cancel('parent')
-  let unrestrict: (() => void) | undefined
   try {
-    children.set(child.id, type)
-    unrestrict = ctx.tools.restrict(ctx, child.id, toolFilter(type, depth < config.maxDepth))
-    const permission = ctx.get('permission')
-    permission?.setPreset(child.id, permission.preset(run.sessionId))
     run.signal.addEventListener('abort', cancel, { once: true })
     if (run.signal.aborted) return outcome(child)
     child.followup(args.prompt)
@@ -111,19 +194,23 @@ async function runChild(
   } finally {
     run.signal.removeEventListener('abort', cancel)
     await ctx.agents.dispose(child)
-    unrestrict?.()
-    children.delete(child.id)
+    started.release()
   }
 }
 
-/** The child's final answer, or an error result carrying the code of what stopped it. */
-function outcome(child: Agent): ToolOutput {
-  const meta = { sessionId: child.id }
-  const end = child.session.last('turn/end')
+/** The text of the child's last non-empty reply, if any. */
+export function lastAnswer(child: Agent): string {
   const replies = child.session.events.filter(
     (e): e is SessionEvent<'assistant/message'> => e.type === 'assistant/message',
   )
-  const answer = replies.map((e) => textOf(e.data.message.content).trim()).findLast((text) => text.length > 0) ?? ''
+  return replies.map((e) => textOf(e.data.message.content).trim()).findLast((text) => text.length > 0) ?? ''
+}
+
+/** The child's final answer, or an error result carrying the code of what stopped it. */
+export function outcome(child: Agent): ToolOutput {
+  const meta = { sessionId: child.id }
+  const end = child.session.last('turn/end')
+  const answer = lastAnswer(child)
   const partial = answer ? `\nIts last message:\n${answer}` : ''
   switch (end?.data.reason) {
     case 'completed':
