@@ -38,7 +38,10 @@ export class BackgroundChildren {
     private readonly ctx: Context,
     private readonly config: SubagentConfig,
   ) {
-    ctx.on('agent/turn-end', (agent) => this.turnEnded(agent))
+    // On the append itself, so the parent holds the notice before any surface is told the child's turn ended.
+    ctx.on('session/event', (session, event) => {
+      if (event.type === 'turn/end') this.turnEnded(session.id)
+    })
     ctx.on('agent/disposed', (agent) => this.disposed(agent))
     ctx.effect(() => () => void this.disposeAll(), 'background subagents')
   }
@@ -70,9 +73,14 @@ export class BackgroundChildren {
     return false
   }
 
+  /** Whether the child is in a turn: false from the moment its turn ends (before the agent reports idle). */
+  working(entry: BackgroundChild): boolean {
+    return entry.agent.status === 'running' && entry.agent.session.turnState().open
+  }
+
   /** Refuses, naming the limit, when `parent` already has as many children working as it may. */
   checkCapacity(parent: string): void {
-    const working = [...this.entries.values()].filter((e) => e.parent === parent && e.agent.status === 'running')
+    const working = [...this.entries.values()].filter((e) => e.parent === parent && this.working(e))
     const count = working.length + (this.starting.get(parent) ?? 0)
     if (count >= this.config.maxConcurrentBackground)
       throw new ToolError(
@@ -113,7 +121,7 @@ export class BackgroundChildren {
 
   /** Hands a message to a child: a new turn when it is idle (with the turn's time limit), else the next step. */
   deliver(entry: BackgroundChild, message: Message, delivery: 'followup' | 'steer'): void {
-    const idle = entry.agent.status === 'idle'
+    const idle = !this.working(entry)
     entry.agent.send(message, idle ? 'followup' : delivery)
     if (idle) {
       clearTimeout(entry.timer)
@@ -122,9 +130,10 @@ export class BackgroundChildren {
     }
   }
 
-  private turnEnded(agent: Agent): void {
-    const entry = this.entries.get(agent.id)
+  private turnEnded(id: string): void {
+    const entry = this.entries.get(id)
     if (!entry) return
+    const agent = entry.agent
     clearTimeout(entry.timer)
     const end = agent.session.last('turn/end')?.data
     if (end) entry.lastEnd = end.reason

@@ -6,8 +6,8 @@ import type { BackgroundChild, BackgroundChildren } from './background.ts'
 
 const agentId = z.string().trim().min(1).describe('The agent id the subagent call returned (its session id).')
 
-function status(entry: BackgroundChild): string {
-  if (entry.agent.status === 'running') return 'running'
+function status(background: BackgroundChildren, entry: BackgroundChild): string {
+  if (background.working(entry)) return 'running'
   return entry.lastEnd ? `idle (last turn: ${entry.lastEnd})` : 'idle'
 }
 
@@ -42,14 +42,14 @@ export function registerControlTools(ctx: Context, background: BackgroundChildre
         if (entries.length === 0) return { content: 'You have no background subagents.', meta: { agents: [] } }
         const lines = entries.map((entry) => {
           const tree = args.scope === 'descendants' ? ` depth ${entry.depth}, parent ${entry.parent},` : ''
-          return `- ${entry.agent.id}:${tree} ${status(entry)} — ${entry.description} (type ${entry.type})`
+          return `- ${entry.agent.id}:${tree} ${status(background, entry)} — ${entry.description} (type ${entry.type})`
         })
         const meta = entries.map((entry) => ({
           agentId: entry.agent.id,
           parent: entry.parent,
           depth: entry.depth,
           description: entry.description,
-          status: entry.agent.status,
+          status: background.working(entry) ? 'running' : 'idle',
           ...(entry.lastEnd ? { lastEnd: entry.lastEnd } : {}),
         }))
         return { content: lines.join('\n'), meta: { agents: meta } }
@@ -90,7 +90,7 @@ export function registerControlTools(ctx: Context, background: BackgroundChildre
             )
           throw unknownAgent(args.agent_id)
         }
-        const idle = entry.agent.status === 'idle'
+        const idle = !background.working(entry)
         if (idle) background.checkCapacity(run.sessionId)
         const message = textMessage('user', `Message from the agent that started you:\n${args.message}`, {
           kind: 'plugin',
@@ -127,7 +127,7 @@ export function registerControlTools(ctx: Context, background: BackgroundChildre
       execute: (args, run) => {
         const entry = background.get(args.agent_id)
         if (!entry || !background.isBelow(args.agent_id, run.sessionId)) throw unknownAgent(args.agent_id)
-        if (entry.agent.status !== 'running')
+        if (!background.working(entry))
           return {
             content: `${args.agent_id} was not working; nothing to interrupt.`,
             meta: { sessionId: args.agent_id },
