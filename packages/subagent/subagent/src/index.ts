@@ -6,7 +6,7 @@ import { BackgroundChildren } from './background.ts'
 import { type AgentType, checkConfig, type SubagentConfig } from './config.ts'
 import { registerControlTools } from './control.ts'
 import { listModelsTool } from './models.ts'
-import { taskTool } from './task.ts'
+import { inheritPermissions, taskTool } from './task.ts'
 
 export { type AgentType, Config, type SubagentConfig, SUBAGENT_TOOL, toolFilter } from './config.ts'
 export { depthOf } from './task.ts'
@@ -32,6 +32,12 @@ export function apply(ctx: Context, config: SubagentConfig) {
       const type = children.get(target.sessionId)
       return type ? [config.rolePrompt, type.prompt ?? ''].join('\n\n') : undefined
     },
+  })
+  // A parent's later change of preset or network reaches its live children (and, through their logs, theirs).
+  ctx.on('session/event', (session, event) => {
+    if (event.type !== 'permission/preset' && event.type !== 'permission/network') return
+    for (const id of children.keys())
+      if (ctx.sessions.get(id)?.meta.parentSession === session.id) inheritPermissions(ctx, session.id, id)
   })
   const background = config.enableRunInBackground ? new BackgroundChildren(ctx, config) : undefined
   ctx.tools.register(ctx, taskTool(ctx, config, children, background))

@@ -142,12 +142,7 @@ export async function startChild(
   })
   children.set(child.id, type)
   const unrestrict = ctx.tools.restrict(ctx, child.id, toolFilter(type, depth < config.maxDepth))
-  const permission = ctx.get('permission')
-  if (permission) {
-    permission.setPreset(child.id, permission.preset(run.sessionId))
-    // The network setting too: a parent that turned the network off must not get it back through a child.
-    permission.setNetwork(child.id, permission.network(run.sessionId))
-  }
+  inheritPermissions(ctx, run.sessionId, child.id)
   return {
     agent: child,
     type: typeName,
@@ -156,6 +151,17 @@ export async function startChild(
       children.delete(child.id)
     },
   }
+}
+
+/**
+ * Gives a child its parent's preset and network setting (both logged in the child's session), never more:
+ * a parent that turned the network off must not get it back through a child.
+ */
+export function inheritPermissions(ctx: Context, parent: string, child: string): void {
+  const permission = ctx.get('permission')
+  if (!permission) return
+  permission.setPreset(child, permission.preset(parent))
+  permission.setNetwork(child, permission.network(parent))
 }
 
 /** The model settings the call asked for (modelSelection), checked against the registered providers. */

@@ -253,6 +253,38 @@ describe('the subagent tool', () => {
   })
 })
 
+describe('background children', () => {
+  it("follow their parent's later preset and network change, so they never keep more than it has", async () => {
+    const h = await start({}, { preset: 'workspace-write' })
+    const agents = created(h)
+    let release!: () => void
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    h.mock.setFallback(async (req) => {
+      if (isChild(req)) {
+        await held
+        return reply.text('child done')
+      }
+      return lastToolMessage(req) ? reply.text('parent done') : task('Work.', { run_in_background: true })
+    })
+    const parent = await h.createAgent()
+    parent.followup('go')
+    await parent.whenIdle()
+    const child = agents.find((a) => a !== parent) as Agent
+    expect(child.session.meta.parentSession).toBe(parent.id)
+    expect(h.root.permission.preset(child.id)).toBe('workspace-write')
+
+    h.root.permission.setPreset(parent.id, 'read-only')
+    h.root.permission.setNetwork(parent.id, 'off')
+    expect(h.root.permission.preset(child.id)).toBe('read-only')
+    expect(h.root.permission.network(child.id)).toBe('off')
+    expect(child.session.last('permission/preset')?.data.preset).toBe('read-only')
+    release()
+    await child.whenIdle()
+  })
+})
+
 describe('the plugin', () => {
   it('takes its tool and prompt section away when disposed', async () => {
     const h = await setup()
