@@ -99,7 +99,7 @@ describe('compaction through the headless app', () => {
       '<compacted-summary>\n- read a.txt: thirty lines, one marked alpha\n</compacted-summary>',
     )
     expect(wire(after)).not.toContain('content of file a (alpha)')
-    expect(history.flatMap((m) => m.tool_calls ?? []).map((c) => JSON.parse(c.function.arguments).path)).toEqual([
+    expect(history.flatMap((m) => m.tool_calls ?? []).map((c) => JSON.parse(c.function.arguments).file_path)).toEqual([
       'b.txt',
       'c.txt',
     ])

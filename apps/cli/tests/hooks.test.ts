@@ -56,8 +56,14 @@ async function put(file: string, text: string) {
 function twoCommands() {
   t.mock.setFallback((req: RecordedRequest) => {
     const done = toolTexts(req).length
-    if (done === 0) return reply.toolCalls([{ name: 'bash', arguments: { command: 'echo forbidden-thing' } }])
-    if (done === 1) return reply.toolCalls([{ name: 'bash', arguments: { command: 'echo allowed-thing' } }])
+    if (done === 0)
+      return reply.toolCalls([
+        { name: 'bash', arguments: { command: 'echo forbidden-thing', description: 'run a command' } },
+      ])
+    if (done === 1)
+      return reply.toolCalls([
+        { name: 'bash', arguments: { command: 'echo allowed-thing', description: 'run a command' } },
+      ])
     return reply.text('Done.')
   })
 }

@@ -90,10 +90,10 @@ describe('allow and deny rules through the headless bin', () => {
 
   it('bash(...) deny: every command of the line counts, and the others still run', async () => {
     calls(
-      { name: 'bash', arguments: { command: 'echo one; touch pwned-1' } },
-      { name: 'bash', arguments: { command: 'echo $(touch pwned-2)' } },
-      { name: 'bash', arguments: { command: 'X=1 /usr/bin/touch pwned-3' } },
-      { name: 'bash', arguments: { command: 'echo still-runs' } },
+      { name: 'bash', arguments: { command: 'echo one; touch pwned-1', description: 'run a command' } },
+      { name: 'bash', arguments: { command: 'echo $(touch pwned-2)', description: 'run a command' } },
+      { name: 'bash', arguments: { command: 'X=1 /usr/bin/touch pwned-3', description: 'run a command' } },
+      { name: 'bash', arguments: { command: 'echo still-runs', description: 'run a command' } },
     )
     const result = await run(['--deny', 'bash(touch *)', 'go'])
     expect(result.code).toBe(0)
@@ -107,10 +107,10 @@ describe('allow and deny rules through the headless bin', () => {
   it('write(...) deny: a path pattern relative to the workspace, also through a symlink', async () => {
     await mkdir(path.join(t.work, 'secrets'))
     calls(
-      { name: 'write', arguments: { path: 'secrets/key.txt', content: 'x' } },
-      { name: 'bash', arguments: { command: 'ln -s secrets via-link' } },
-      { name: 'write', arguments: { path: 'via-link/key.txt', content: 'x' } },
-      { name: 'write', arguments: { path: 'src/ok.txt', content: 'fine' } },
+      { name: 'write', arguments: { file_path: 'secrets/key.txt', content: 'x' } },
+      { name: 'bash', arguments: { command: 'ln -s secrets via-link', description: 'run a command' } },
+      { name: 'write', arguments: { file_path: 'via-link/key.txt', content: 'x' } },
+      { name: 'write', arguments: { file_path: 'src/ok.txt', content: 'fine' } },
     )
     const result = await run(['--deny', 'write(secrets/**)', 'go'])
     expect(result.texts[0]).toContain('matches the deny rule "write(secrets/**)"')
@@ -187,8 +187,8 @@ describe('attack: an allow rule for bash(git *)', () => {
       'git --version\ntouch pwned-7',
     ]
     calls(
-      { name: 'bash', arguments: { command: 'git --version' } },
-      ...attacks.map((command) => ({ name: 'bash', arguments: { command } })),
+      { name: 'bash', arguments: { command: 'git --version', description: 'run a command' } },
+      ...attacks.map((command) => ({ name: 'bash', arguments: { command, description: 'run a command' } })),
     )
     const result = await run(['--allow', 'bash(git *)', 'go'])
     expect(result.code).toBe(0)
@@ -202,7 +202,7 @@ describe('attack: an allow rule for bash(git *)', () => {
 
   it('without the rule the same plain command is not run', async () => {
     await askingHook()
-    calls({ name: 'bash', arguments: { command: 'git --version' } })
+    calls({ name: 'bash', arguments: { command: 'git --version', description: 'run a command' } })
     const result = await run(['go'])
     expect(result.texts[0]).toContain('every command needs a yes')
     expect(result.texts[0]).not.toContain('git version')

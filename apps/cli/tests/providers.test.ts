@@ -26,7 +26,9 @@ describe('choosing a provider in one flag', () => {
   it('--base-url alone talks to an OpenAI-compatible server with no DeepSeek-only field, which a strict server accepts', async () => {
     strict.reset()
     strict.enqueue(
-      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo from qwen > out.txt' } }]),
+      reply.toolCalls([
+        { name: 'bash', arguments: { command: 'echo from qwen > out.txt', description: 'run a command' } },
+      ]),
       reply.text('Wrote it.'),
     )
     const result = await headlessIn(['--base-url', `${strict.url}/v1`, '--model', 'qwen3-coder', 'make out.txt'])
@@ -70,7 +72,9 @@ describe('choosing a provider in one flag', () => {
   it('--provider anthropic speaks Anthropic Messages with the key from ANTHROPIC_API_KEY, and the tool runs', async () => {
     anthropic.reset()
     anthropic.enqueue(
-      anthropicStream({ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi > claude.txt' } }] }),
+      anthropicStream({
+        toolCalls: [{ name: 'bash', arguments: { command: 'echo hi > claude.txt', description: 'run a command' } }],
+      }),
       anthropicStream({ text: 'Claude wrote it.' }),
     )
     const result = await headlessIn(

@@ -528,7 +528,9 @@ describe.each(surfaces)('queueing through the $name', { timeout: 90_000 }, (surf
 
 describe.each(able('steer'))('steering through the $name', { timeout: 90_000 }, (surface) => {
   it('a steer while a tool call runs reaches the next request of the same turn; a steer with no turn is refused', async () => {
-    const first = heldStep(reply.toolCalls([{ name: 'bash', arguments: { command: 'echo working' } }]))
+    const first = heldStep(
+      reply.toolCalls([{ name: 'bash', arguments: { command: 'echo working', description: 'run a command' } }]),
+    )
     t.mock.enqueue(reply.text('Done, and steered.'))
     const dsh = await surface.start()
     const sessionId = await dsh.newSession()
