@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { type Context, Schema } from '@dsh/cordis'
 import type {} from '@dsh/session'
-import { projectFolders } from '@dsh/system-prompt'
+import { type PromptTarget, projectFolders } from '@dsh/system-prompt'
 import { type InstructionFile, loadInstructions, renderInstructions } from './load.ts'
 
 export { loadInstructions, renderInstructions, type InstructionFile } from './load.ts'
@@ -91,26 +91,30 @@ export function apply(ctx: Context, config: InstructionsConfig) {
     return renderInstructions(loaded)
   }
 
+  const section = (target: PromptTarget): string | undefined => {
+    if (cache.has(target.sessionId)) return cache.get(target.sessionId)
+    let text: string | undefined
+    try {
+      text = build(target.cwd)
+    } catch (error) {
+      logger.warn(
+        'AGENTS.md files for %s could not be loaded: %s',
+        target.cwd,
+        error instanceof Error ? error.message : String(error),
+      )
+      return undefined
+    }
+    if (ctx.get('sessions')?.get(target.sessionId)) cache.set(target.sessionId, text)
+    return text
+  }
+  // The files' text is also the key: a session's prompt changes exactly when what they say does.
   ctx.systemPrompt.section(ctx, {
     name: 'context:instructions',
     order: config.order,
     literal: true,
-    text: (target) => {
-      if (cache.has(target.sessionId)) return cache.get(target.sessionId)
-      let text: string | undefined
-      try {
-        text = build(target.cwd)
-      } catch (error) {
-        logger.warn(
-          'AGENTS.md files for %s could not be loaded: %s',
-          target.cwd,
-          error instanceof Error ? error.message : String(error),
-        )
-        return undefined
-      }
-      if (ctx.get('sessions')?.get(target.sessionId)) cache.set(target.sessionId, text)
-      return text
-    },
+    text: section,
+    refresh: section,
+    reason: 'instructions changed',
   })
 
   ctx.on('session/event', (session, event) => {

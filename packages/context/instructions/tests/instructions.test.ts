@@ -27,7 +27,7 @@ beforeEach(async () => {
   root = new Context()
   warnings = collectWarnings(root)
   await root.plugin(SessionStore)
-  await root.plugin(systemPrompt, { persona: '' })
+  await root.plugin(systemPrompt, { persona: '', guidance: '', timeZone: '' })
 })
 
 afterEach(async () => {
@@ -41,7 +41,7 @@ async function mount(config: Partial<InstructionsConfig> = {}) {
   return fiber
 }
 
-function render(session: Session): string {
+async function render(session: Session): Promise<string> {
   return root.systemPrompt.render({ sessionId: session.id, cwd: session.meta.cwd, model: 'm', provider: 'p' })
 }
 
@@ -58,7 +58,7 @@ describe('AGENTS.md instructions', () => {
     await writeFile(path.join(workspace, 'AGENTS.md'), 'APP-RULES')
     await mount()
     const session = root.sessions.create({ cwd: workspace })
-    const prompt = render(session)
+    const prompt = await render(session)
     expect(prompt).toContain('# Instructions from AGENTS.md files')
     expect(prompt).not.toContain('ABOVE-THE-PROJECT')
     const order = ['HOME-RULES', 'PROJECT-RULES', 'APP-RULES'].map((text) => prompt.indexOf(text))
@@ -72,12 +72,12 @@ describe('AGENTS.md instructions', () => {
   it('leaves the section out when there is no instruction file, and removes it with the plugin', async () => {
     const fiber = await mount()
     const session = root.sessions.create({ cwd: workspace })
-    expect(render(session)).toBe('')
+    expect(await render(session)).toBe('')
     await writeFile(path.join(project, 'AGENTS.md'), 'PROJECT-RULES')
     const fresh = root.sessions.create({ cwd: workspace })
-    expect(render(fresh)).toContain('PROJECT-RULES')
+    expect(await render(fresh)).toContain('PROJECT-RULES')
     await fiber.dispose()
-    expect(render(root.sessions.create({ cwd: workspace }))).toBe('')
+    expect(await render(root.sessions.create({ cwd: workspace }))).toBe('')
   })
 
   it('reads the files again at each turn, not at each step', async () => {
@@ -86,19 +86,19 @@ describe('AGENTS.md instructions', () => {
     await mount()
     const session = root.sessions.create({ cwd: workspace })
     startTurn(session, 1)
-    expect(render(session)).toContain('VERSION-ONE')
+    expect(await render(session)).toContain('VERSION-ONE')
     await writeFile(file, 'VERSION-TWO')
-    expect(render(session)).toContain('VERSION-ONE')
+    expect(await render(session)).toContain('VERSION-ONE')
     startTurn(session, 2)
-    expect(render(session)).toContain('VERSION-TWO')
-    expect(render(session)).not.toContain('VERSION-ONE')
+    expect(await render(session)).toContain('VERSION-TWO')
+    expect(await render(session)).not.toContain('VERSION-ONE')
   })
 
   it('cuts a huge file at maxFileBytes on a character boundary and says so in the prompt', async () => {
     const file = path.join(project, 'AGENTS.md')
     await writeFile(file, `START${'é'.repeat(100_000)}END`)
     await mount({ maxFileBytes: 1001 })
-    const prompt = render(root.sessions.create({ cwd: workspace }))
+    const prompt = await render(root.sessions.create({ cwd: workspace }))
     expect(prompt).toContain('START')
     expect(prompt).not.toContain('END')
     expect(prompt).not.toContain('\uFFFD')
@@ -114,7 +114,7 @@ describe('AGENTS.md instructions', () => {
     await writeFile(path.join(project, 'AGENTS.md'), 'P'.repeat(600))
     await writeFile(path.join(workspace, 'AGENTS.md'), 'W'.repeat(600))
     await mount({ maxFileBytes: 1000, maxTotalBytes: 1000 })
-    const prompt = render(root.sessions.create({ cwd: workspace }))
+    const prompt = await render(root.sessions.create({ cwd: workspace }))
     expect(prompt).toContain('H'.repeat(600))
     expect(prompt).toContain(`${'P'.repeat(400)}\n[cut: this file has 600 bytes; only the first 400 are shown]`)
     expect(prompt).not.toContain('WWW')
@@ -130,13 +130,13 @@ describe('AGENTS.md instructions', () => {
     await mount()
     const session = root.sessions.create({ cwd: workspace })
     startTurn(session, 1)
-    const prompt = render(session)
+    const prompt = await render(session)
     expect(prompt).toContain('PROJECT-RULES')
     expect(prompt).toContain(
       `<agents-md path="${bad}" scope="project">\n[not loaded: it is not valid UTF-8 text]\n</agents-md>`,
     )
     startTurn(session, 2)
-    render(session)
+    await render(session)
     expect(warnings).toEqual([`${bad} was not loaded into the prompt: it is not valid UTF-8 text`])
   })
 
@@ -144,7 +144,7 @@ describe('AGENTS.md instructions', () => {
     await mkdir(path.join(workspace, 'AGENTS.md'))
     await writeFile(path.join(project, 'AGENTS.md'), 'PROJECT-RULES')
     await mount()
-    const prompt = render(root.sessions.create({ cwd: workspace }))
+    const prompt = await render(root.sessions.create({ cwd: workspace }))
     expect(prompt).toContain('PROJECT-RULES')
     expect(prompt).toContain('[not loaded:')
     expect(warnings).toHaveLength(1)
@@ -154,7 +154,7 @@ describe('AGENTS.md instructions', () => {
   it('passes {{braces}} in a file through untouched', async () => {
     await writeFile(path.join(project, 'AGENTS.md'), 'Deploy with ${{ secrets.TOKEN }} and {{unknown}}.')
     await mount()
-    expect(render(root.sessions.create({ cwd: workspace }))).toContain(
+    expect(await render(root.sessions.create({ cwd: workspace }))).toContain(
       'Deploy with ${{ secrets.TOKEN }} and {{unknown}}.',
     )
   })
@@ -163,7 +163,7 @@ describe('AGENTS.md instructions', () => {
     await writeFile(path.join(project, 'AGENTS.md'), 'AGENTS-RULES')
     await writeFile(path.join(project, 'CLAUDE.md'), 'CLAUDE-RULES')
     await mount({ fileNames: ['AGENTS.md', 'CLAUDE.md'] })
-    const prompt = render(root.sessions.create({ cwd: workspace }))
+    const prompt = await render(root.sessions.create({ cwd: workspace }))
     expect(prompt.indexOf('AGENTS-RULES')).toBeLessThan(prompt.indexOf('CLAUDE-RULES'))
   })
 })

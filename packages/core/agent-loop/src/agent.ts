@@ -19,7 +19,7 @@ import {
   type ToolSchema,
 } from '@dsh/llm'
 import { type CancelCause, newMessageId, type Session, type SessionEvent, textMessage } from '@dsh/session'
-import type {} from '@dsh/system-prompt'
+import { PromptState } from '@dsh/system-prompt'
 import type { ToolResult } from '@dsh/tools'
 
 export interface LoopConfig {
@@ -72,6 +72,8 @@ export class LoopAgent implements Agent {
   private cause: CancelCause | undefined
   private stopped = false
   private headerThisRun = false
+  /** The sections this agent's session has rendered: the prompt is reused, byte for byte, until one must change. */
+  private readonly promptState = new PromptState()
   /** The last `request/header` by seq, and its JSON without `reason`: tool schemas are large, stringify them once a step. */
   private headerKey: { seq: number; key: string } | undefined
   private openStep: { turn: number; step: number } | undefined
@@ -202,7 +204,7 @@ export class LoopAgent implements Agent {
       this.session.append('step/start', { turn, step })
       this.openStep = { turn, step }
       const config = await this.ctx.waterfall('agent/request', this, info, async () => ({ ...this.options }))
-      this.reconcileSystem(config)
+      await this.reconcileSystem(config)
       for (const given of pending) {
         let message: Message
         try {
@@ -250,16 +252,19 @@ export class LoopAgent implements Agent {
     this.openStep = undefined
   }
 
-  /** Keeps the system message in step with the rendered prompt: model-visible means logged. */
-  private reconcileSystem(config: AgentOptions): void {
+  /**
+   * Keeps the system message in step with the rendered prompt: model-visible means logged. A change of an
+   * earlier prompt is logged first as `system/prompt-changed`, with why (a new day, an edited AGENTS.md, ...).
+   */
+  private async reconcileSystem(config: AgentOptions): Promise<void> {
     const prompt = this.ctx.get('systemPrompt')
-    const text =
-      prompt?.render({
-        sessionId: this.id,
-        cwd: this.session.meta.cwd,
-        model: config.model,
-        provider: config.provider,
-      }) ?? ''
+    const firstThisRun = !this.promptState.rendered
+    const { text, changes } = prompt
+      ? await prompt.compose(
+          { sessionId: this.id, cwd: this.session.meta.cwd, model: config.model, provider: config.provider },
+          this.promptState,
+        )
+      : { text: '', changes: [] }
     const last = this.session.last('system/message')
     const lastText = last?.data.message.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? ''
     if (text === lastText) return
@@ -269,8 +274,12 @@ export class LoopAgent implements Agent {
       source: { kind: 'system' },
       content: text ? [{ type: 'text', text }] : [],
     }
-    if (last) this.session.append('system/message', { message }, { replaces: [last.seq] })
-    else this.session.append('system/message', { message })
+    if (last) {
+      const why =
+        changes.length || !firstThisRun ? changes : [{ section: '*', reason: 'rendered again after a resume' }]
+      this.session.append('system/prompt-changed', { changes: why })
+      this.session.append('system/message', { message }, { replaces: [last.seq] })
+    } else this.session.append('system/message', { message })
   }
 
   private logHeader(config: AgentOptions, tools: ToolSchema[]): void {

@@ -43,7 +43,7 @@ function statusesOf(root: Context, agent: Agent): AgentStatus[] {
 
 describe('a plain turn', () => {
   it('logs the turn in order with usage, ends completed, and goes running → idle', async () => {
-    const { root, mock, createAgent, workspace } = await setup()
+    const { root, mock, createAgent } = await setup()
     const agent = await createAgent()
     const statuses = statusesOf(root, agent)
     const outcomes: TurnOutcome[] = []
@@ -108,7 +108,7 @@ describe('a plain turn', () => {
     expect(mock.requests).toHaveLength(1)
     const wire = wireMessages(mock.requests[0])
     expect(wire.map((m) => m.role)).toEqual(['system', 'user'])
-    expect(wire[0].content).toContain(workspace)
+    expect(wire[0].content).toMatch(/^You are dsh, an AI coding agent\./)
     expect(wire[1].content).toBe('hi')
     expect(mock.requests[0]?.headers.authorization).toBe('Bearer sk-test')
   })
@@ -551,6 +551,10 @@ describe('what the model sees', () => {
     const restored = ofType(agent, 'system/message')
     expect(restored).toHaveLength(3)
     expect(restored[2]?.replaces).toEqual([changed[1]?.seq])
+    expect(ofType(agent, 'system/prompt-changed').map((e) => e.data)).toEqual([
+      { changes: [{ section: 'test:extra', reason: 'section added' }] },
+      { changes: [{ section: 'test:extra', reason: 'section removed' }] },
+    ])
     expect(wireMessages(mock.requests[3])[0]).toEqual(wireMessages(mock.requests[0])[0])
     expect(wireMessages(mock.requests[3]).filter((m) => m.role === 'system')).toHaveLength(1)
   })

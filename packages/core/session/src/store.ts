@@ -33,6 +33,7 @@ export const CORE_EVENT_TYPES: readonly SessionEventType[] = [
   'step/start',
   'step/end',
   'system/message',
+  'system/prompt-changed',
   'user/message',
   'assistant/message',
   'assistant/attempt',

@@ -85,6 +85,8 @@ export interface SessionEventMap {
   'step/end': { turn: number; step: number }
   /** The rendered system prompt; model-visible. */
   'system/message': { message: Message }
+  /** Why the system prompt changed within a session (a new day, an edited AGENTS.md, ...); the new `system/message` follows. */
+  'system/prompt-changed': { changes: Array<{ section: string; reason: string }> }
   /** A user prompt, steering, or context injected by a plugin (see message.source). */
   'user/message': { message: Message }
   /** A reply that reached the session: complete, cut by max-tokens, or `interrupted` by a cancel. */

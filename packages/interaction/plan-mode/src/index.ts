@@ -18,6 +18,8 @@ export function apply(ctx: Context, config: PlanModeConfig) {
     name: 'plan:mode',
     order: config.order,
     text: (target) => (ctx.get('planMode')?.isActive(target.sessionId) ? config.section : undefined),
+    refresh: (target) => (ctx.get('planMode')?.isActive(target.sessionId) ? 'on' : 'off'),
+    reason: 'plan mode switched',
   })
 
   ctx.tools.register(

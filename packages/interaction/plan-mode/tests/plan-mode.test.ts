@@ -71,7 +71,7 @@ beforeEach(async () => {
   root = new Context()
   await root.plugin(ToolRuntime, {} as never)
   await root.plugin(SessionStore)
-  await root.plugin(systemPrompt, { persona: '' })
+  await root.plugin(systemPrompt, { persona: '', guidance: '', timeZone: '' })
   await root.plugin(permission, {} as PermissionConfig)
   await root.plugin(agentPlugin, {} as agentPlugin.AgentRegistryConfig)
   await root.plugin({
@@ -149,11 +149,11 @@ describe('plan mode', () => {
 
   it('shows its section in the system prompt only while the session plans', async () => {
     await mount()
-    expect(render()).not.toContain('# Plan mode')
+    expect(await render()).not.toContain('# Plan mode')
     root.planMode.set(session, true)
-    expect(render()).toContain('# Plan mode')
+    expect(await render()).toContain('# Plan mode')
     root.planMode.set(session, false)
-    expect(render()).not.toContain('# Plan mode')
+    expect(await render()).not.toContain('# Plan mode')
     expect(planEvents()).toEqual([{ active: true }, { active: false }])
   })
 
@@ -208,7 +208,7 @@ describe('plan mode', () => {
     expect(textOf(result.content)).toBe('The user approved your plan and plan mode is off. Carry out the plan now.')
     expect(planEvents()).toEqual([{ active: true }, { active: false, plan }])
     expect(root.planMode.isActive(session.id)).toBe(false)
-    expect(render()).not.toContain('# Plan mode')
+    expect(await render()).not.toContain('# Plan mode')
     expect((await call('write_file', { path: 'hello.txt' })).isError).toBe(false)
     expect(existsSync(path.join(workspace, 'hello.txt'))).toBe(true)
     expect(answers).toEqual(['allow-once'])
@@ -231,7 +231,7 @@ describe('plan mode', () => {
     const agent = await root.agents.create({ cwd: workspace })
     expect(planEvents(agent.session)).toEqual([{ active: true }])
     expect(root.planMode.isActive(agent.id)).toBe(true)
-    expect(render(agent.session)).toContain('# Plan mode')
+    expect(await render(agent.session)).toContain('# Plan mode')
 
     const seeded = root.sessions.create({
       cwd: workspace,
@@ -289,7 +289,7 @@ describe('plan mode', () => {
     await fiber.dispose()
     expect(root.get('planMode')).toBeUndefined()
     expect(root.tools.get('exit_plan_mode')).toBeUndefined()
-    expect(render()).not.toContain('# Plan mode')
+    expect(await render()).not.toContain('# Plan mode')
     expect((await call('write_file', { path: 'x.txt' })).isError).toBe(false)
     expect(root.sessions.isKnownType('plan/mode')).toBe(false)
   })

@@ -38,7 +38,7 @@ beforeEach(async () => {
   root = new Context()
   warnings = collectWarnings(root)
   await root.plugin(ToolRuntime, {} as never)
-  await root.plugin(systemPrompt, { persona: '' })
+  await root.plugin(systemPrompt, { persona: '', guidance: '', timeZone: '' })
 })
 
 afterEach(async () => {
@@ -69,7 +69,7 @@ describe('skills', () => {
     await skill(homeSkills, 'deploy', md('deploy', 'The home copy, shadowed.'))
     await skill(homeSkills, 'review', md('review', 'Review a change for bugs.'))
     await mount()
-    const prompt = render()
+    const prompt = await render()
     expect(prompt).toContain('# Skills')
     expect(prompt).toContain('- `deploy`: Ship the app to production.')
     expect(prompt).toContain('- `review`: Review a change for bugs.')
@@ -124,8 +124,8 @@ describe('skills', () => {
       'SKILL.md',
     )
     await mount()
-    const prompt = render()
-    render()
+    const prompt = await render()
+    await render()
     expect(prompt).toContain('`good`')
     for (const name of ['plain', 'nameless', 'silent', 'broken']) expect(prompt).not.toContain(`\`${name}\``)
     expect(warnings).toHaveLength(4)
@@ -145,7 +145,7 @@ describe('skills', () => {
     await skill(dir, 'a-deploy', md('deploy', 'First.'))
     const second = await skill(dir, 'b-deploy', md('deploy', 'Second.'))
     await mount()
-    expect(render()).toContain('- `deploy`: First.')
+    expect(await render()).toContain('- `deploy`: First.')
     expect(warnings).toEqual([
       expect.stringContaining(`skill "deploy" is already defined by ${path.join(dir, 'a-deploy', 'SKILL.md')}`),
     ])
@@ -154,15 +154,15 @@ describe('skills', () => {
 
   it('cuts long descriptions in the catalog and leaves the section out when there are no skills', async () => {
     await mount({ maxDescriptionChars: 10 })
-    expect(render()).toBe('')
+    expect(await render()).toBe('')
     await skill(homeSkills, 'long', md('long', 'abcdefghijklmnopqrstuvwxyz'))
-    expect(render()).toContain('- `long`: abcdefghi…')
+    expect(await render()).toContain('- `long`: abcdefghi…')
   })
 
   it('passes {{braces}} in descriptions through untouched', async () => {
     await skill(homeSkills, 'ci', md('ci', "'Uses ${{ secrets.TOKEN }} and {{unknown}}'"))
     await mount()
-    expect(render()).toContain('- `ci`: Uses ${{ secrets.TOKEN }} and {{unknown}}')
+    expect(await render()).toContain('- `ci`: Uses ${{ secrets.TOKEN }} and {{unknown}}')
   })
 
   it('removes the tool and the catalog with the plugin', async () => {
@@ -171,12 +171,12 @@ describe('skills', () => {
     expect(root.tools.get('skill')).toBeDefined()
     await fiber.dispose()
     expect(root.tools.get('skill')).toBeUndefined()
-    expect(render()).toBe('')
+    expect(await render()).toBe('')
   })
 })
 
 describe('parseSkill', () => {
-  it('splits frontmatter and body, with CRLF line ends and a BOM', () => {
+  it('splits frontmatter and body, with CRLF line ends and a BOM', async () => {
     expect(parseSkill('\uFEFF---\r\nname: x\r\ndescription: "  spaced\n  out "\r\n---\r\nthe body\r\n', 'f')).toEqual({
       name: 'x',
       description: 'spaced out',
@@ -184,7 +184,7 @@ describe('parseSkill', () => {
     })
   })
 
-  it('refuses a name with spaces or slashes', () => {
+  it('refuses a name with spaces or slashes', async () => {
     expect(() => parseSkill(md('../escape', 'x'), '/s/SKILL.md')).toThrow('/s/SKILL.md: name "../escape" must be')
   })
 })
