@@ -1,6 +1,8 @@
 // Cold start to the first model request: from spawning
 // `dsh --profile headless "task"` to the mock receiving the request.
 import { spawnSync } from 'node:child_process'
+import { mkdir } from 'node:fs/promises'
+import path from 'node:path'
 import { childEnv, instantReplies, median, ms, range, row, runDsh, sandbox, startTimedMock } from './common.mjs'
 
 export const name = 'first-request'
@@ -30,18 +32,48 @@ export async function run({ runs }) {
     for (let i = 0; i < runs; i++) samples.push(await once())
     const walls = samples.map((s) => s.wall)
     const value = median(walls)
+    const prefix = await sharedPrefix(server, box)
     return {
       rows: [
         row('spawn to first request, median', ms(value), `< ${TARGET_MS} ms`, value < TARGET_MS),
         row('spawn to first request, min / max', `${range(walls)} ms`),
         ...phaseRows(samples.map((s) => s.marks)),
         ...nodeFloorRows(runs),
+        row('first request, body size', `${(prefix.size / 1024).toFixed(1)} KiB`, '< 24 KiB', prefix.size < 24 * 1024),
+        row(
+          '  shared by two sessions in different folders',
+          `${(prefix.shared / 1024).toFixed(1)} KiB (${((100 * prefix.shared) / prefix.model).toFixed(1)}% of the model's input)`,
+        ),
       ],
     }
   } finally {
     await server.close()
     await box.dispose()
   }
+}
+
+/**
+ * The first request of two sessions started in two different folders: its
+ * body size, and how much of what the model reads (the tools, then the
+ * messages from the system prompt on) the two have in common from the start,
+ * which is what the provider's prefix cache can reuse between them.
+ */
+async function sharedPrefix(server, box) {
+  const bodies = []
+  for (const folder of ['project-one', 'another-project']) {
+    const cwd = path.join(box.workspace, folder)
+    await mkdir(cwd, { recursive: true })
+    const before = server.mock.requests.length
+    await runDsh(['--profile', 'headless', 'Say hello.'], { home: box.home, cwd, env: server.env })
+    const request = server.mock.requests[before]
+    if (!request) throw new Error(`dsh in ${folder} did not call the model`)
+    bodies.push(request)
+  }
+  const modelInput = (request) => JSON.stringify(request.body.tools ?? []) + JSON.stringify(request.body.messages)
+  const [a, b] = bodies.map(modelInput)
+  let shared = 0
+  while (shared < a.length && a[shared] === b[shared]) shared++
+  return { size: Buffer.byteLength(bodies[0].rawBody), model: a.length, shared }
 }
 
 /**
