@@ -21,6 +21,7 @@ import {
   expectedRequests,
   findSessionLogs,
   normaliseLog,
+  normaliseMachineFacts,
   parseSessionLog,
   prepareRun,
   readSessionText,
@@ -105,6 +106,7 @@ function normaliseTranscript(entries: TranscriptEntry[], replacements: Array<[st
   let text = JSON.stringify(entries)
   for (const [value, placeholder] of [...replacements].sort((a, b) => b[0].length - a[0].length))
     text = text.split(value).join(placeholder)
+  text = normaliseMachineFacts(text)
   const out: TranscriptEntry[] = []
   for (const entry of JSON.parse(text) as TranscriptEntry[]) {
     const message = entry.message as Record<string, any>

@@ -2,6 +2,7 @@
 // `dsh --profile sdk` and what it printed back, with the run-specific values
 // (ids, times, paths) replaced by placeholders.
 import os from 'node:os'
+import { normaliseMachineFacts } from '../../packages/test-support/replay/src/index.ts'
 import type { DshResult } from '../../packages/test-support/testkit/src/index.ts'
 import type { Message, SdkWire, WireEntry } from '../../apps/cli/tests/support/sdk-wire.ts'
 
@@ -49,7 +50,7 @@ export class Normaliser {
   private outText(text: string): string {
     let out = text.replace(SESSION_ID, (id) => this.id(id, 'session')).replace(UUID, (id) => this.id(id, 'uuid'))
     for (const [actual, placeholder] of this.fixed) out = out.split(actual).join(placeholder)
-    return out
+    return normaliseMachineFacts(out)
   }
 
   private inText(text: string): string {

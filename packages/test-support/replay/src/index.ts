@@ -9,7 +9,7 @@ export {
   type SessionLog,
 } from './log.ts'
 export { modelCalls, repliesFromLog, type RepliesOptions } from './replies.ts'
-export { normaliseLog, type NormalisedLog, type NormaliseOptions } from './normalise.ts'
+export { normaliseLog, normaliseMachineFacts, type NormalisedLog, type NormaliseOptions } from './normalise.ts'
 export { describeRequest, expectedRequests, type RequestSummary, type WireMessageSummary } from './requests.ts'
 export {
   listScenarios,

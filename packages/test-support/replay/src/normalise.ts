@@ -27,6 +27,16 @@ function mapStrings(value: unknown, rewrite: (text: string) => string): unknown 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 /**
+ * The facts of the machine and day in the system prompt's environment section
+ * (date, time zone, kernel), so a scenario compares equal on another machine or day.
+ */
+export function normaliseMachineFacts(text: string): string {
+  return text
+    .replace(/- Date: (\d{4}-\d{2}-\d{2}|<date>) \(time zone [^)\\\n]*\)/g, '- Date: <date> (time zone <zone>)')
+    .replace(/- Platform: [^;\\\n]*;/g, '- Platform: <platform>;')
+}
+
+/**
  * Takes the run-specific values out of a log so that two runs of the same
  * scenario compare equal:
  *
@@ -34,7 +44,8 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
  * - the session id becomes `<session>` (a parent session `<parent-session>`);
  * - message ids become `<message-1>`, `<message-2>`, … in order of first
  *   appearance, so which events share a message still shows;
- * - the workspace path becomes `<workspace>`, the home path `<home>`.
+ * - the workspace path becomes `<workspace>`, the home path `<home>`;
+ * - the environment section's date, time zone and platform become placeholders.
  *
  * Replacements apply to every string in the log, wherever it appears (the
  * system prompt, tool arguments, tool output, metadata), longest first. Event
@@ -59,7 +70,8 @@ export function normaliseLog(log: SessionLog, options: NormaliseOptions = {}): N
 
   const keys = [...tokens.keys()].sort((a, b) => b.length - a.length)
   const pattern = keys.length > 0 ? new RegExp(keys.map(escapeRegExp).join('|'), 'g') : undefined
-  const rewrite = (text: string) => (pattern ? text.replace(pattern, (match) => tokens.get(match) ?? match) : text)
+  const rewrite = (text: string) =>
+    normaliseMachineFacts(pattern ? text.replace(pattern, (match) => tokens.get(match) ?? match) : text)
 
   const { createdAt: _createdAt, ...header } = log.header
   return {
