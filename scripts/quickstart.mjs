@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // The README's first command (`npm run quickstart`): on a machine with only
-// Node and npm, install pnpm if needed, install dependencies, build, and start
-// the main job, `dsh web` (Ctrl+C stops it).
+// Node and npm, install pnpm and the Debian packages the sandbox and the tests
+// need (system-packages.mjs) if missing, install dependencies, build, and
+// start the main job, `dsh web` (Ctrl+C stops it).
 import { execFileSync, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { ensureSystemPackages } from './system-packages.mjs'
 
 const root = new URL('..', import.meta.url)
 const { packageManager } = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'))
@@ -24,6 +26,7 @@ try {
 }
 if (installed.split('.')[0] !== pnpmVersion.split('.')[0]) run('npm', ['install', '--global', `pnpm@${pnpmVersion}`])
 
+ensureSystemPackages()
 run('pnpm', ['install', '--frozen-lockfile'])
 run('pnpm', ['build'])
 // Extra arguments reach dsh web: npm run quickstart -- --port 0 --no-open
