@@ -4,7 +4,7 @@ import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
 import { runDsh, startDsh } from '@dsh/testkit'
 import { describe, expect, it } from 'vitest'
-import { useMockedHeadless } from './support/mocked-headless.ts'
+import { toolTexts, useMockedHeadless } from './support/mocked-headless.ts'
 import { type LoggedEvent, ONE_TOOL_TURN, onlyStoredSession, readSessionLog } from './support/session-log.ts'
 
 const t = useMockedHeadless()
@@ -196,6 +196,33 @@ describe('dsh --profile headless', () => {
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
     expect(result.stdout).toBe('Driven.\n')
+  })
+
+  it('takes launcher flags after app flags (--permission x --patch f), and none after --', async () => {
+    const patch = path.join(t.root, 'no-todo.yml')
+    const { writeFileSync } = await import('node:fs')
+    writeFileSync(patch, '- id: todo\n  disabled: true\n')
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'write', arguments: { path: 'blocked.txt', content: 'x' } }]),
+      reply.text('Could not write.'),
+    )
+    const result = await t.headless(['--permission', 'read-only', '--patch', patch, 'try to write'])
+    expect(result.stderr).toBe('')
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe('Could not write.\n')
+    // The overlay applied (no todo tool), and --permission reached the app (the write was denied).
+    const tools = t.mock.requests[0]?.body.tools.map((tool: { function: { name: string } }) => tool.function.name)
+    expect(tools).toContain('write')
+    expect(tools).not.toContain('todo_write')
+    expect(existsSync(path.join(t.work, 'blocked.txt'))).toBe(false)
+    expect(toolTexts(t.mock.requests[1]).join('\n')).toMatch(/read-only/)
+    expect(t.mock.requests[0]?.body.messages.at(-1).content).toBe('try to write')
+
+    // After --, a launcher flag is the app's: the headless parser reports it, no overlay is read.
+    const literal = await t.headless(['--', 'explain', '--patch', patch])
+    expect(literal.code).toBe(1)
+    expect(literal.stderr).toContain("error: unknown option '--patch'")
+    expect(t.mock.requests).toHaveLength(2)
   })
 
   it('--verbose says on stderr what each tool call does, and which ones fail', async () => {

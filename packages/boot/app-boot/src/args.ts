@@ -27,10 +27,13 @@ export function checkProfileName(name: string): string {
 }
 
 /**
- * Parses the launcher's own flags. The first token it does not recognise,
- * and everything after it, are app arguments handed to the tree untouched.
- * `dsh <name>` is shorthand for `dsh --profile <name>`; `plugin` as the first
- * token is the profile package manager, `sessions` the stored sessions.
+ * Parses the launcher's own flags, wherever they stand before a `--`: every
+ * other token is an app argument, handed to the tree untouched and in order
+ * (`dsh --profile headless --permission read-only --patch f.yml task`). A
+ * `--` ends the launcher flags and is dropped: what follows is all app
+ * arguments, launcher flag names included. `dsh <name>` is shorthand for
+ * `dsh --profile <name>`; `plugin` as the first token is the profile package
+ * manager, `sessions` the stored sessions.
  */
 export function parseLauncherArgs(argv: readonly string[]): LaunchRequest {
   if (argv[0] === 'plugin') return parsePluginArgs(argv.slice(1))
@@ -39,6 +42,7 @@ export function parseLauncherArgs(argv: readonly string[]): LaunchRequest {
   let profile: string | undefined
   const patches: string[] = []
   const dumps: string[] = []
+  const appArgs: string[] = []
   let i = 0
   if (argv[0] !== undefined && !argv[0].startsWith('-')) {
     profile = checkProfileName(argv[0])
@@ -70,13 +74,12 @@ export function parseLauncherArgs(argv: readonly string[]): LaunchRequest {
     } else if ((token === '-V' || token === '--version') && profile === undefined) {
       return { kind: 'version' }
     } else if (token === '--') {
-      i += 1
+      appArgs.push(...argv.slice(i + 1))
       break
     } else {
-      break
+      appArgs.push(token)
     }
   }
-  const appArgs = argv.slice(i)
   if (dumps.length > 1) throw new UsageError('--dump-config and --dump-default-config are mutually exclusive')
   const dump = dumps[0] === '--dump-config' ? 'config' : dumps[0] === '--dump-default-config' ? 'default' : null
   if (dump && appArgs.length) throw new UsageError(`config dumps take no app arguments, got ${appArgs.join(' ')}`)
@@ -121,7 +124,8 @@ export const LAUNCHER_HELP = `Usage: dsh [--profile] <name> [options] [app-args.
        dsh mcp [--profile <name>] <add|list|remove> [args...]
 
 Boots a profile: an ordered stack of plugin bundles with your own YAML patch
-layers on top. Arguments after the launcher's own options go to the app.
+layers on top. The launcher's options may stand anywhere before a \`--\`; every
+other argument, and everything after \`--\`, goes to the app in order.
 
 Options:
   --profile <name>        profile to boot ($DSH_HOME/profiles/<name>)

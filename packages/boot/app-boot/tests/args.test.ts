@@ -24,7 +24,21 @@ describe('parseLauncherArgs', () => {
     ],
     [
       ['headless', 'task', '--patch', 'x'],
-      { kind: 'boot', profile: 'headless', patches: [], dump: null, appArgs: ['task', '--patch', 'x'] },
+      { kind: 'boot', profile: 'headless', patches: ['x'], dump: null, appArgs: ['task'] },
+    ],
+    [
+      ['--profile', 'headless', '--permission', 'read-only', '--patch', 'f.yml', '--json', 'the task'],
+      {
+        kind: 'boot',
+        profile: 'headless',
+        patches: ['f.yml'],
+        dump: null,
+        appArgs: ['--permission', 'read-only', '--json', 'the task'],
+      },
+    ],
+    [
+      ['headless', 'task', '--', '--patch', 'x', '--'],
+      { kind: 'boot', profile: 'headless', patches: [], dump: null, appArgs: ['task', '--patch', 'x', '--'] },
     ],
     [['-h'], { kind: 'help' }],
     [['--version'], { kind: 'version' }],
@@ -41,6 +55,7 @@ describe('parseLauncherArgs', () => {
     [['web', '--profile', 'web'], /select a profile only once/],
     [['web', '--dump-config', '--dump-default-config'], /mutually exclusive/],
     [['web', '--dump-config', 'extra'], /config dumps take no app arguments, got extra/],
+    [['web', '--port', '1', '--dump-config'], /config dumps take no app arguments, got --port 1/],
     [['web', '--dump-default-config', '--patch', 'x'], /takes no --patch/],
     [['web', '--patch'], /--patch needs a path/],
     [['web', '--patch='], /--patch needs a path/],
