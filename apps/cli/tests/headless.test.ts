@@ -135,6 +135,27 @@ describe('dsh --profile headless', () => {
     expect(t.mock.requests).toHaveLength(0)
   })
 
+  it('reads the key from the home .env: quoted, with a comment, after a value over several lines', async () => {
+    await mkdir(t.home, { recursive: true })
+    const { writeFileSync } = await import('node:fs')
+    writeFileSync(
+      path.join(t.home, '.env'),
+      [
+        'NOTE="a value over',
+        'DEEPSEEK_API_KEY=sk-inside-a-quoted-value',
+        'two lines"',
+        'export DEEPSEEK_API_KEY="sk-from-dotenv" # the key dsh uses',
+        '',
+      ].join('\n'),
+      { mode: 0o600 },
+    )
+    t.mock.enqueue(reply.text('Keyed.'))
+    const result = await t.headless(['hello'], { DEEPSEEK_API_KEY: undefined })
+    expect(result.stderr).toBe('')
+    expect(result.code).toBe(0)
+    expect(t.mock.requests[0]?.headers.authorization).toBe('Bearer sk-from-dotenv')
+  })
+
   it('reads the task from standard input for -, after the words given', async () => {
     const userText = (index: number) =>
       t.mock.requests[index]?.body.messages.filter((m: { role: string }) => m.role === 'user').at(-1)?.content

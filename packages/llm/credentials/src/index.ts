@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import { parseEnv } from 'node:util'
 import { type Context, Schema, Service } from '@dsh/cordis'
 import { parseYaml, stringifyYaml } from '@dsh/loader/compose'
 
@@ -33,20 +34,14 @@ export interface Secret {
 
 export type CredentialSource = 'env' | 'project-env-file' | 'file' | 'env-file'
 
-/** Parses dotenv text: `NAME=value` lines, `#` comments, optional quotes and `export`. */
+/**
+ * Parses dotenv text with Node's own parser (`node:util` `parseEnv`): `#`
+ * comments, `export`, single, double and backtick quotes, double-quoted
+ * `\n` escapes and quoted values over several lines.
+ */
 export function parseDotenv(text: string): Record<string, string> {
   const out: Record<string, string> = {}
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.trim()
-    if (!line || line.startsWith('#')) continue
-    const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line)
-    if (!match) continue
-    let value = (match[2] ?? '').trim()
-    const quote = value[0]
-    if ((quote === '"' || quote === "'") && value.endsWith(quote) && value.length >= 2) value = value.slice(1, -1)
-    else value = value.replace(/\s+#.*$/, '')
-    out[match[1] as string] = value
-  }
+  for (const [name, value] of Object.entries(parseEnv(text))) if (value !== undefined) out[name] = value
   return out
 }
 

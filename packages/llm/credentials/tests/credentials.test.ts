@@ -76,10 +76,27 @@ describe('credentials', () => {
   })
 
   it('parses dotenv lines', () => {
-    expect(parseDotenv("export A=1\nB='two words'\n# c\nC = x # note\nbad line\n")).toEqual({
+    expect(parseDotenv("export A=1\nB='two words'\n# c\nC = x # note\n")).toEqual({
       A: '1',
       B: 'two words',
       C: 'x',
+    })
+  })
+
+  it('parses quoted values: a comment after the quotes, escapes, several lines', () => {
+    const text = [
+      'KEY="sk-quoted" # the test key',
+      'ESCAPED="a\\nb"',
+      "LITERAL='a\\nb'",
+      'PEM="-----BEGIN-----',
+      'KEY=not-a-line-of-its-own',
+      '-----END-----"',
+    ].join('\n')
+    expect(parseDotenv(text)).toEqual({
+      KEY: 'sk-quoted',
+      ESCAPED: 'a\nb',
+      LITERAL: 'a\\nb',
+      PEM: '-----BEGIN-----\nKEY=not-a-line-of-its-own\n-----END-----',
     })
   })
 })
