@@ -11,11 +11,13 @@ const t = useMockedHeadless()
 let server: Server
 let url = ''
 beforeAll(async () => {
-  server = createServer((_req, res) => {
+  server = createServer((req, res) => {
     res
       .writeHead(200, { 'content-type': 'text/html' })
       .end(
-        '<html><head><title>Local page</title></head><body><h2>Deploy code</h2><p>It is <b>4711</b>.</p></body></html>',
+        req.url === '/entities'
+          ? '<html><head><title>Tom &amp; Jerry &mdash; caf&eacute; &#x1F600; &lt;3&hellip;</title></head><body>x</body></html>'
+          : '<html><head><title>Local page</title></head><body><h2>Deploy code</h2><p>It is <b>4711</b>.</p></body></html>',
       )
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -62,6 +64,15 @@ describe('web_fetch through the headless app', () => {
     expect(lastTool(t.mock.requests[3])).toBe(
       `Fetched ${url} (HTTP 200, text/html, 109 bytes)\n\n# Local page\n\n## Deploy code\n\nIt is **4711**.`,
     )
+  })
+
+  it('decodes every HTML entity in the page title (named, numeric, hexadecimal)', async () => {
+    const patch = path.join(t.root, 'allow-private.yml')
+    await writeFile(patch, '- id: web-fetch\n  config:\n    allowPrivate: true\n')
+    script(new URL('/entities', url).href)
+    const result = await t.headless(['--patch', patch, 'fetch the page'], { DSH_PERMISSION_MODE: 'danger-full-access' })
+    expect(result.code).toBe(0)
+    expect(lastTool(t.mock.requests[1])).toMatch(/\n\n# Tom & Jerry \u2014 caf\u00e9 \u{1F600} <3\u2026\n\nx$/u)
   })
 
   it('refuses IPv6 forms that carry a non-public IPv4 address, saying which one', async () => {

@@ -1,3 +1,4 @@
+import { decodeHTML } from 'entities/decode'
 import TurndownService from 'turndown'
 
 const DROPPED = [
@@ -29,16 +30,6 @@ function markdownService(): TurndownService {
 
 const TITLE = /<title[^>]*>([\s\S]*?)<\/title>/i
 
-function decodeEntities(text: string): string {
-  return text
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&quot;/g, '"')
-    .replace(/&#39;|&apos;/g, "'")
-    .replace(/&#(\d+);/g, (_, code: string) => String.fromCodePoint(Number(code)))
-    .replace(/&amp;/g, '&')
-}
-
 /** The page as Markdown, headed by its title. */
 export function convertHtml(html: string): string {
   const title = TITLE.exec(html)?.[1]?.replace(/\s+/g, ' ').trim()
@@ -46,5 +37,5 @@ export function convertHtml(html: string): string {
     .turndown(html)
     .replace(/\n{3,}/g, '\n\n')
     .trim()
-  return title ? `# ${decodeEntities(title)}\n\n${body}` : body
+  return title ? `# ${decodeHTML(title)}\n\n${body}` : body
 }
