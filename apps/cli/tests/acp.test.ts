@@ -165,6 +165,40 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     expect((both[1] as { cost: { amount: number } }).cost.amount).toBeCloseTo(total, 12)
   })
 
+  it('a write over an existing file ends with the diff of the real old text; a new file with oldText null', async () => {
+    writeFileSync(path.join(t.work, 'notes.md'), 'one\ntwo\nthree\n')
+    t.mock.enqueue(
+      reply.toolCalls([
+        { id: 'call_over', name: 'write', arguments: { file_path: 'notes.md', content: 'one\n2\nthree\n' } },
+        { id: 'call_new', name: 'write', arguments: { file_path: 'fresh.md', content: 'new\n' } },
+      ]),
+      reply.text('Rewrote it.'),
+    )
+    const client = start()
+    await client.initialize()
+    const { sessionId } = await client.newSession()
+    expect((await client.prompt(sessionId, 'rewrite the notes')).stopReason).toBe('end_turn')
+    const updates = client.updatesOf(sessionId)
+    const over = toolUpdates(updates, 'call_over')
+    const file = path.join(t.work, 'notes.md')
+    // Announced before it runs from the arguments alone, then completed with the text it replaced.
+    expect(over[0]?.content).toEqual([{ type: 'diff', path: file, oldText: null, newText: 'one\n2\nthree\n' }])
+    expect(over.at(-1)).toMatchObject({
+      status: 'completed',
+      content: [{ type: 'diff', path: file, oldText: 'one\ntwo\nthree\n', newText: 'one\n2\nthree\n' }],
+    })
+    const fresh = toolUpdates(updates, 'call_new')
+    expect(fresh.at(-1)?.status).toBe('completed')
+    expect(fresh.at(-1)?.content).toBeUndefined()
+    // The model got the diff too.
+    const toolMessages = t.mock.requests[1]?.body.messages.filter((m: { role: string }) => m.role === 'tool')
+    expect(toolMessages.map((m: { content: string }) => m.content)).toEqual([
+      `Overwrote notes.md (12 bytes written).\n\n--- notes.md\n+++ notes.md\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three`,
+      'Created fresh.md (4 bytes written).',
+    ])
+    expect((await client.close()).code).toBe(0)
+  })
+
   it('takes the network of sandboxed commands from session/new _meta; a bad value is -32602', async () => {
     t.mock.enqueue(
       reply.toolCalls([

@@ -50,8 +50,10 @@ export class ToolViews {
 
   /**
    * What a finished call shows. A successful call of a `diff` tool keeps its
-   * diff (undefined: leave the content as it is); the output of `terminal`
-   * and `read` tools is fenced.
+   * diff (undefined: leave the content as it is), unless its result's `meta`
+   * carries the `oldText` it replaced (`write` over a file): then the diff is
+   * sent again with that old text. The output of `terminal` and `read` tools
+   * is fenced.
    */
   resultContent(
     name: string,
@@ -61,12 +63,18 @@ export class ToolViews {
   ): ToolCallContent[] | undefined {
     const { view } = this.present(name, '')
     if (!failed && view === 'diff') {
+      const oldText = (call.meta as { oldText?: unknown } | undefined)?.oldText
+      const { change } = this.present(name, call.arguments)
+      const diff: ToolCallContent[] | undefined =
+        typeof oldText === 'string' && change
+          ? [{ type: 'diff', path: change.path, oldText, newText: change.newText }]
+          : undefined
       // The language server's findings go under the diff (content replaces the whole list).
       const found = resultDiagnostics(call.meta)
-      if (!found?.length) return undefined
+      if (!found?.length) return diff
       const lines = found.map((item) => formatDiagnostic(item, this.cwd))
       const text = `Language server: ${diagnosticCounts(found)}\n${lines.join('\n')}`
-      return [...this.view(name, call.arguments).content, { type: 'content', content: { type: 'text', text } }]
+      return [...(diff ?? this.view(name, call.arguments).content), { type: 'content', content: { type: 'text', text } }]
     }
     const out: ToolCallContent[] = []
     const texts = blocks.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text)

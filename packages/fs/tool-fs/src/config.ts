@@ -11,6 +11,7 @@ export interface FsToolsConfig {
   maxImageBytes: number
   maxWriteBytes: number
   maxEditBytes: number
+  maxWriteDiffBytes: number
   diffContextLines: number
   maxDiffLines: number
   globMaxResults: number
@@ -52,10 +53,16 @@ export const Config: Schema<FsToolsConfig> = Schema.object({
     .min(1)
     .default(10 * 1024 * 1024)
     .description('Largest file `edit` loads to change.'),
+  maxWriteDiffBytes: Schema.natural()
+    .default(1024 * 1024)
+    .description(
+      'Largest file `write` reads before replacing it, for the diff it returns (and the old text surfaces show); ' +
+        'a larger one is replaced without a diff.',
+    ),
   diffContextLines: Schema.natural()
     .default(3)
-    .description('Unchanged lines shown around each change in the diff `edit` returns.'),
-  maxDiffLines: Schema.natural().min(1).default(120).description('Lines of diff `edit` returns at most.'),
+    .description('Unchanged lines shown around each change in the diff `edit` and `write` return.'),
+  maxDiffLines: Schema.natural().min(1).default(120).description('Lines of diff `edit` and `write` return at most.'),
   globMaxResults: Schema.natural()
     .min(1)
     .default(100)

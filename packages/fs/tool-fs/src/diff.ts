@@ -1,3 +1,5 @@
+import { structuredPatch } from 'diff'
+
 /** One replacement made by an edit: `oldLength` characters at `start` in the old text became `newLength` characters. */
 export interface Replacement {
   start: number
@@ -82,11 +84,28 @@ export function editDiff(
     for (; cursor < oldEnd; cursor += 1) out.push(` ${oldLines[cursor]}`)
     i = j + 1
   }
-  if (out.length > options.maxLines) {
-    const hidden = out.length - options.maxLines
-    return [...out.slice(0, options.maxLines), `… (${hidden} more diff lines not shown)`].join('\n')
+  return capped(out, options.maxLines)
+}
+
+/**
+ * A unified-style diff of a whole-file replacement (`write` over a file):
+ * nothing says which lines changed, so jsdiff searches for them.
+ */
+export function replacementDiff(label: string, before: string, after: string, options: DiffOptions): string {
+  const patch = structuredPatch(label, label, before, after, undefined, undefined, { context: options.context })
+  if (patch.hunks.length === 0) return `--- ${label}\n+++ ${label}\n(no line changed)`
+  const out = [`--- ${label}`, `+++ ${label}`]
+  for (const hunk of patch.hunks) {
+    out.push(`@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`, ...hunk.lines)
   }
-  return out.join('\n')
+  return capped(out, options.maxLines)
+}
+
+/** The diff lines, the ones past `maxLines` replaced by a count. */
+function capped(lines: readonly string[], maxLines: number): string {
+  if (lines.length <= maxLines) return lines.join('\n')
+  const hidden = lines.length - maxLines
+  return [...lines.slice(0, maxLines), `… (${hidden} more diff lines not shown)`].join('\n')
 }
 
 /** Drops the unchanged lines at both ends of a block. */

@@ -1,8 +1,9 @@
 import type { Context } from '@dsh/cordis'
-import type { WriteResult } from '@dsh/fs'
-import { callTarget, defineTool, ToolError } from '@dsh/tools'
+import type { FsCallOptions, WriteResult } from '@dsh/fs'
+import { callTarget, defineTool, type ToolRunContext, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
+import { replacementDiff } from './diff.ts'
 import {
   displayPath,
   fsOptions,
@@ -60,14 +61,12 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
       if (before && before.type !== 'file')
         throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
 
+      const options = fsOptions(run, args.file_path)
+      const writeOptions = before ? { ...options, expectReal: options.expectReal ?? before.path.real } : options
+      const previous = before ? await previousText(ctx, args.file_path, writeOptions, run, config) : undefined
       let written: WriteResult
       try {
-        const options = fsOptions(run, args.file_path)
-        written = await ctx.fs.writeFile(
-          args.file_path,
-          data,
-          before ? { ...options, expectReal: options.expectReal ?? before.path.real } : options,
-        )
+        written = await ctx.fs.writeFile(args.file_path, data, writeOptions)
       } catch (error) {
         throw toolErrorOf(error, shown, run.signal, {
           NOT_DIRECTORY: `cannot create ${shown}: a part of its folder path is a file, not a folder.`,
@@ -82,14 +81,55 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
         sha256: sha256(data),
       })
       const verb = written.created ? 'Created' : 'Overwrote'
-      return {
-        content: `${verb} ${shown} (${written.bytes} bytes written).`,
-        meta: {
-          path: written.path.absolute,
-          operation: written.created ? 'create' : 'overwrite',
-          bytes: written.bytes,
-        },
+      const summary = `${verb} ${shown} (${written.bytes} bytes written).`
+      const meta = {
+        path: written.path.absolute,
+        operation: written.created ? 'create' : 'overwrite',
+        bytes: written.bytes,
       }
+      if (written.created || !previous) return { content: summary, meta }
+      if ('unavailable' in previous) return { content: `${summary} No diff: ${previous.unavailable}.`, meta }
+      const diff = replacementDiff(shown, previous.text, args.content, {
+        context: config.diffContextLines,
+        maxLines: config.maxDiffLines,
+      })
+      // `oldText`: the content replaced, for surfaces that show the change as made (ACP's diff).
+      return { content: `${summary}\n\n${diff}`, meta: { ...meta, oldText: previous.text } }
     },
   })
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/**
+ * The text a write is about to replace, read through the same policy as
+ * `read` (a file the session may not read gives no diff), or why there is
+ * none: too large, binary, not UTF-8 or unreadable.
+ */
+async function previousText(
+  ctx: Context,
+  given: string,
+  options: FsCallOptions,
+  run: ToolRunContext,
+  config: FsToolsConfig,
+): Promise<{ text: string } | { unavailable: string }> {
+  let bytes: Buffer
+  try {
+    bytes = await ctx.fs.readFile(given, { ...options, maxBytes: config.maxWriteDiffBytes })
+  } catch (error) {
+    if (run.signal.aborted) throw error
+    const code = (error as { code?: unknown }).code
+    return {
+      unavailable:
+        code === 'TOO_LARGE'
+          ? `the previous content is larger than ${config.maxWriteDiffBytes} bytes`
+          : 'the previous content could not be read',
+    }
+  }
+  if (bytes.includes(0)) return { unavailable: 'the previous content was binary' }
+  try {
+    return { text: utf8.decode(bytes) }
+  } catch {
+    return { unavailable: 'the previous content was not UTF-8 text' }
+  }
 }

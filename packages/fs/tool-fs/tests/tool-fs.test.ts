@@ -138,8 +138,35 @@ describe('write', () => {
     expect(text(created)).toBe('Created deep/er/new.txt (7 bytes written).')
     expect(await readFile(join(dir, 'deep/er/new.txt'), 'utf8')).toBe('héllo\n')
     const overwritten = await run('write', { file_path: 'deep/er/new.txt', content: 'bye' })
-    expect(text(overwritten)).toBe('Overwrote deep/er/new.txt (3 bytes written).')
+    expect(text(overwritten)).toBe(
+      'Overwrote deep/er/new.txt (3 bytes written).\n\n' +
+        '--- deep/er/new.txt\n+++ deep/er/new.txt\n@@ -1,1 +1,1 @@\n-héllo\n+bye\n\\ No newline at end of file',
+    )
+    expect(overwritten.meta).toMatchObject({ operation: 'overwrite', oldText: 'héllo\n' })
     expect(await readFile(join(dir, 'deep/er/new.txt'), 'utf8')).toBe('bye')
+  })
+
+  it('over a file it cannot diff (too large, binary, not UTF-8) says why, and still writes', async () => {
+    await boot({ maxWriteDiffBytes: 8, maxDiffLines: 4 })
+    await writeFile(join(dir, 'big.txt'), 'more than eight bytes\n')
+    await writeFile(join(dir, 'blob.bin'), Buffer.from([1, 0, 2]))
+    await writeFile(join(dir, 'latin.txt'), Buffer.from([0x63, 0x61, 0x66, 0xe9]))
+    await writeFile(join(dir, 'lines.txt'), 'a\nb\n')
+    const cases: Array<[string, string]> = [
+      ['big.txt', 'No diff: the previous content is larger than 8 bytes.'],
+      ['blob.bin', 'No diff: the previous content was binary.'],
+      ['latin.txt', 'No diff: the previous content was not UTF-8 text.'],
+    ]
+    for (const [file, why] of cases) {
+      const result = await run('write', { path: file, content: 'x\n' })
+      expect(text(result)).toBe(`Overwrote ${file} (2 bytes written). ${why}`)
+      expect(result.meta).not.toHaveProperty('oldText')
+      expect(await readFile(join(dir, file), 'utf8')).toBe('x\n')
+    }
+    // A long diff is cut at maxDiffLines.
+    expect(text(await run('write', { path: 'lines.txt', content: 'c\nd\n' }))).toBe(
+      'Overwrote lines.txt (4 bytes written).\n\n--- lines.txt\n+++ lines.txt\n@@ -1,2 +1,2 @@\n-a\n… (3 more diff lines not shown)',
+    )
   })
 
   it('accepts absolute paths outside the workspace', async () => {
