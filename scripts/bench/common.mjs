@@ -112,7 +112,7 @@ export function dshCommand(args) {
 }
 
 /**
- * Runs the built `dsh` once (see `command`). Session titles are off: their
+ * Runs the built `dsh` once (see `command`), or `program` (another dsh, e.g. an installed one). Session titles are off: their
  * model call runs beside the task and would add a request to every figure.
  * Resolves with `{ code, stdout, stderr, startedAt, endedAt, wallMs, maxRssKiB, marks }`;
  * `marks` holds the probe's times in the dsh process (see probe.cjs);
@@ -120,9 +120,9 @@ export function dshCommand(args) {
  * child has exited and closed its output. Rejects when it exits non-zero
  * (unless `allowFailure`) or runs past the limit.
  */
-export function runDsh(args, { home, cwd = root, env = {}, allowFailure = false } = {}) {
+export function runDsh(args, { home, cwd = root, env = {}, allowFailure = false, program } = {}) {
   return new Promise((resolve, reject) => {
-    const [file, argv, launcherEnv] = dshCommand(args)
+    const [file, argv, launcherEnv] = program ? [program, args, {}] : dshCommand(args)
     const startedAt = performance.now()
     const child = spawn(file, argv, {
       cwd,

@@ -12,6 +12,7 @@ import * as catalog from './catalog.mjs'
 import * as dumpConfig from './dump-config.mjs'
 import * as firstRequest from './first-request.mjs'
 import * as grep from './grep.mjs'
+import * as installed from './installed.mjs'
 import { eventRate as sdkEvents, roundTrip as sdkRoundTrip } from './sdk.mjs'
 import * as sessionOpen from './session-open.mjs'
 import * as step from './step.mjs'
@@ -30,6 +31,7 @@ const BENCHMARKS = [
   sdkRoundTrip,
   sdkEvents,
   web,
+  installed,
 ]
 const NAMES = BENCHMARKS.map((b) => b.name)
 

@@ -152,7 +152,8 @@ function stageBundled(workspace, name, nodeModules, types, version) {
     }),
   )
   const { private: _private, devDependencies: _dev, dependencies: _deps, scripts: _scripts, ...kept } = manifest
-  writeJson(path.join(target, 'package.json'), { ...kept, version, exports })
+  const files = hasTypes ? [...(manifest.files ?? []), 'types'] : manifest.files
+  writeJson(path.join(target, 'package.json'), { ...kept, version, exports, ...(files ? { files } : {}) })
 }
 
 function writeJson(file, value) {
@@ -270,7 +271,7 @@ export function packRelease() {
       }),
     )
   }
-  rmSync(stageRoot, { recursive: true, force: true })
+  if (!process.env.DSH_RELEASE_KEEP_STAGE) rmSync(stageRoot, { recursive: true, force: true })
   return tarballs
 }
 
