@@ -144,7 +144,9 @@ describe('the installed @dsh/cli', { timeout: 120_000 }, () => {
     // The log is sealed with zstd, and the catalog (better-sqlite3) lists it.
     expect(readdirSync(path.join(home, 'sessions')).some((file) => file.endsWith('.jsonl.zst'))).toBe(true)
     const listed = await run(dsh, ['sessions', 'list', '--json'], { cwd: work, env: env(home) })
-    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ cwd: work })])
+    expect(JSON.parse(listed.stdout)).toEqual({
+      sessions: [expect.objectContaining({ cwd: work, preview: 'write the plan' })],
+    })
   })
 
   it('serves the web app: the page and every asset it names answer 200', async () => {
