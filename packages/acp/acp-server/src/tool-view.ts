@@ -74,7 +74,10 @@ export class ToolViews {
       if (!found?.length) return diff
       const lines = found.map((item) => formatDiagnostic(item, this.cwd))
       const text = `Language server: ${diagnosticCounts(found)}\n${lines.join('\n')}`
-      return [...(diff ?? this.view(name, call.arguments).content), { type: 'content', content: { type: 'text', text } }]
+      return [
+        ...(diff ?? this.view(name, call.arguments).content),
+        { type: 'content', content: { type: 'text', text } },
+      ]
     }
     const out: ToolCallContent[] = []
     const texts = blocks.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text)

@@ -158,13 +158,13 @@ describe('write', () => {
       ['latin.txt', 'No diff: the previous content was not UTF-8 text.'],
     ]
     for (const [file, why] of cases) {
-      const result = await run('write', { path: file, content: 'x\n' })
+      const result = await run('write', { file_path: file, content: 'x\n' })
       expect(text(result)).toBe(`Overwrote ${file} (2 bytes written). ${why}`)
       expect(result.meta).not.toHaveProperty('oldText')
       expect(await readFile(join(dir, file), 'utf8')).toBe('x\n')
     }
     // A long diff is cut at maxDiffLines.
-    expect(text(await run('write', { path: 'lines.txt', content: 'c\nd\n' }))).toBe(
+    expect(text(await run('write', { file_path: 'lines.txt', content: 'c\nd\n' }))).toBe(
       'Overwrote lines.txt (4 bytes written).\n\n--- lines.txt\n+++ lines.txt\n@@ -1,2 +1,2 @@\n-a\n… (3 more diff lines not shown)',
     )
   })
