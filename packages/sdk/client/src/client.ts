@@ -253,6 +253,17 @@ export class DshClient {
     return this.request('session/usage', { sessionId })
   }
 
+  /**
+   * Forks the session before one of its user messages and, with `restoreFiles`,
+   * puts the workspace's files back as they were then (`dryRun` only reports).
+   */
+  rewind(
+    sessionId: string,
+    options: Omit<ParamsOf<'session/rewind'>, 'sessionId'>,
+  ): Promise<ResultOf<'session/rewind'>> {
+    return this.request('session/rewind', { sessionId, ...options })
+  }
+
   /** Stops the session's agent and saves it; its event streams end. */
   async closeSession(sessionId: string): Promise<void> {
     await this.request('session/close', { sessionId })

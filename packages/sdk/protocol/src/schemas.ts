@@ -185,6 +185,30 @@ export const CommandSummary = z.object({
 })
 /** Commands callable as `/name args` in a session's `session/prompt` text. */
 export const SessionCommandsResult = z.object({ commands: z.array(CommandSummary) })
+export const SessionRewindParams = z.object({
+  sessionId,
+  /** The user message to go back to: its id, or its number among the session's prompts (1 = the first). */
+  to: z.string().min(1),
+  /** Put the workspace's files back as they were before that message. */
+  restoreFiles: z.boolean().optional(),
+  /** Only report what would change. */
+  dryRun: z.boolean().optional(),
+  /** Overwrite files that changed outside dsh since the snapshot. */
+  force: z.boolean().optional(),
+})
+export const SessionRewindResult = z.object({
+  /** The fork, holding the conversation before the message (absent on a dry run). */
+  sessionId: z.string().optional(),
+  messageId: z.string(),
+  turn: z.number(),
+  checkpoint: z.string().optional(),
+  /** How each file differs now from the snapshot; a restore undoes these. */
+  changes: z.array(z.object({ path: z.string(), change: z.enum(['modified', 'added', 'deleted']) })),
+  /** Changed files that were edited outside dsh since the snapshot. */
+  conflicts: z.array(z.string()),
+  restored: z.boolean(),
+  backup: z.string().optional(),
+})
 export const SessionEventsParams = z.object({ sessionId, afterSeq: z.number().int().min(-1).optional() })
 export const SessionEventsResult = z.object({ events: z.array(WireEvent) })
 
@@ -204,6 +228,7 @@ export const ClientMethods = {
   'session/usage': { params: SessionRefParams, result: UsageReport },
   'session/close': { params: SessionRefParams, result: empty },
   'session/commands': { params: SessionRefParams, result: SessionCommandsResult },
+  'session/rewind': { params: SessionRewindParams, result: SessionRewindResult },
   shutdown: { params: empty, result: empty },
 } as const
 

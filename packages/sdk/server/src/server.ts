@@ -1,4 +1,5 @@
 import type {} from '@dsh/cmdline'
+import type {} from '@dsh/checkpoints'
 import { type CompactOutcome, ConversationError, type ConversationSummary } from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
 import { noUsage } from '@dsh/llm'
@@ -199,6 +200,13 @@ export class SdkServer {
       return {}
     },
     'session/commands': async (p) => ({ commands: this.conversations.commands({ sessionId: p.sessionId }) }),
+    'session/rewind': (p) => {
+      const checkpoints = this.ctx.get('checkpoints')
+      if (!checkpoints)
+        throw new ConversationError('unavailable', 'rewind is not available: this profile has no checkpoints plugin')
+      const { sessionId, ...options } = p
+      return checkpoints.rewind(sessionId, options)
+    },
     shutdown: async () => {
       await this.stop()
       setImmediate(this.onStopped)
