@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util'
 import { launcher, printTable, profileChildren, usePlainEntry } from './common.mjs'
 import * as bashCall from './bash-call.mjs'
 import * as catalog from './catalog.mjs'
+import * as checkpoint from './checkpoint.mjs'
 import * as dumpConfig from './dump-config.mjs'
 import * as firstRequest from './first-request.mjs'
 import * as grep from './grep.mjs'
@@ -28,6 +29,7 @@ const BENCHMARKS = [
   grep,
   bashCall,
   catalog,
+  checkpoint,
   sdkRoundTrip,
   sdkEvents,
   web,

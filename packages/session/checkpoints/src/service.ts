@@ -68,7 +68,7 @@ const postMessage = (session: string, turn: number) => `post ${session} ${turn}`
  * if asked, put the files back.
  */
 export class Checkpoints extends Service {
-  static inject = ['sessions', 'subprocess', 'conversations']
+  static inject = ['sessions', 'subprocess']
   private readonly home: Context
   private readonly repos = new Map<string, ShadowRepo>()
   /** One git operation at a time per workspace (they share the shadow index). */
@@ -125,7 +125,7 @@ export class Checkpoints extends Service {
    * the changes and conflicts only. Conflicts stop a restore unless `force`.
    */
   async rewind(id: string, options: RewindOptions): Promise<RewindResult> {
-    const conversations = this.home.conversations
+    const conversations = this.conversations()
     const events = await conversations.events(id)
     const target = findPrompt(id, events, options.to)
     const live = this.home.get('agents')?.get(id)
@@ -168,8 +168,15 @@ export class Checkpoints extends Service {
     return { ...base, sessionId: fork.id }
   }
 
+  private conversations() {
+    const conversations = this.home.get('conversations')
+    if (!conversations)
+      throw new ConversationError('unavailable', 'rewind is not available: this profile has no conversations plugin')
+    return conversations
+  }
+
   private async workspaceOf(id: string): Promise<string> {
-    const { cwd } = await this.home.conversations.show(id)
+    const { cwd } = await this.conversations().show(id)
     const folder = await stat(cwd).catch(() => undefined)
     if (!folder?.isDirectory())
       throw new ConversationError(
@@ -222,16 +229,16 @@ export class Checkpoints extends Service {
     const previous = events.findLast(
       (e) => e.type === 'turn/end' && (e as SessionEvent<'turn/end'>).data.turn < turn,
     ) as SessionEvent<'turn/end'> | undefined
-    if (previous) return this.home.conversations.fork(id, { turn: previous.data.turn })
+    if (previous) return this.conversations().fork(id, { turn: previous.data.turn })
     const start = events.findIndex((e) => e.type === 'turn/start')
-    const { cwd } = await this.home.conversations.show(id)
+    const { cwd } = await this.conversations().show(id)
     const copy = this.home.sessions.create({
       cwd,
       forkedFrom: id as SessionId,
       seed: events.slice(0, start < 0 ? events.length : start),
     })
     await this.home.sessions.close(copy)
-    return (await this.home.conversations.resume(copy.id)).agent
+    return (await this.conversations().resume(copy.id)).agent
   }
 }
 
