@@ -3,9 +3,10 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
 import { describe, expect, it } from 'vitest'
+import { runDsh } from '@dsh/testkit'
 import { useMockedHeadless } from './support/mocked-headless.ts'
 import { SdkWire } from './support/sdk-wire.ts'
-import { readSessionLog } from './support/session-log.ts'
+import { onlyStoredSession, readSessionLog } from './support/session-log.ts'
 
 const t = useMockedHeadless()
 
@@ -129,5 +130,62 @@ describe('rewind (session/rewind over the SDK)', () => {
     const missing = await wire.request('session/rewind', { sessionId, to: '1', restoreFiles: true })
     expect(missing.error.message).toContain(`${t.work}, is missing or was moved`)
     expect((await wire.shutdown()).code).toBe(0)
+  })
+})
+
+describe('dsh sessions rewind', () => {
+  const sessions = (args: string[]) => runDsh(['sessions', ...args], { home: t.home, cwd: t.work, env: t.env() })
+
+  it('shows the changes with --dry-run, then forks and restores with --restore after a headless run', async () => {
+    await writeFile(file('.gitignore'), 'ignored.log\n')
+    await writeFile(file('a.txt'), 'one\n')
+    await writeFile(file('ignored.log'), 'keep\n')
+    t.mock.enqueue(
+      reply.toolCalls([{ name: 'read', arguments: { file_path: 'a.txt' } }]),
+      reply.toolCalls([{ name: 'edit', arguments: { file_path: 'a.txt', old_string: 'one', new_string: 'two' } }]),
+      reply.toolCalls([
+        { name: 'bash', arguments: { description: 'Add', command: 'echo new > c.txt && echo x >> ignored.log' } },
+      ]),
+      reply.text('Done.'),
+    )
+    const run = await t.headless(['Change a.txt and add c.txt.'])
+    expect(run.code).toBe(0)
+    const id = onlyStoredSession(t.home)
+
+    const dry = await sessions(['rewind', id, '--to', '1', '--restore', '--dry-run'])
+    expect(dry.code).toBe(0)
+    expect(dry.stdout).toContain('dry run: nothing changed')
+    expect(dry.stdout).toContain('a.txt: modified')
+    expect(dry.stdout).toContain('c.txt: added (deleted by a restore)')
+    expect(dry.stdout).not.toContain('ignored.log')
+    expect(read('a.txt')).toBe('two\n')
+
+    const done = await sessions(['rewind', id, '--to', '1', '--restore', '--json'])
+    expect(done.code).toBe(0)
+    const report = JSON.parse(done.stdout)
+    expect(report).toMatchObject({
+      restored: true,
+      turn: 1,
+      conflicts: [],
+      sessionId: expect.stringMatching(/^session-/),
+    })
+    expect(read('a.txt')).toBe('one\n')
+    expect(existsSync(file('c.txt'))).toBe(false)
+    expect(read('ignored.log')).toBe('keep\nx\n')
+  })
+
+  it('names a missing --to, an unknown session and an unknown message', async () => {
+    const noTo = await sessions(['rewind', 'session-x'])
+    expect(noTo.code).toBe(1)
+    expect(noTo.stderr).toContain('give the message to go back to with --to')
+    const unknown = await sessions(['rewind', 'session-nope', '--to', '1'])
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr).toContain('session-nope')
+    t.mock.enqueue(reply.text('Hello.'))
+    expect((await t.headless(['Say hello.'])).code).toBe(0)
+    const id = onlyStoredSession(t.home)
+    const badMessage = await sessions(['rewind', id, '--to', 'msg-missing'])
+    expect(badMessage.code).toBe(1)
+    expect(badMessage.stderr).toContain('no user message "msg-missing"')
   })
 })

@@ -13,6 +13,7 @@ import { Config, storeOptions } from './config.ts'
 import { digestEvents } from './digest.ts'
 import { buildFromLogs, catchUpWithLogs } from './reindex.ts'
 import { removeSessionTree } from './remove.ts'
+import { renderRewind, rewindThroughSdk } from './rewind.ts'
 import { openDatabase } from './schema.ts'
 import { CatalogStore } from './store.ts'
 import type { CatalogEntry } from './types.ts'
@@ -46,6 +47,12 @@ Commands:
                               the raw log (jsonl, the default) or a readable document
   delete <id...>              delete sessions (their logs and entries) with their
                               subagent sessions; refused for one a dsh has open
+  rewind <id> --to <message> [--restore] [--dry-run] [--force] [--json]
+                              fork the session before a user message (its id, or
+                              1 for the first prompt); --restore also puts the files
+                              back as they were then; --dry-run shows what would
+                              change; files changed outside dsh stop a restore
+                              unless --force (runs dsh --profile sdk)
   reindex                     rebuild the catalog from the logs
 `
 
@@ -258,6 +265,34 @@ const COMMANDS: Record<
       const children = removed.length - 1
       writeOut(`deleted ${id}${children ? ` and its ${children} subagent session${children === 1 ? '' : 's'}` : ''}\n`)
     }
+  },
+
+  async rewind(args, stores, { cwd, home, writeOut }) {
+    const { flags, positionals } = parse('rewind', args, {
+      to: { type: 'string' },
+      restore: { type: 'boolean' },
+      'dry-run': { type: 'boolean' },
+      force: { type: 'boolean' },
+      json: { type: 'boolean' },
+    })
+    const id = idOf('rewind', positionals)
+    if (typeof flags.to !== 'string' || !flags.to)
+      throw new UsageError(
+        'sessions rewind: give the message to go back to with --to (its id, or 1 for the first prompt)',
+      )
+    // An unknown id is reported here, before a dsh is started for the rewind.
+    await stores.persistence.open(id)
+    const dryRun = flags['dry-run'] === true
+    const report = await rewindThroughSdk({
+      sessionId: id,
+      to: flags.to,
+      restoreFiles: flags.restore === true,
+      dryRun,
+      force: flags.force === true,
+      home,
+      cwd,
+    })
+    writeOut(flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderRewind(report, dryRun))
   },
 
   async reindex(args, stores, { writeOut }) {

@@ -14,7 +14,7 @@ export {
 } from './service.ts'
 
 export const name = 'checkpoints'
-export const inject = ['sessions', 'subprocess', 'conversations', 'agents']
+export const inject = ['sessions', 'subprocess', 'agents']
 
 export interface CheckpointsConfig {
   root: string
