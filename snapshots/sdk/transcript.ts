@@ -11,20 +11,22 @@ export type TranscriptEntry = { send: Message } | { sendRaw: string } | { recv: 
 
 const SESSION_ID = /session-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
+/** A checkpoint's snapshot commit (its hash covers its time). */
+const COMMIT = /\b[0-9a-f]{40}\b/g
 const TIME_KEYS = new Set(['time', 'createdAt', 'updatedAt', 'durationMs'])
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 /**
  * Maps run-specific values to placeholders (`out`) and back (`in`): the
  * workspace, the home and the system's home and temp folders; session ids as
- * `<session-N>` and other UUIDs as `<uuid-N>`, numbered in order of first
+ * `<session-N>`, other UUIDs as `<uuid-N>` and commits as `<commit-N>`, numbered in order of first
  * appearance; today's date as `<date>`. Epoch times (`time`, `createdAt`,
  * `updatedAt`) and measured durations (`durationMs`) are dropped.
  */
 export class Normaliser {
   private readonly fixed: Array<[string, string]>
   private readonly ids = new Map<string, string>()
-  private readonly counts = { session: 0, uuid: 0 }
+  private readonly counts = { session: 0, uuid: 0, commit: 0 }
 
   constructor(paths: { workspace: string; home: string }) {
     const today = new Date().toISOString().slice(0, 10)
@@ -38,7 +40,7 @@ export class Normaliser {
     this.fixed = entries.filter(([text]) => text.length > 1).sort((a, b) => b[0].length - a[0].length)
   }
 
-  private id(actual: string, kind: 'session' | 'uuid'): string {
+  private id(actual: string, kind: 'session' | 'uuid' | 'commit'): string {
     let placeholder = this.ids.get(actual)
     if (!placeholder) {
       placeholder = `<${kind}-${++this.counts[kind]}>`
@@ -48,7 +50,10 @@ export class Normaliser {
   }
 
   private outText(text: string): string {
-    let out = text.replace(SESSION_ID, (id) => this.id(id, 'session')).replace(UUID, (id) => this.id(id, 'uuid'))
+    let out = text
+      .replace(SESSION_ID, (id) => this.id(id, 'session'))
+      .replace(UUID, (id) => this.id(id, 'uuid'))
+      .replace(COMMIT, (id) => this.id(id, 'commit'))
     for (const [actual, placeholder] of this.fixed) out = out.split(actual).join(placeholder)
     return normaliseMachineFacts(out)
   }

@@ -91,7 +91,7 @@ describe('dsh --profile sdk', () => {
     const all = (await wire.call('session/events', { sessionId })).events
     expect(all.map((e: Message) => e.seq)).toEqual(events.map((e) => e.seq))
     const tail = (await wire.call('session/events', { sessionId, afterSeq: 10 })).events
-    expect(tail.map((e: Message) => e.seq)).toEqual([11, 12, 13])
+    expect(tail.map((e: Message) => e.seq)).toEqual([11, 12, 13, 14])
 
     const exit = await wire.shutdown()
     expect(exit.code).toBe(0)

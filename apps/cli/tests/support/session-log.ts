@@ -10,7 +10,7 @@ export interface LoggedEvent {
   ignorable?: true
 }
 
-/** What one turn logs when the model calls one tool, then answers. */
+/** What one turn logs when the model calls one tool that may change files (a checkpoint first), then answers. */
 export const ONE_TOOL_TURN = [
   'turn/start',
   'step/start',
@@ -20,6 +20,7 @@ export const ONE_TOOL_TURN = [
   'request/context',
   'assistant/message',
   'tool/call',
+  'checkpoint/created',
   'tool/result',
   'step/end',
   'step/start',

@@ -44,6 +44,7 @@ export function normaliseMachineFacts(text: string): string {
  * - the session id becomes `<session>` (a parent session `<parent-session>`);
  * - message ids become `<message-1>`, `<message-2>`, … in order of first
  *   appearance, so which events share a message still shows;
+ * - checkpoint commits become `<commit-1>`, `<commit-2>`, …;
  * - the workspace path becomes `<workspace>`, the home path `<home>`;
  * - the environment section's date, time zone and platform become placeholders.
  *
@@ -59,7 +60,10 @@ export function normaliseLog(log: SessionLog, options: NormaliseOptions = {}): N
   add(log.header.id, '<session>')
   add(log.header.parentSession, '<parent-session>')
   let messages = 0
+  let commits = 0
   for (const event of log.events) {
+    // Checkpoint commits hash their time: each run makes new ones.
+    if (event.type === 'checkpoint/created') add(event.data.commit, `<commit-${++commits}>`)
     const message = event.data.message
     if (isObject(message) && typeof message.id === 'string' && !tokens.has(message.id))
       add(message.id, `<message-${++messages}>`)
