@@ -459,6 +459,35 @@ describe('dsh web API', () => {
       ])
     })
 
+    it('POST /api/sessions/:id/rewind shows a dry run, then forks and restores the files a bash command changed', async () => {
+      const work = path.join(app.work, 'rewind-web')
+      await mkdir(work, { recursive: true })
+      await writeFile(path.join(work, 'a.txt'), 'before\n')
+      const id = await newSession({ cwd: work })
+      const socket = await open()
+      socket.send({ type: 'subscribe', sessionId: id })
+      mock.enqueue(
+        reply.toolCalls([{ name: 'bash', arguments: { description: 'Change', command: 'echo after > a.txt' } }]),
+        reply.text('Changed.'),
+      )
+      await app.api('POST', `/api/sessions/${id}/messages`, { text: 'change a.txt' })
+      await settled(socket, id, 1)
+      expect(readFileSync(path.join(work, 'a.txt'), 'utf8')).toBe('after\n')
+
+      const dry = await app.api('POST', `/api/sessions/${id}/rewind`, { to: '1', restoreFiles: true, dryRun: true })
+      expect(dry.status).toBe(200)
+      expect(dry.json).toMatchObject({ turn: 1, restored: false, changes: [{ path: 'a.txt', change: 'modified' }] })
+      const bad = await app.api('POST', `/api/sessions/${id}/rewind`, { to: 'msg-nope' })
+      expect(bad.json.error).toMatchObject({ code: 'bad-request' })
+      expect(bad.json.error.message).toContain('no user message "msg-nope"')
+      const done = await app.api('POST', `/api/sessions/${id}/rewind`, { to: '1', restoreFiles: true })
+      expect(done.status).toBe(201)
+      expect(done.json).toMatchObject({ restored: true, sessionId: expect.stringMatching(/^session-/) })
+      expect(readFileSync(path.join(work, 'a.txt'), 'utf8')).toBe('before\n')
+      const forked = await app.api('GET', `/api/sessions/${done.json.sessionId}`)
+      expect(forked.json.session).toMatchObject({ forkedFrom: id, cwd: work })
+    })
+
     it('lists, searches, patches, forks, cancels and deletes sessions', async () => {
       const id = await newSession({ model: 'deepseek-v4-pro', reasoningEffort: 'low', permissionPreset: 'read-only' })
       const socket = await open()

@@ -1,4 +1,5 @@
-import type {} from '@dsh/conversations'
+import type {} from '@dsh/checkpoints'
+import { ConversationError } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import { type ContentBlock, type Message, REASONING_EFFORTS } from '@dsh/llm'
 import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS } from '@dsh/permission'
@@ -51,6 +52,15 @@ const MessageBody = z
   })
 
 const ForkBody = z.object({ turn: z.number().int().min(1).optional() }).strict()
+
+const RewindBody = z
+  .object({
+    to: z.string().min(1),
+    restoreFiles: z.boolean().optional(),
+    dryRun: z.boolean().optional(),
+    force: z.boolean().optional(),
+  })
+  .strict()
 
 const PatchBody = z
   .object({
@@ -193,6 +203,20 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
     await conversations.close(fork.id)
     changed()
     return new JsonReply(201, { sessionId: fork.id })
+  })
+
+  route('POST', '/api/sessions/:id/rewind', async (request) => {
+    const id = idOf(request)
+    const body = parseWith(RewindBody, (await request.body()) ?? {}, 'rewind')
+    const checkpoints = ctx.get('checkpoints')
+    if (!checkpoints)
+      throw new ConversationError('unavailable', 'rewind is not available: this profile has no checkpoints plugin')
+    const result = await checkpoints.rewind(id, body)
+    if (!result.sessionId) return result
+    // Closed, like a fork: it opens like any other stored session.
+    await conversations.close(result.sessionId)
+    changed()
+    return new JsonReply(201, result)
   })
 
   route('PATCH', '/api/sessions/:id', async (request) => {
