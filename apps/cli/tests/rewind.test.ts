@@ -4,6 +4,7 @@ import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
 import { describe, expect, it } from 'vitest'
 import { runDsh } from '@dsh/testkit'
+import { AcpTestClient } from './support/acp.ts'
 import { useMockedHeadless } from './support/mocked-headless.ts'
 import { SdkWire } from './support/sdk-wire.ts'
 import { onlyStoredSession, readSessionLog } from './support/session-log.ts'
@@ -187,5 +188,41 @@ describe('dsh sessions rewind', () => {
     const badMessage = await sessions(['rewind', id, '--to', 'msg-missing'])
     expect(badMessage.code).toBe(1)
     expect(badMessage.stderr).toContain('no user message "msg-missing"')
+  })
+})
+
+describe('_dsh/session/rewind over ACP', () => {
+  it('dry-runs, refuses an unknown message, then forks and restores the file a bash command changed', async () => {
+    await writeFile(file('a.txt'), 'before\n')
+    const client = new AcpTestClient({ home: t.home, cwd: t.work, env: t.env() })
+    try {
+      await client.initialize()
+      const { sessionId } = await client.newSession()
+      t.mock.enqueue(
+        reply.toolCalls([{ name: 'bash', arguments: { description: 'Change', command: 'echo after > a.txt' } }]),
+        reply.text('Changed.'),
+      )
+      // ACP's default mode asks before a command runs: allow it once.
+      client.permissionAnswers.push('allow_once')
+      expect((await client.prompt(sessionId, 'Change a.txt.')).stopReason).toBe('end_turn')
+      expect(read('a.txt')).toBe('after\n')
+
+      type Rewound = { sessionId?: string; changes: unknown[]; restored: boolean }
+      const dry = await client.agent.request<Rewound>('_dsh/session/rewind', { sessionId, to: '1', dryRun: true })
+      expect(dry).toMatchObject({ restored: false, changes: [{ path: 'a.txt', change: 'modified' }] })
+      await expect(client.agent.request('_dsh/session/rewind', { sessionId, to: 'msg-nope' })).rejects.toThrow(
+        'no user message "msg-nope"',
+      )
+      await expect(client.agent.request('_dsh/session/rewind', { sessionId })).rejects.toThrow('to')
+      const done = await client.agent.request<Rewound>('_dsh/session/rewind', {
+        sessionId,
+        to: '1',
+        restoreFiles: true,
+      })
+      expect(done).toMatchObject({ restored: true, sessionId: expect.stringMatching(/^session-/) })
+      expect(read('a.txt')).toBe('before\n')
+    } finally {
+      await client.close()
+    }
   })
 })

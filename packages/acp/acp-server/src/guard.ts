@@ -2,6 +2,8 @@ import { peekRequestId, REQUEST_ID_SCAN_CHARS } from '@dsh/sdk-protocol'
 
 /** The method an oversized line is replaced by; the server answers it with an error. */
 export const OVERSIZED_METHOD = '_dsh/oversized'
+/** dsh's extension method: rewind a session (params and result as the SDK's `session/rewind`). */
+export const REWIND_METHOD = '_dsh/session/rewind'
 
 const NEWLINE = 0x0a
 /** How much of an oversized line is kept to find its request id. */

@@ -7,10 +7,11 @@ import { assertNever, type Context } from '@dsh/cordis'
 import { NETWORK_MODES, type NetworkMode, PRESETS, type PermissionPreset } from '@dsh/permission'
 import type {} from '@dsh/plan-mode'
 import type { SessionEvent } from '@dsh/session'
-import { sessionIdProblem } from '@dsh/sdk-protocol'
+import type {} from '@dsh/checkpoints'
+import { schemas, sessionIdProblem } from '@dsh/sdk-protocol'
 import { routeFilesThroughClient } from './client-fs.ts'
 import type { AcpServerConfig } from './config.ts'
-import { OVERSIZED_METHOD } from './guard.ts'
+import { OVERSIZED_METHOD, REWIND_METHOD } from './guard.ts'
 import type { McpServerConfig } from '@dsh/mcp'
 import { mcpConfig, McpLinks, mcpOf } from './mcp.ts'
 import { promptMessage } from './prompt.ts'
@@ -83,6 +84,11 @@ export class AcpServer {
       .onRequest(acp.methods.agent.session.setTitle, ({ params }) => explained(() => this.setTitle(params)))
       .onRequest(acp.methods.agent.session.delete, ({ params }) => explained(() => this.deleteSession(params)))
       .onNotification(acp.methods.agent.session.cancel, ({ params }) => this.cancel(params.sessionId))
+      .onRequest<RewindParams, RewindResult>(
+        REWIND_METHOD,
+        (value) => rewindParams(value),
+        ({ params }) => explained(() => this.rewind(params)),
+      )
       .onRequest<{ bytes?: number; limit?: number }, never>(
         OVERSIZED_METHOD,
         (value) => (value ?? {}) as { bytes?: number; limit?: number },
@@ -461,6 +467,21 @@ export class AcpServer {
     return { sessionId: agent.id, modes: this.modes(agent.id) }
   }
 
+  /**
+   * dsh's extension: fork a session before one of its user messages and, if
+   * asked, restore the workspace's files (`ctx.checkpoints`). The fork is
+   * stored closed; `session/resume` or `session/load` opens it.
+   */
+  private async rewind(params: RewindParams): Promise<RewindResult> {
+    const checkpoints = this.ctx.get('checkpoints')
+    if (!checkpoints)
+      throw new ConversationError('unavailable', 'rewind is not available: this profile has no checkpoints plugin')
+    const { sessionId, ...options } = params
+    const result = await checkpoints.rewind(checkSessionId(sessionId), options)
+    if (result.sessionId) await this.ctx.conversations.close(result.sessionId)
+    return result
+  }
+
   /** Renames an open or stored session; a stored one is closed again afterwards. */
   private async setTitle(params: acp.SetSessionTitleRequest): Promise<acp.SetSessionTitleResponse> {
     const id = checkSessionId(params.sessionId)
@@ -554,6 +575,18 @@ function invalid(text: string, data?: unknown): acp.RequestError {
 }
 
 /** The id, or -32602 saying why it cannot name a session (a path, a wrong shape). */
+type RewindParams = ReturnType<typeof schemas.SessionRewindParams.parse>
+type RewindResult = ReturnType<typeof schemas.SessionRewindResult.parse>
+
+/** The params of `_dsh/session/rewind`: the SDK's `session/rewind` shape; -32602 naming the field otherwise. */
+function rewindParams(value: unknown): RewindParams {
+  const parsed = schemas.SessionRewindParams.safeParse(value ?? {})
+  if (parsed.success) return parsed.data
+  const issue = parsed.error.issues[0]
+  const field = issue?.path.join('.') || 'params'
+  throw invalid(`${REWIND_METHOD}: ${field}: ${issue?.message ?? 'invalid'}`, { field })
+}
+
 function checkSessionId(id: string): string {
   const problem = sessionIdProblem(id)
   if (problem) throw invalid(`sessionId ${JSON.stringify(id)} ${problem}`, { sessionId: id })
