@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
@@ -113,6 +114,29 @@ describe('rewind (session/rewind over the SDK)', () => {
     expect(forced.restored).toBe(true)
     expect(read('a.txt')).toBe('one\n')
     expect(read('b.txt')).toBe('bee\n')
+    expect((await wire.shutdown()).code).toBe(0)
+  })
+
+  it("never uses the workspace's own .git: a hostile repository config runs nothing, its index is untouched", async () => {
+    const marker = path.join(t.root, 'pwned')
+    execFileSync('git', ['init', '--quiet', t.work])
+    await writeFile(file('tracked.txt'), 'mine\n')
+    execFileSync('git', ['-C', t.work, 'add', 'tracked.txt'])
+    // What a hostile repository can ship: git runs core.fsmonitor on every status or add in it.
+    const config = readFileSync(file('.git/config'), 'utf8')
+    await writeFile(file('.git/config'), `${config}[core]\n\tfsmonitor = "touch ${marker}; false"\n`)
+    const indexBefore = readFileSync(file('.git/index'))
+    const headBefore = statSync(file('.git/HEAD')).mtimeMs
+    const wire = await sdk()
+    const sessionId = await changedByOneTurn(wire)
+    const done = await wire.call('session/rewind', { sessionId, to: '1', restoreFiles: true })
+    expect(done.restored).toBe(true)
+    expect(read('a.txt')).toBe('one\n')
+    // The user's repository's files are part of the snapshot like any other, its .git folder is not.
+    expect(done.changes.map((c: { path: string }) => c.path)).not.toContain('.git/index')
+    expect(existsSync(marker)).toBe(false)
+    expect(readFileSync(file('.git/index')).equals(indexBefore)).toBe(true)
+    expect(statSync(file('.git/HEAD')).mtimeMs).toBe(headBefore)
     expect((await wire.shutdown()).code).toBe(0)
   })
 

@@ -54,6 +54,8 @@ export class ShadowRepo {
         GIT_COMMITTER_EMAIL: IDENTITY.GIT_AUTHOR_EMAIL,
         GIT_CONFIG_NOSYSTEM: '1',
         GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_CONFIG_COUNT: '0',
+        GIT_CONFIG_PARAMETERS: '',
         ...(repo ? { GIT_INDEX_FILE: path.join(this.dir, 'index') } : {}),
         GIT_OPTIONAL_LOCKS: '0',
         LC_ALL: 'C',
