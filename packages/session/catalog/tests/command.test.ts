@@ -203,10 +203,10 @@ describe('dsh sessions (command module)', () => {
   })
 
   it.each([
-    [[], /^dsh: sessions needs a command: list, search, show, export, delete, reindex\n/],
+    [[], /^dsh: sessions needs a command: list, search, show, export, delete, rewind, reindex\n/],
     [
       ['frobnicate'],
-      /^dsh: unknown sessions command "frobnicate" \(use list, search, show, export, delete, reindex\)\n$/,
+      /^dsh: unknown sessions command "frobnicate" \(use list, search, show, export, delete, rewind, reindex\)\n$/,
     ],
     [['list', '--limit', 'ten'], /^dsh: sessions list: --limit needs a whole number from 1 to 1000, got "ten"\n$/],
     [['list', '--bogus'], /^dsh: sessions list: Unknown option '--bogus'\n$/],
