@@ -144,11 +144,12 @@ describe('bash', () => {
   it('says what a call would do: execute the command, escalated when asked', async () => {
     await boot()
     const tool = root.tools.get('bash')!
-    expect(tool.access?.({ command: 'ls -la' })).toEqual({ kind: 'execute', summary: 'ls -la' })
+    expect(tool.access?.({ command: 'ls -la' })).toEqual({ kind: 'execute', summary: 'ls -la', command: 'ls -la' })
     expect(tool.access?.({ command: 'curl example.com', escalate: true, justification: 'needs the network' })).toEqual({
       kind: 'execute',
       escalated: true,
       summary: 'curl example.com',
+      command: 'curl example.com',
     })
   })
 

@@ -256,6 +256,7 @@ describe('web_fetch', () => {
     expect(tool?.access?.({ url: 'https://example.com' } as never)).toEqual({
       kind: 'network',
       summary: 'fetch https://example.com',
+      urls: ['https://example.com'],
     })
     expect(tool?.readOnly).toBe(true)
     await fiber.dispose()
