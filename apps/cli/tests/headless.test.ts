@@ -224,7 +224,7 @@ describe('dsh --profile headless', () => {
     const { writeFileSync } = await import('node:fs')
     writeFileSync(patch, '- id: todo\n  disabled: true\n')
     t.mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: 'blocked.txt', content: 'x' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'blocked.txt', content: 'x' } }]),
       reply.text('Could not write.'),
     )
     const result = await t.headless(['--permission', 'read-only', '--patch', patch, 'try to write'])

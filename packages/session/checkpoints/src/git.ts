@@ -4,6 +4,9 @@ import path from 'node:path'
 import { text } from 'node:stream/consumers'
 import type { Subprocess } from '@dsh/subprocess'
 
+/** How many times a snapshot retries without a path that changed while it was taken. */
+const VANISHED_RETRIES = 8
+
 /** How a path differs between a snapshot and the workspace now, from the workspace's side. */
 export type FileChange = 'modified' | 'added' | 'deleted'
 
@@ -96,8 +99,22 @@ export class ShadowRepo {
       const info = await stat(path.join(this.workspace, rel)).catch(() => undefined)
       if (info?.isFile() && info.size > this.options.maxFileBytes) big.push(rel)
     }
-    const specs = ['.', ...big.map((rel) => `:(exclude,literal)${rel}`)]
-    await this.git(['add', '--all', '--pathspec-from-file=-', '--pathspec-file-nul'], `${specs.join('\0')}\0`)
+    // A path that changes under the snapshot (gone between git's listing and its stat, a folder turned
+    // into a link) is left out of this snapshot, and the add tried again.
+    const vanished: string[] = []
+    for (let attempt = 0; ; attempt++) {
+      const specs = ['.', ...[...big, ...vanished].map((rel) => `:(exclude,literal)${rel}`)]
+      try {
+        await this.git(['add', '--all', '--pathspec-from-file=-', '--pathspec-file-nul'], `${specs.join('\0')}\0`)
+        break
+      } catch (error) {
+        // `unable to stat 'x'`, `readlink("x")`, `'x' does not have a commit checked out`: git names the path.
+        const named = /failed: [\s\S]*?(?:'([^']+)'|\("([^"]+)"\))/.exec(error instanceof Error ? error.message : '')
+        const gone = named?.[1] ?? named?.[2]
+        if (!gone || attempt >= VANISHED_RETRIES) throw error
+        vanished.push(gone)
+      }
+    }
     if (big.length) {
       const dropped = big.map((rel) => `:(literal)${rel}`)
       await this.git(
