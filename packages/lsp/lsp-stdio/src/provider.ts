@@ -1,5 +1,6 @@
 import { constants } from 'node:fs'
-import { access, stat } from 'node:fs/promises'
+import { access, realpath, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { delimiter, dirname, extname, isAbsolute, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Context } from '@dsh/cordis'
@@ -248,7 +249,7 @@ export class StdioLspProvider implements LspProvider {
     }
     let argv = [program, ...config.args]
     let release: (() => Promise<void>) | undefined
-    const policy = this.policyFor(query)
+    const policy = await withInstallation(this.policyFor(query), program)
     const sandbox = this.ctx.get('sandbox')
     if (policy.mode !== 'off' && !sandbox) {
       throw new LspError(
@@ -394,6 +395,31 @@ async function projectRoot(file: string, workspace: string, markers: string[]): 
     if (dir === workspace) break
   }
   return workspace
+}
+
+/**
+ * The policy with the server's own installation readable: a server installed
+ * under /tmp (a checkout or npm prefix there) would be hidden by the private
+ * /tmp. Its installation is the outermost folder above the program holding a
+ * package.json (the project whose node_modules has it).
+ */
+async function withInstallation(policy: SandboxPolicy, program: string): Promise<SandboxPolicy> {
+  if (policy.mode === 'off') return policy
+  const real = await realpath(program).catch(() => program)
+  const hiddenByTmp = ['/tmp', tmpdir()].some((dir) => isWithin(dir, real))
+  if (!hiddenByTmp) return policy
+  let installation: string | undefined
+  for (let dir = dirname(real); dir !== dirname(dir); dir = dirname(dir)) {
+    if (
+      await stat(join(dir, 'package.json')).then(
+        () => true,
+        () => false,
+      )
+    )
+      installation = dir
+  }
+  const roots = installation ? [installation] : [dirname(real)]
+  return { ...policy, readableRoots: [...(policy.readableRoots ?? []), ...roots] }
 }
 
 /** An absolute path as is; a bare name looked up in the absolute entries of PATH. */

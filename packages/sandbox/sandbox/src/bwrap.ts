@@ -254,6 +254,7 @@ function checkRequest(argv: string[], policy: SandboxPolicy, cwd: string): strin
   for (const [field, list] of [
     ['writableRoots', policy.writableRoots],
     ['protectedPaths', policy.protectedPaths],
+    ['readableRoots', policy.readableRoots ?? []],
   ] as const) {
     if (!Array.isArray(list)) return `the policy's ${field} is not a list`
     const bad = list.find((item) => typeof item !== 'string' || !path.isAbsolute(item))

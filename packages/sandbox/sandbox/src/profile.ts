@@ -42,6 +42,9 @@ export async function bwrapArguments(
   const dir = await canonical(cwd)
   // The private /tmp hides the host's; a working directory there must stay visible.
   if (!roots.some((root) => within(dir, root))) args.push('--ro-bind-try', dir, dir)
+  for (const item of unique((policy.readableRoots ?? []).map((item) => path.resolve(item)))) {
+    if (!roots.some((root) => within(item, root))) args.push('--ro-bind-try', item, item)
+  }
   for (const root of roots) args.push('--bind-try', root, root)
   if (policy.mode === 'workspace-write') {
     for (const item of byDepth(unique(policy.protectedPaths.map((item) => path.resolve(item))))) {

@@ -32,6 +32,12 @@ export interface SandboxPolicy {
   /** Absolute paths that stay read-only even inside a writable root, e.g. `<workspace>/.git`. */
   protectedPaths: string[]
   /**
+   * Absolute paths the command may read although the sandbox would hide them
+   * otherwise (under the private /tmp): the installation of a program dsh
+   * starts itself, such as a language server. Never dsh's hidden paths.
+   */
+  readableRoots?: string[]
+  /**
    * The command's network: `off` none at all; `proxy` only HTTP(S) through
    * dsh's filtering proxy (`proxyToken` names the grant the proxy knows the
    * command by); `on` outbound connections, but never the host's loopback.
