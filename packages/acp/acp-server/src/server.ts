@@ -4,12 +4,21 @@ import * as acp from '@agentclientprotocol/sdk/unstable'
 import type { Agent } from '@dsh/agent'
 import { type ApprovalPrompt, type ApprovalReply, ConversationError } from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
-import { NETWORK_MODES, type NetworkMode, PRESETS, type PermissionPreset } from '@dsh/permission'
+import {
+  NETWORK_EVENT,
+  NETWORK_MODES,
+  type NetworkMode,
+  PRESET_EVENT,
+  PRESETS,
+  type PermissionPreset,
+} from '@dsh/permission'
+import { SETTINGS_EVENT } from '@dsh/conversations'
 import type {} from '@dsh/plan-mode'
 import type { SessionEvent } from '@dsh/session'
 import type {} from '@dsh/checkpoints'
 import { schemas, sessionIdProblem } from '@dsh/sdk-protocol'
 import { routeFilesThroughClient } from './client-fs.ts'
+import { ConfigOptionProblem, configOptions, requestedSetting } from './config-options.ts'
 import type { AcpServerConfig } from './config.ts'
 import { OVERSIZED_METHOD, REWIND_METHOD } from './guard.ts'
 import type { McpServerConfig } from '@dsh/mcp'
@@ -42,6 +51,8 @@ const MODE_NAMES: Record<PermissionPreset, string> = {
 }
 /** The session mode that is plan mode (the others are the permission presets). */
 const PLAN_MODE = 'plan'
+/** The logged events that change a session's config options. */
+const CONFIG_EVENTS = new Set<string>([SETTINGS_EVENT, PRESET_EVENT, NETWORK_EVENT, 'plan/mode'])
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
@@ -77,6 +88,9 @@ export class AcpServer {
       .onRequest(acp.methods.agent.session.load, ({ params }) => explained(() => this.loadSession(params)))
       .onRequest(acp.methods.agent.session.prompt, ({ params, signal }) => explained(() => this.prompt(params, signal)))
       .onRequest(acp.methods.agent.session.setMode, ({ params }) => explained(() => this.setMode(params)))
+      .onRequest(acp.methods.agent.session.setConfigOption, ({ params }) =>
+        explained(() => this.setConfigOption(params)),
+      )
       .onRequest(acp.methods.agent.session.close, ({ params }) => explained(() => this.closeSession(params)))
       .onRequest(acp.methods.agent.session.list, ({ params }) => explained(() => this.listSessions(params)))
       .onRequest(acp.methods.agent.session.resume, ({ params }) => explained(() => this.resumeSession(params)))
@@ -181,11 +195,13 @@ export class AcpServer {
       const state = this.sessions.get(session.id)
       if (!state || state.agent.session.id !== session.id) return
       this.send(state, state.updates.live(event))
-      // Plan mode turned on or off (by set_mode, or by an approved plan): the current mode changed.
-      if (event.type === 'plan/mode')
+      // Plan mode or the preset changed (by set_mode, set_config_option, or an approved plan): so did the mode.
+      if (event.type === 'plan/mode' || event.type === PRESET_EVENT)
         this.send(state, [
           { sessionUpdate: 'current_mode_update', currentModeId: this.modes(session.id).currentModeId },
         ])
+      if (CONFIG_EVENTS.has(event.type))
+        this.send(state, [{ sessionUpdate: 'config_option_update', configOptions: this.configOptions(state.agent) }])
     })
     ctx.on('agent/delta', (agent, delta) => {
       const state = this.sessions.get(agent.id)
@@ -340,7 +356,7 @@ export class AcpServer {
     const state = this.adopt(agent)
     await this.connectMcp(state, servers)
     this.announceCommands(state)
-    return { sessionId: agent.id, modes: this.modes(agent.id) }
+    return { sessionId: agent.id, modes: this.modes(agent.id), configOptions: this.configOptions(agent) }
   }
 
   private async loadSession(params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
@@ -365,7 +381,7 @@ export class AcpServer {
     this.send(state, usageUpdate(this.ctx.conversations.meter(events)))
     await this.connectMcp(state, servers)
     this.announceCommands(state)
-    return { modes: this.modes(id) }
+    return { modes: this.modes(id), configOptions: this.configOptions(state.agent) }
   }
 
   private async prompt(params: acp.PromptRequest, signal: AbortSignal): Promise<acp.PromptResponse> {
@@ -409,14 +425,50 @@ export class AcpServer {
     const modes = this.modes(params.sessionId).availableModes.map((m) => m.id)
     if (!modes.includes(params.modeId))
       throw invalid(`unknown mode "${params.modeId}"; the modes are ${modes.join(', ')}`, { modeId: params.modeId })
+    await this.applyMode(params.sessionId, params.modeId, modes)
+    return {}
+  }
+
+  private async applyMode(sessionId: string, modeId: string, modes: string[]): Promise<void> {
     const hasPlan = modes.includes(PLAN_MODE)
     await this.ctx.conversations.configure(
-      params.sessionId,
-      params.modeId === PLAN_MODE
+      sessionId,
+      modeId === PLAN_MODE
         ? { plan: true }
-        : { preset: params.modeId as PermissionPreset, ...(hasPlan ? { plan: false } : {}) },
+        : { preset: modeId as PermissionPreset, ...(hasPlan ? { plan: false } : {}) },
     )
-    return {}
+  }
+
+  private configOptions(agent: Agent): acp.SessionConfigOption[] {
+    return configOptions(this.ctx, agent, this.modes(agent.id))
+  }
+
+  /**
+   * Sets one config option (model, reasoning effort, mode or network) through
+   * `ctx.conversations.configure`, logged so that it holds after
+   * `session/load`; answers the whole set. A value or option the session does
+   * not show is -32602 naming `configId` or `value`.
+   */
+  private async setConfigOption(
+    params: acp.SetSessionConfigOptionRequest,
+  ): Promise<acp.SetSessionConfigOptionResponse> {
+    const state = this.require(params.sessionId)
+    const options = this.configOptions(state.agent)
+    let request: ReturnType<typeof requestedSetting>
+    try {
+      request = requestedSetting(options, params.configId, params.value)
+    } catch (error) {
+      if (error instanceof ConfigOptionProblem)
+        throw invalid(`${error.field}: ${error.message}`, { field: error.field, [error.field]: params[error.field] })
+      throw error
+    }
+    if (request.id === 'mode') {
+      const modes = this.modes(params.sessionId).availableModes.map((m) => m.id)
+      await this.applyMode(params.sessionId, request.value, modes)
+    } else if (Object.keys(request.settings).length) {
+      await this.ctx.conversations.configure(params.sessionId, request.settings)
+    }
+    return { configOptions: this.configOptions(state.agent) }
   }
 
   /** Stored sessions, newest first, a page at a time; subagent sessions are left out. */
@@ -452,7 +504,7 @@ export class AcpServer {
     const state = open ?? this.adopt(agent)
     await this.connectMcp(state, this.mcpServers(params.mcpServers ?? [], agent.session.meta.cwd))
     this.send(state, usageUpdate(this.ctx.conversations.meter(agent.session.events)))
-    return { modes: this.modes(id) }
+    return { modes: this.modes(id), configOptions: this.configOptions(state.agent) }
   }
 
   /** A copy of the whole session (open or stored, between turns) as a new session of this connection. */
@@ -464,7 +516,7 @@ export class AcpServer {
     const agent = await this.ctx.conversations.fork(id)
     const state = this.adopt(agent)
     await this.connectMcp(state, this.mcpServers(params.mcpServers ?? [], agent.session.meta.cwd))
-    return { sessionId: agent.id, modes: this.modes(agent.id) }
+    return { sessionId: agent.id, modes: this.modes(agent.id), configOptions: this.configOptions(agent) }
   }
 
   /**
