@@ -102,7 +102,7 @@ export function requestedSetting(
   value: unknown,
 ): { id: ConfigId; value: string; settings: SessionSettings } {
   const option = options.find((o) => o.id === configId)
-  if (!option || option.type !== 'select')
+  if (option?.type !== 'select')
     throw new ConfigOptionProblem(
       'configId',
       `unknown config option ${JSON.stringify(configId)}; the options are ${options.map((o) => o.id).join(', ')}`,
