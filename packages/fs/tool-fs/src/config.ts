@@ -1,6 +1,6 @@
 import { Schema } from '@dsh/cordis'
 
-export const FS_TOOL_NAMES = ['read', 'write', 'edit', 'glob', 'grep', 'ls'] as const
+export const FS_TOOL_NAMES = ['read', 'read_image', 'write', 'edit', 'glob', 'grep', 'ls'] as const
 export type FsToolName = (typeof FS_TOOL_NAMES)[number]
 
 export interface FsToolsConfig {

@@ -6,6 +6,7 @@ import { globTool } from './glob.ts'
 import { grepTool } from './grep.ts'
 import { lsTool } from './ls.ts'
 import { readTool } from './read.ts'
+import { offerToImageModels, readImageTool } from './read-image.ts'
 import { writeTool } from './write.ts'
 
 export { Config, FS_TOOL_NAMES, type FsToolName, type FsToolsConfig }
@@ -25,6 +26,7 @@ export const inject = ['tools', 'fs']
 export function createFsTools(ctx: Context, config: FsToolsConfig): ToolDefinition[] {
   return [
     readTool(ctx, config),
+    readImageTool(ctx, config),
     writeTool(ctx, config),
     editTool(ctx, config),
     globTool(ctx, config),
@@ -33,8 +35,9 @@ export function createFsTools(ctx: Context, config: FsToolsConfig): ToolDefiniti
   ]
 }
 
-/** Registers the file tools named in `config.tools` (default all six) on `ctx.tools`. */
+/** Registers the file tools named in `config.tools` (default all seven) on `ctx.tools`. */
 export function apply(ctx: Context, config: FsToolsConfig) {
   const wanted = new Set<string>(config.tools ?? FS_TOOL_NAMES)
   for (const tool of createFsTools(ctx, config)) if (wanted.has(tool.name)) ctx.tools.register(ctx, tool)
+  if (wanted.has('read_image')) offerToImageModels(ctx)
 }

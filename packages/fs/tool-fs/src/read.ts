@@ -3,11 +3,11 @@ import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import type { Context } from '@dsh/cordis'
 import type { FileStat } from '@dsh/fs'
-import { callTarget, defineTool, ToolError, type ToolOutput } from '@dsh/tools'
+import { callTarget, defineTool, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, shownArgument, toolErrorOf } from './files.ts'
-import { imageName, imageType } from './image.ts'
+import { type ImageMediaType, imageName, imageType } from './image.ts'
 
 /** How much of the start of a file decides whether it is text, an image or other binary data. */
 const SNIFF_BYTES = 8192
@@ -55,55 +55,12 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
     isConcurrencySafe: () => true,
     access: (args) => ({ kind: 'read', paths: [args.file_path], summary: `read ${args.file_path}` }),
     async execute(args, run): Promise<ToolOutput> {
-      const options = fsOptions(run, args.file_path)
-      let shown = shownArgument(run.cwd, args.file_path)
-      let stream: Readable
-      let info: FileStat
-      try {
-        info = await ctx.fs.stat(args.file_path, options)
-        shown = displayPath(run.cwd, info.path.absolute)
-        if (info.type === 'directory')
-          throw new ToolError(
-            'FS_IS_DIRECTORY',
-            `${shown} is a directory, not a file. List it with the ls tool instead.`,
-          )
-        if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
-        // The same file the stat saw, or PATH_CHANGED: the read record below is keyed by that location.
-        stream = await ctx.fs.readStream(args.file_path, { ...options, expectReal: info.path.real })
-      } catch (error) {
-        if (error instanceof ToolError) throw error
-        throw toolErrorOf(error, shown, run.signal, {
-          NOT_FOUND: `file not found: ${shown}. Check the path (relative paths start at ${run.cwd}).`,
-          IS_DIRECTORY: `${shown} is a directory, not a file. List it with the ls tool instead.`,
-        })
-      }
-
+      const { info, stream, shown } = await openFile(ctx, run, args.file_path)
       const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>
       try {
         const head = await sniff(chunks)
         const image = imageType(head.bytes)
-        if (image) {
-          const limit = config.maxImageBytes
-          if (info.size > limit) {
-            throw new ToolError(
-              'FS_IMAGE_TOO_LARGE',
-              `${shown} is a ${imageName(image)} image of ${info.size} bytes; read returns images up to ${limit} bytes.`,
-            )
-          }
-          const data = await drain(chunks, head, limit)
-          if (!data)
-            throw new ToolError(
-              'FS_IMAGE_TOO_LARGE',
-              `${shown} grew past ${limit} bytes while it was read; read returns images up to ${limit} bytes.`,
-            )
-          return {
-            content: [
-              { type: 'text', text: `${shown}: ${imageName(image)} image, ${data.length} bytes.` },
-              { type: 'image', mediaType: image, data: data.toString('base64') },
-            ],
-            meta: { path: info.path.absolute, mediaType: image, bytes: data.length },
-          }
-        }
+        if (image) return await imageOutput(chunks, head, image, info, shown, config.maxImageBytes, 'read')
         if (head.bytes.includes(0)) {
           throw new ToolError(
             'FS_NOT_TEXT',
@@ -164,15 +121,72 @@ function render(scan: LineScan, shown: string, offset: number, config: FsToolsCo
   return { content: text, meta: { path, startLine: first, endLine: last, totalLines: scan.total } }
 }
 
-interface Head {
+export interface Head {
   chunks: Buffer[]
   bytes: Buffer
   /** The whole file is in `chunks`. */
   done: boolean
 }
 
+/** A regular file opened for reading: what `stat` saw, the stream of that same file, and its path as shown to the model. */
+export async function openFile(
+  ctx: Context,
+  run: ToolRunContext,
+  filePath: string,
+): Promise<{ info: FileStat; stream: Readable; shown: string }> {
+  const options = fsOptions(run, filePath)
+  let shown = shownArgument(run.cwd, filePath)
+  try {
+    const info = await ctx.fs.stat(filePath, options)
+    shown = displayPath(run.cwd, info.path.absolute)
+    if (info.type === 'directory')
+      throw new ToolError('FS_IS_DIRECTORY', `${shown} is a directory, not a file. List it with the ls tool instead.`)
+    if (info.type !== 'file') throw new ToolError('FS_NOT_REGULAR_FILE', `${shown} is not a regular file.`)
+    // The same file the stat saw, or PATH_CHANGED: read records are keyed by that location.
+    const stream = await ctx.fs.readStream(filePath, { ...options, expectReal: info.path.real })
+    return { info, stream, shown }
+  } catch (error) {
+    if (error instanceof ToolError) throw error
+    throw toolErrorOf(error, shown, run.signal, {
+      NOT_FOUND: `file not found: ${shown}. Check the path (relative paths start at ${run.cwd}).`,
+      IS_DIRECTORY: `${shown} is a directory, not a file. List it with the ls tool instead.`,
+    })
+  }
+}
+
+/** An image file as a tool result: a line naming it, then the image block (FS_IMAGE_TOO_LARGE past `limit` bytes). */
+export async function imageOutput(
+  chunks: AsyncIterator<Buffer>,
+  head: Head,
+  image: ImageMediaType,
+  info: FileStat,
+  shown: string,
+  limit: number,
+  tool: string,
+): Promise<ToolOutput> {
+  if (info.size > limit) {
+    throw new ToolError(
+      'FS_IMAGE_TOO_LARGE',
+      `${shown} is a ${imageName(image)} image of ${info.size} bytes; ${tool} returns images up to ${limit} bytes.`,
+    )
+  }
+  const data = await drain(chunks, head, limit)
+  if (!data)
+    throw new ToolError(
+      'FS_IMAGE_TOO_LARGE',
+      `${shown} grew past ${limit} bytes while it was read; ${tool} returns images up to ${limit} bytes.`,
+    )
+  return {
+    content: [
+      { type: 'text', text: `${shown}: ${imageName(image)} image, ${data.length} bytes.` },
+      { type: 'image', mediaType: image, data: data.toString('base64') },
+    ],
+    meta: { path: info.path.absolute, mediaType: image, bytes: data.length },
+  }
+}
+
 /** Reads chunks until at least `SNIFF_BYTES` have arrived (or the file ended). */
-async function sniff(chunks: AsyncIterator<Buffer>): Promise<Head> {
+export async function sniff(chunks: AsyncIterator<Buffer>): Promise<Head> {
   const taken: Buffer[] = []
   let size = 0
   while (size < SNIFF_BYTES) {

@@ -50,7 +50,15 @@ function text(result: ToolResult): string {
 describe('plugin', () => {
   it('registers the file tools, and removes them when disposed', async () => {
     const fiber = await boot()
-    expect(root.tools.list().map((tool) => tool.name)).toEqual(['edit', 'glob', 'grep', 'ls', 'read', 'write'])
+    expect(root.tools.list().map((tool) => tool.name)).toEqual([
+      'edit',
+      'glob',
+      'grep',
+      'ls',
+      'read',
+      'read_image',
+      'write',
+    ])
     expect(root.tools.get('read')?.readOnly).toBe(true)
     expect(root.tools.get('write')?.readOnly).toBeFalsy()
     expect(root.tools.isConcurrencySafe('read', '{"file_path":"a"}')).toBe(true)
