@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type * as acp from '@agentclientprotocol/sdk'
@@ -22,6 +23,7 @@ const edit = (file: string, oldString: string, newString: string) => ({
   arguments: { ...fileArg(file), old_string: oldString, new_string: newString },
 })
 const write = (file: string, content: string) => ({ name: 'write', arguments: { ...fileArg(file), content } })
+const bash = (command: string) => ({ name: 'bash', arguments: { description: 'Run a command', command } })
 const lsp = (operation: string, file: string, line: number, character: number) => ({
   name: 'lsp',
   arguments: { operation, file_path: file, line, character },
@@ -348,6 +350,124 @@ describe('the lsp tool and diagnostics through headless', () => {
     expect(existsSync(outside)).toBe(false)
     expect(existsSync(planted)).toBe(false)
     expect(results()[0]).toMatch(/^Error: /)
+  })
+})
+
+/** Runs git in `dir` with none of the machine's config, failing the test when git fails. */
+function git(dir: string, ...args: string[]): void {
+  const done = spawnSync('git', args, {
+    cwd: dir,
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_COUNT: '0',
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@localhost',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@localhost',
+    },
+  })
+  if (done.status !== 0) throw new Error(`git ${args.join(' ')} failed: ${done.stderr}`)
+}
+
+/** The TypeScript fixture, committed to a fresh repository in the workspace. */
+function committedProject(): void {
+  files(t.work, TS_PROJECT)
+  git(t.work, 'init', '--quiet', '--initial-branch=trunk')
+  git(t.work, 'add', '.')
+  git(t.work, 'commit', '--quiet', '-m', 'fixture')
+}
+
+const breakIt = "sed -i 's/answer: number/answer: string/' src/main.ts"
+const TS2322 = /src\/main\.ts:8:14 error TS2322: Type 'number' is not assignable to type 'string'\./
+
+describe('diagnostics after commands (afterCommands)', () => {
+  it('appends the type error a bash sed introduces, and nothing after a command that changed no such file', async () => {
+    committedProject()
+    patchHome('    afterCommands: true\n')
+    t.mock.enqueue(
+      reply.toolCalls([bash(breakIt)]),
+      reply.toolCalls([bash('echo touched > notes.md')]),
+      reply.text('Broke it.'),
+    )
+    const run = await t.headless(['break it with sed'], withServers)
+    expect(run.code).toBe(0)
+    const [broken, notes] = results()
+    expect(broken).toContain('Language server diagnostics after this change (1 error):')
+    expect(broken).toMatch(TS2322)
+    expect(notes).not.toContain('diagnostics')
+    const { events } = await readSessionLog(t.home, onlyStoredSession(t.home))
+    const metas = events.filter((event) => event.type === 'tool/result').map((event) => event.data.meta)
+    expect(metas[0].diagnostics).toEqual([
+      expect.objectContaining({ path: path.join(t.work, 'src/main.ts'), line: 8, code: '2322' }),
+    ])
+    expect(metas[1]?.diagnostics).toBeUndefined()
+  })
+
+  it('adds nothing to a command’s result when the switch is off (the default)', async () => {
+    committedProject()
+    patchHome()
+    t.mock.enqueue(reply.toolCalls([bash(breakIt)]), reply.text('Broke it.'))
+    const run = await t.headless(['break it with sed'], withServers)
+    expect(run.code).toBe(0)
+    expect(readFileSync(path.join(t.work, 'src/main.ts'), 'utf8')).toContain('answer: string')
+    expect(results()[0]).not.toContain('diagnostics')
+    const { events } = await readSessionLog(t.home, onlyStoredSession(t.home))
+    expect(events.find((event) => event.type === 'tool/result')?.data.meta?.diagnostics).toBeUndefined()
+    expect(serverPids('typescript-language-server', t.work)).toEqual([])
+  })
+
+  it("runs none of a hostile repository's fsmonitor, filter or hook commands, and still reports the error", async () => {
+    committedProject()
+    const marker = path.join(t.root, 'pwned')
+    const payload = path.join(t.root, 'payload.sh')
+    writeFileSync(payload, `#!/bin/sh\necho "$0 $*" >> ${marker}\ncat\n`)
+    chmodSync(payload, 0o755)
+    git(t.work, 'config', 'core.fsmonitor', payload)
+    git(t.work, 'config', 'filter.evil.clean', payload)
+    git(t.work, 'config', 'filter.evil.process', payload)
+    git(t.work, 'config', 'filter.a=b.clean', payload)
+    git(t.work, 'config', 'filter.a=b.required', 'true')
+    files(t.work, { '.gitattributes': '*.ts filter=evil\n*.json filter=a=b\n' })
+    mkdirSync(path.join(t.work, '.git', 'hooks'), { recursive: true })
+    for (const hook of ['post-index-change', 'pre-commit', 'post-checkout']) {
+      writeFileSync(path.join(t.work, '.git', 'hooks', hook), `#!/bin/sh\n${payload}\n`)
+      chmodSync(path.join(t.work, '.git', 'hooks', hook), 0o755)
+    }
+    // Only this feature runs git on the workspace's repository in this run.
+    patchHome('    afterCommands: true\n- id: environment-context\n  config:\n    git: false\n')
+    t.mock.enqueue(reply.toolCalls([bash(breakIt)]), reply.text('Broke it.'))
+    const run = await t.headless(['break it with sed'], withServers)
+    expect(run.code).toBe(0)
+    expect(results()[0]).toMatch(TS2322)
+    expect(existsSync(marker)).toBe(false)
+  })
+})
+
+describe('bounds on what a language server sends', () => {
+  it('stops a server that announces a message over maxMessageBytes, and says why', async () => {
+    files(t.work, { 'a.fake': 'anything\n' })
+    // Answers the first request with a header announcing a gigabyte, then trickles bytes forever.
+    // In the workspace: the sandbox's /tmp is its own.
+    const server = path.join(t.work, 'huge-server.mjs')
+    writeFileSync(
+      server,
+      [
+        "process.stdin.once('data', () => {",
+        "  process.stdout.write('Content-Length: 1000000000\\r\\n\\r\\n{')",
+        "  setInterval(() => process.stdout.write('x'.repeat(1000)), 10)",
+        '})',
+      ].join('\n'),
+    )
+    const servers = `    servers:\n      huge:\n        command: ${process.execPath}\n        args: [${JSON.stringify(server)}]\n        extensions: { '.fake': fake }\n`
+    patchHome(`- id: lsp-stdio\n  config:\n    maxRestarts: 0\n    maxMessageBytes: 1000000\n${servers}`)
+    t.mock.enqueue(reply.toolCalls([lsp('hover', 'a.fake', 1, 1)]), reply.text('Done.'))
+    const run = await t.headless(['hover'], withServers)
+    expect(run.code).toBe(0)
+    expect(results()[0]).toMatch(/^Error: /)
+    expect(results()[0]).toContain('a message of 1000000000 bytes is over the limit of 1000000 (maxMessageBytes)')
   })
 })
 

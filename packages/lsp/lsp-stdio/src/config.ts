@@ -32,6 +32,7 @@ export interface LspStdioConfig {
   maxRestartBackoffMs: number
   shutdownTimeoutMs: number
   maxStderrBytes: number
+  maxMessageBytes: number
 }
 
 const server: Schema<ServerConfig> = Schema.object({
@@ -153,6 +154,12 @@ export const Config: Schema<LspStdioConfig> = Schema.object({
   maxStderrBytes: Schema.natural()
     .default(16_000)
     .description('How much of a server’s stderr is kept (the tail) to explain a crash.'),
+  maxMessageBytes: Schema.natural()
+    .min(1)
+    .default(64_000_000)
+    .description(
+      'The largest message a server may send, in bytes; one that announces more is stopped as broken (its reader would hold it all).',
+    ),
 })
 
 /** Load-time checks schemastery cannot express; the message names the server and the entry. */

@@ -284,6 +284,7 @@ export class StdioLspProvider implements LspProvider {
       requestTimeoutMs: this.config.requestTimeoutMs,
       startTimeoutMs: this.config.startTimeoutMs,
       maxStderrBytes: this.config.maxStderrBytes,
+      maxMessageBytes: this.config.maxMessageBytes,
     })
     slot.current = server
     void server.exited.then((why) => {

@@ -9,6 +9,7 @@ import {
 } from 'vscode-jsonrpc/node.js'
 import type { Diagnostic, InitializeParams, PublishDiagnosticsParams } from 'vscode-languageserver-protocol'
 import type { ServerConfig } from './config.ts'
+import { FrameLimit } from './frame-limit.ts'
 
 /** Why a server can no longer be used. */
 export class ServerStopped extends Error {
@@ -40,6 +41,7 @@ export interface ServerStart {
   requestTimeoutMs: number
   startTimeoutMs: number
   maxStderrBytes: number
+  maxMessageBytes: number
 }
 
 /**
@@ -76,7 +78,7 @@ export class RunningServer {
       (error: unknown) => this.markStopped(error instanceof Error ? error.message : String(error)),
     )
     this.connection = createMessageConnection(
-      new StreamMessageReader(handle.stdout),
+      new StreamMessageReader(handle.stdout.pipe(new FrameLimit(start.maxMessageBytes))),
       new StreamMessageWriter(handle.stdin),
     )
     this.connection.onError(([error]) => {

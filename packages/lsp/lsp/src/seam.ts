@@ -130,6 +130,11 @@ export class Lsp extends Service {
     return this.providers.values().some((provider) => provider.handles(file))
   }
 
+  /** The extensions some provider has a server for (lowercase, with the dot); empty without providers. No I/O. */
+  extensions(): string[] {
+    return [...new Set(this.providers.values().flatMap((provider) => provider.extensions()))].sort()
+  }
+
   async query(query: LspQuery): Promise<LspAnswer> {
     return this.providerFor(query.file).query(query)
   }
@@ -155,7 +160,7 @@ export class Lsp extends Service {
     if (all.length === 0) throw new LspError('LSP_UNAVAILABLE', NO_PROVIDER_HINT)
     const provider = all.find((candidate) => candidate.handles(file))
     if (provider) return provider
-    const known = [...new Set(all.flatMap((candidate) => candidate.extensions()))].sort()
+    const known = this.extensions()
     const extension = extname(file).toLowerCase() || '(no extension)'
     throw new LspError(
       'LSP_NO_SERVER',
