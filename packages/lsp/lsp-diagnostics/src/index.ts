@@ -38,7 +38,7 @@ export const Config: Schema<LspDiagnosticsConfig> = Schema.object({
   maxCommandFiles: Schema.natural()
     .min(1)
     .default(20)
-    .description('The most files a command changed that are checked; the rest are named as unchecked.'),
+    .description('The most files a command changed that are checked; the rest are counted as unchecked.'),
 })
 
 export const name = 'lsp-diagnostics'
