@@ -98,7 +98,7 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
     await composer(page).press('Enter')
     await page.getByText('word1', { exact: false }).waitFor()
     await composer(page).fill('Second')
-    await composer(page).press('Enter')
+    await composer(page).press('Alt+Enter')
     await page.locator('[data-testid="queued"]', { hasText: 'Second' }).waitFor()
     await t.screenshot('queued-follow-up')
     await page.getByText('Second answer.').waitFor()

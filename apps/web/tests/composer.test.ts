@@ -20,6 +20,7 @@ describe('composer', { timeout: TEST_TIMEOUT_MS }, () => {
       expect.stringContaining('/compact'),
       expect.stringContaining('/new'),
       expect.stringContaining('/model'),
+      expect.stringContaining('/plan'),
     ])
     await box.press('ArrowDown')
     await box.press('ArrowDown')
@@ -112,6 +113,7 @@ describe('composer: workspace commands', { timeout: TEST_TIMEOUT_MS }, () => {
       expect.stringContaining('/compact'),
       expect.stringContaining('/new'),
       expect.stringContaining('/model'),
+      expect.stringContaining('/plan'),
       expect.stringMatching(/\/review <number>.*Review a pull request \(project\)/),
     ])
     await box.pressSequentially('rev')

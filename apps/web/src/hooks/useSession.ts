@@ -10,6 +10,7 @@ export function useSession(sessionId: SessionId): SessionController | undefined 
   // A layout effect: a session already loaded is on screen in the first frame the page paints.
   useLayoutEffect(() => {
     const next = new SessionController(app.api, app.live, sessionId)
+    next.onError = (error) => app.toasts.error(error, 'Sending a queued message')
     void next.load(app.takePrefetched(sessionId))
     setController(next)
     return () => {

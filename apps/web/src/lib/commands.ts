@@ -1,5 +1,5 @@
 export interface CommandSpec {
-  name: 'compact' | 'new' | 'model'
+  name: 'compact' | 'new' | 'model' | 'plan'
   args?: string
   description: string
 }
@@ -8,6 +8,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   { name: 'compact', description: 'Summarise earlier messages to free up context' },
   { name: 'new', description: 'Start a new session in this workspace' },
   { name: 'model', args: '<id>', description: "Switch this session's model" },
+  { name: 'plan', args: '[on|off]', description: 'Turn plan mode on or off (the agent plans and changes no files)' },
 ]
 
 export interface ParsedCommand {

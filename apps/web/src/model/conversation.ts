@@ -54,6 +54,11 @@ export class ConversationModel {
     return this.cached
   }
 
+  /** Plan mode as the server reads it back after a change (its `plan/mode` event may come later). */
+  setPlanMode(planMode: boolean): void {
+    if (this.state.planMode !== planMode) this.update({ planMode })
+  }
+
   setRunning(running: boolean): void {
     if (this.state.running === running) return
     this.update({ running })

@@ -7,6 +7,7 @@ import {
   type SessionDetail,
   type SessionEvent,
   type SessionId,
+  type SessionPatch,
 } from '@dsh/web-client'
 import { readRecent } from '../lib/recent-history.ts'
 import type { Readable } from '../lib/store.ts'
@@ -17,8 +18,12 @@ export interface QueuedItem {
   id: number
   text: string
   images: number
-  /** `sending`: posted, no answer yet; `queued`: waiting for the running turn to end. */
-  state: 'sending' | 'queued'
+  /**
+   * `held`: kept in this tab until the running turn ends (it can still be
+   * edited or removed); `sending`: posted, not started yet; `queued`: the
+   * server queued it behind work it was already running.
+   */
+  state: 'held' | 'sending' | 'queued'
 }
 
 export interface SessionView {
@@ -47,6 +52,8 @@ export class SessionController implements Readable<SessionView> {
   private frame: number | undefined
   private disposed = false
   private nextQueued = 1
+  /** The images of held items, sent with them. */
+  private readonly heldImages = new Map<number, ImageAttachment[]>()
 
   constructor(
     private readonly api: DshApi,
@@ -110,7 +117,10 @@ export class SessionController implements Readable<SessionView> {
       },
       status: (status) => {
         this.change((model) => model.setRunning(status === 'running'))
-        if (status === 'idle') this.patch({ queued: this.view.queued.filter((q) => q.state === 'sending') })
+        if (status === 'idle') {
+          this.patch({ queued: this.view.queued.filter((q) => q.state !== 'queued') })
+          this.sendNextHeld()
+        }
         this.schedule()
       },
       subscribed: ({ running }) => {
@@ -163,10 +173,64 @@ export class SessionController implements Readable<SessionView> {
     this.partial?.changes.push(apply)
   }
 
-  /** Sends a prompt; while a turn runs the server queues it as a follow-up, shown until it starts. */
+  /** Sends a prompt now; while a turn runs the server queues it as a follow-up, shown until it starts. */
   async send(text: string, images: ImageAttachment[] = []): Promise<void> {
     const item: QueuedItem = { id: this.nextQueued++, text, images: images.length, state: 'sending' }
     this.patch({ queued: [...this.view.queued, item] })
+    await this.post(item, images)
+  }
+
+  /**
+   * Queues a prompt for after the running turn (and the prompts queued before
+   * it). It stays in this tab, where it can be edited or removed, until its
+   * turn comes; with no turn running it is sent at once.
+   */
+  async enqueue(text: string, images: ImageAttachment[] = []): Promise<void> {
+    if (!this.view.conversation.running && !this.view.queued.some((q) => q.state === 'held'))
+      return this.send(text, images)
+    const item: QueuedItem = { id: this.nextQueued++, text, images: images.length, state: 'held' }
+    this.heldImages.set(item.id, images)
+    this.patch({ queued: [...this.view.queued, item] })
+  }
+
+  /** Changes the text of a held prompt. */
+  editQueued(id: number, text: string): void {
+    this.patch({ queued: this.view.queued.map((q) => (q.id === id && q.state === 'held' ? { ...q, text } : q)) })
+  }
+
+  /** Drops a held prompt before it is sent. */
+  removeQueued(id: number): void {
+    this.heldImages.delete(id)
+    this.patch({ queued: this.view.queued.filter((q) => !(q.id === id && q.state === 'held')) })
+  }
+
+  /**
+   * Steers the running turn: the message reaches the model with the turn's
+   * next step. When the turn has ended meanwhile (the server refuses with
+   * 400), it is sent as a prompt of its own instead.
+   */
+  async steer(text: string, images: ImageAttachment[] = []): Promise<void> {
+    if (!this.view.conversation.running) return this.send(text, images)
+    try {
+      await this.api.steer(this.id, images.length ? { text, images } : { text })
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 400 && !this.view.conversation.running)
+        return this.send(text, images)
+      throw error
+    }
+  }
+
+  /** Changes the session's settings (model, effort, preset, network, plan mode), then reads them back. */
+  async configure(change: SessionPatch): Promise<void> {
+    await this.api.updateSession(this.id, change)
+    const { session } = await this.api.getSession(this.id, { tail: 1 })
+    if (change.planMode !== undefined)
+      this.change((model) => model.setPlanMode(session.plan ?? change.planMode ?? false))
+    this.patch({ meta: session })
+  }
+
+  private async post(item: QueuedItem, images: ImageAttachment[]): Promise<void> {
+    const { text } = item
     try {
       const { queued } = await this.api.sendMessage(this.id, images.length ? { text, images } : { text })
       const stillThere = this.view.queued.some((q) => q.id === item.id)
@@ -183,6 +247,22 @@ export class SessionController implements Readable<SessionView> {
     }
   }
 
+  /** The session went idle: the oldest held prompt is sent, the others wait for its turn to end. */
+  private sendNextHeld(): void {
+    const next = this.view.queued.find((q) => q.state === 'held')
+    if (!next || this.disposed) return
+    const images = this.heldImages.get(next.id) ?? []
+    this.heldImages.delete(next.id)
+    const item: QueuedItem = { ...next, state: 'sending' }
+    this.patch({ queued: this.view.queued.map((q) => (q.id === next.id ? item : q)) })
+    this.post(item, images).catch((error: unknown) => {
+      this.onError?.(error)
+    })
+  }
+
+  /** Reports a failure that no caller awaits (a held prompt that could not be sent). */
+  onError: ((error: unknown) => void) | undefined
+
   async cancel(): Promise<void> {
     await this.api.cancel(this.id)
   }
@@ -196,7 +276,7 @@ export class SessionController implements Readable<SessionView> {
 
   /** A user message arrived: the oldest queued item with that text has started. */
   private dequeue(text: string): void {
-    const index = this.view.queued.findIndex((q) => q.text === text)
+    const index = this.view.queued.findIndex((q) => q.state !== 'held' && q.text === text)
     if (index >= 0) this.patch({ queued: this.view.queued.filter((_, i) => i !== index) })
   }
 

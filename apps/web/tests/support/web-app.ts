@@ -16,7 +16,7 @@ const DIST = path.join(repoRoot, 'apps/web/dist/index.html')
 export const TEST_TIMEOUT_MS = 120_000
 const HOOK_TIMEOUT_MS = 60_000
 
-export type AgentScript = MockReply | ((request: RecordedRequest) => MockReply)
+export type AgentScript = MockReply | ((request: RecordedRequest) => MockReply | Promise<MockReply>)
 
 export interface WebApp {
   mock: MockLlm

@@ -8,6 +8,8 @@ import type {
   OutgoingMessage,
   QuestionAnswer,
   RequestId,
+  RewindRequest,
+  RewindResult,
   SessionDetail,
   SessionEvent,
   SessionId,
@@ -88,6 +90,11 @@ export class DshApi {
     return this.call('POST', `/api/sessions/${enc(id)}/messages`, message)
   }
 
+  /** Joins the running turn: the message reaches the model with its next step (400 when no turn runs). */
+  steer(id: SessionId, message: OutgoingMessage): Promise<object> {
+    return this.call('POST', `/api/sessions/${enc(id)}/steer`, message)
+  }
+
   cancel(id: SessionId): Promise<object> {
     return this.call('POST', `/api/sessions/${enc(id)}/cancel`, {})
   }
@@ -98,6 +105,11 @@ export class DshApi {
 
   fork(id: SessionId, turn?: number): Promise<{ sessionId: SessionId }> {
     return this.call('POST', `/api/sessions/${enc(id)}/fork`, turn === undefined ? {} : { turn })
+  }
+
+  /** Forks the session before a user message; a dry run only lists the file changes a restore would make. */
+  rewind(id: SessionId, request: RewindRequest): Promise<RewindResult> {
+    return this.call('POST', `/api/sessions/${enc(id)}/rewind`, request)
   }
 
   updateSession(id: SessionId, patch: SessionPatch): Promise<object> {

@@ -106,6 +106,10 @@ export interface SessionDetail {
     permissionPreset: string
     /** The network of the session's sandboxed commands (off, proxy, on), when a permission service runs. */
     network?: string
+    /** Plan mode: the session may read and plan, not change files. */
+    plan?: boolean
+    /** The session a fork or rewind copied. */
+    forkedFrom?: SessionId
   }
   /** The whole log, or with `tail` its recent part (whole turns). */
   events: SessionEvent[]
@@ -138,6 +142,28 @@ export interface SessionPatch {
   reasoningEffort?: string
   permissionPreset?: string
   network?: string
+  planMode?: boolean
+}
+
+export interface RewindRequest {
+  /** A user message id, or its number among the prompts (1 = first). */
+  to: string
+  restoreFiles?: boolean
+  dryRun?: boolean
+  force?: boolean
+}
+
+export interface RewindResult {
+  /** The new session (absent on a dry run). */
+  sessionId?: SessionId
+  messageId: string
+  turn: number
+  checkpoint?: string
+  changes: Array<{ path: string; change: 'modified' | 'added' | 'deleted' }>
+  /** Files changed outside dsh since the snapshot: restored only with `force`. */
+  conflicts: string[]
+  restored: boolean
+  backup?: string
 }
 
 export interface DirListing {

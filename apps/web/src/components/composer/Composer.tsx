@@ -23,6 +23,10 @@ import { type Suggestion, useSuggestions } from './useSuggestions.ts'
 export interface ComposerProps {
   /** Sends a prompt; resolves once the server accepted it. */
   onSend: (text: string, images: PendingImage[]) => Promise<void>
+  /** While a turn runs, Enter steers it with the message (default: `onSend`). */
+  onSteer?: (text: string, images: PendingImage[]) => Promise<void>
+  /** While a turn runs, Alt+Enter (or the queue button) queues the message for after it (default: `onSend`). */
+  onQueue?: (text: string, images: PendingImage[]) => Promise<void>
   onCommand: (command: ParsedCommand) => Promise<void>
   onStop?: () => void
   running?: boolean
@@ -38,9 +42,21 @@ const MAX_HEIGHT_PX = 280
 /**
  * The message box. Enter sends and Shift+Enter breaks the line; `/` opens
  * the commands, `@` the workspace's files; images can be pasted or dropped.
- * While a turn runs, sending queues a follow-up and Stop cancels the turn.
+ * While a turn runs, Enter steers it, Alt+Enter queues a follow-up, and Stop
+ * cancels the turn.
  */
-export function Composer({ onSend, onCommand, onStop, running, disabled, cwd, placeholder, toolbar }: ComposerProps) {
+export function Composer({
+  onSend,
+  onSteer,
+  onQueue,
+  onCommand,
+  onStop,
+  running,
+  disabled,
+  cwd,
+  placeholder,
+  toolbar,
+}: ComposerProps) {
   const [text, setText] = useState('')
   const [images, setImages] = useState<PendingImage[]>([])
   const [caret, setCaret] = useState(0)
@@ -80,7 +96,7 @@ export function Composer({ onSend, onCommand, onStop, running, disabled, cwd, pl
     else setValue(insertMention(text, trigger, item.value).text, insertMention(text, trigger, item.value).caret)
   }
 
-  const submit = async () => {
+  const submit = async (mode: 'send' | 'queue' = 'send') => {
     const value = text.trim()
     if ((!value && images.length === 0) || sending || disabled) return
     setError(undefined)
@@ -88,6 +104,8 @@ export function Composer({ onSend, onCommand, onStop, running, disabled, cwd, pl
     try {
       const command = images.length === 0 ? parseCommand(value) : undefined
       if (command) await onCommand(command)
+      else if (running && mode === 'queue') await (onQueue ?? onSend)(value, images)
+      else if (running) await (onSteer ?? onSend)(value, images)
       else await onSend(value, images)
       setText('')
       setImages([])
@@ -127,7 +145,7 @@ export function Composer({ onSend, onCommand, onStop, running, disabled, cwd, pl
     }
     if (event.key === 'Enter' && !event.shiftKey) {
       event.preventDefault()
-      void submit()
+      void submit(event.altKey ? 'queue' : 'send')
     }
   }
 
@@ -183,7 +201,10 @@ export function Composer({ onSend, onCommand, onStop, running, disabled, cwd, pl
         value={text}
         rows={1}
         placeholder={
-          placeholder ?? (running ? 'Queue a follow-up…' : 'Ask dsh to do something… (/ for commands, @ for files)')
+          placeholder ??
+          (running
+            ? 'Steer the running turn, or queue a follow-up…'
+            : 'Ask dsh to do something… (/ for commands, @ for files)')
         }
         aria-label="Message"
         role="combobox"
@@ -224,12 +245,30 @@ export function Composer({ onSend, onCommand, onStop, running, disabled, cwd, pl
           }}
         />
         <div className={styles.extra}>{toolbar}</div>
-        <span className={styles.hint}>
-          <Kbd>Enter</Kbd> send · <Kbd>Shift+Enter</Kbd> new line
-        </span>
+        {running ? (
+          <span className={styles.hint}>
+            <Kbd>Enter</Kbd> steer · <Kbd>Alt+Enter</Kbd> queue · <Kbd>Shift+Enter</Kbd> new line
+          </span>
+        ) : (
+          <span className={styles.hint}>
+            <Kbd>Enter</Kbd> send · <Kbd>Shift+Enter</Kbd> new line
+          </span>
+        )}
         {running && onStop ? (
           <button type="button" className={clsx(styles.roundButton, styles.stop)} onClick={onStop} aria-label="Stop">
             <Icon name="stop" />
+          </button>
+        ) : null}
+        {running ? (
+          <button
+            type="button"
+            className={styles.iconButton}
+            onClick={() => void submit('queue')}
+            disabled={empty || sending || disabled}
+            aria-label="Queue message"
+            title="Queue for after this turn (Alt+Enter)"
+          >
+            <Icon name="queue" />
           </button>
         ) : null}
         <button
@@ -237,7 +276,7 @@ export function Composer({ onSend, onCommand, onStop, running, disabled, cwd, pl
           className={clsx(styles.roundButton, styles.send)}
           onClick={() => void submit()}
           disabled={empty || sending || disabled}
-          aria-label={running ? 'Queue message' : 'Send'}
+          aria-label={running ? 'Steer' : 'Send'}
         >
           <Icon name="send" />
         </button>

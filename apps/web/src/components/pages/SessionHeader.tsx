@@ -1,18 +1,30 @@
+import type { SessionPatch } from '@dsh/web-client'
 import { clsx } from 'clsx'
 import { useApp } from '../../hooks/app-context.ts'
 import { baseName, formatCost, formatPercent, formatTokens } from '../../lib/format.ts'
 import { useStore } from '../../lib/store.ts'
-import type { SessionView } from '../../model/session-controller.ts'
+import type { SessionController, SessionView } from '../../model/session-controller.ts'
 import { SidebarToggle } from '../common/SidebarToggle.tsx'
 import styles from './SessionHeader.module.css'
+import { SettingChip } from './SettingChip.tsx'
 
-/** Title, workspace, model and running totals of the open session; the socket's state when it is not connected. */
-export function SessionHeader({ view }: { view: SessionView }) {
+/**
+ * Title, workspace, settings and running totals of the open session; the
+ * socket's state when it is not connected. The model, reasoning effort,
+ * permission preset, network and plan mode are controls that change the
+ * session's own setting.
+ */
+export function SessionHeader({ view, controller }: { view: SessionView; controller: SessionController }) {
   const app = useApp()
   const connection = useStore(app.connection)
+  const info = useStore(app.info)
+  const settings = useStore(app.settings)
   const { conversation, meta } = view
   const title = conversation.title ?? meta?.title ?? 'Untitled session'
-  const model = conversation.model ?? meta?.model
+  const model = meta?.model ?? conversation.model
+  const effort = meta?.reasoningEffort ?? conversation.reasoningEffort
+  const configure = (change: SessionPatch, what: string) =>
+    void controller.configure(change).catch((error: unknown) => app.toasts.error(error, `Changing the ${what}`))
   const usage = conversation.totalUsage
   const tokens = usage.inputTokens + (usage.cacheReadTokens ?? 0) + usage.outputTokens
   return (
@@ -43,22 +55,48 @@ export function SessionHeader({ view }: { view: SessionView }) {
             <span className={styles.dot} aria-hidden="true" /> Working
           </span>
         ) : null}
-        {conversation.planMode ? <span className={styles.chip}>Plan mode</span> : null}
+        <button
+          type="button"
+          className={clsx(styles.chip, styles.control, conversation.planMode && styles.on)}
+          aria-pressed={conversation.planMode}
+          title="Plan mode: the agent reads and plans, and changes no files (also /plan)"
+          onClick={() => configure({ planMode: !conversation.planMode }, 'plan mode')}
+        >
+          Plan mode
+        </button>
         {model ? (
-          <span className={styles.chip} title="Model (change with /model <id>)">
-            {model}
-            {conversation.reasoningEffort ? ` · ${conversation.reasoningEffort}` : ''}
-          </span>
+          <SettingChip
+            label="Model"
+            value={model}
+            options={info?.models ?? []}
+            onChange={(value) => configure({ model: value }, 'model')}
+          />
+        ) : null}
+        {model ? (
+          <SettingChip
+            label="Reasoning effort"
+            value={effort ?? 'default'}
+            options={info?.reasoningEfforts ?? []}
+            format={(option) => `effort ${option}`}
+            onChange={(value) => configure({ reasoningEffort: value }, 'reasoning effort')}
+          />
         ) : null}
         {meta?.permissionPreset ? (
-          <span className={styles.chip} title="Permission preset">
-            {meta.permissionPreset}
-          </span>
+          <SettingChip
+            label="Permission preset"
+            value={meta.permissionPreset}
+            options={info?.presets ?? []}
+            onChange={(value) => configure({ permissionPreset: value }, 'permission preset')}
+          />
         ) : null}
         {meta?.network && meta.permissionPreset !== 'danger-full-access' ? (
-          <span className={styles.chip} title="Network of sandboxed commands">
-            network {meta.network}
-          </span>
+          <SettingChip
+            label="Network of sandboxed commands"
+            value={meta.network}
+            options={settings?.networks ?? []}
+            format={(option) => `network ${option}`}
+            onChange={(value) => configure({ network: value }, 'network')}
+          />
         ) : null}
         {tokens > 0 ? (
           <span className={styles.chip} title="Tokens and cost of this session">

@@ -46,6 +46,10 @@ function OpenSession({ controller }: { controller: SessionController }) {
       if (!arg) throw new Error('Name a model: /model <id>')
       await app.api.updateSession(controller.id, { model: arg })
       app.toasts.show('info', `Model set to ${arg}`)
+    } else if (name === 'plan') {
+      const on = planSwitch(arg, conversation.planMode)
+      await controller.configure({ planMode: on })
+      app.toasts.show('info', on ? 'Plan mode on' : 'Plan mode off')
     }
   }
 
@@ -72,16 +76,22 @@ function OpenSession({ controller }: { controller: SessionController }) {
 
   return (
     <div className={styles.page}>
-      <SessionHeader view={view} />
+      <SessionHeader view={view} controller={controller} />
       <MessageList nodes={conversation.nodes} />
       <div className={styles.bottom}>
         <div className={styles.column}>
           <TodoDock todos={conversation.todos} />
-          <QueueDock items={view.queued} />
+          <QueueDock
+            items={view.queued}
+            onEdit={(id, text) => controller.editQueued(id, text)}
+            onRemove={(id) => controller.removeQueued(id)}
+          />
           <Composer
             cwd={meta?.cwd}
             running={conversation.running}
             onSend={(text, images) => controller.send(text, images)}
+            onSteer={(text, images) => controller.steer(text, images)}
+            onQueue={(text, images) => controller.enqueue(text, images)}
             onCommand={onCommand}
             onStop={() => controller.cancel().catch((e: unknown) => app.toasts.error(e, 'Stopping'))}
           />
@@ -90,4 +100,13 @@ function OpenSession({ controller }: { controller: SessionController }) {
       <PendingRequest sessionId={controller.id} />
     </div>
   )
+}
+
+/** `/plan` toggles plan mode; `/plan on` and `/plan off` set it. */
+function planSwitch(arg: string, current: boolean): boolean {
+  const word = arg.toLowerCase()
+  if (!word) return !current
+  if (word === 'on') return true
+  if (word === 'off') return false
+  throw new Error(`/plan takes on or off, not "${arg}"`)
 }
