@@ -32,6 +32,8 @@ export class ConversationModel {
   private positions = new Map<string, number>()
   private callKeys = new Map<string, string>()
   private turns = new Map<number, TurnBook>()
+  /** The turn the latest `turn/start` opened: the one a user message belongs to. */
+  private lastTurn: number | undefined
   /** Cost of each turn, by turn number, from the server's latest usage report. */
   private costs = new Map<number, number>()
   /** Keys of rows still streaming or running, so closing a turn does not scan every row. */
@@ -103,6 +105,7 @@ export class ConversationModel {
     else if (isEvent(event, 'tool/result')) this.toolResult(event)
     else if (isEvent(event, 'turn/start')) {
       this.turns.set(event.data.turn, { start: event.time, usage: NO_USAGE })
+      this.lastTurn = event.data.turn
       this.update({ running: true })
     } else if (isEvent(event, 'turn/end')) this.turnEnd(event)
     else if (isEvent(event, 'assistant/attempt')) {
@@ -188,7 +191,17 @@ export class ConversationModel {
       // A command shows as typed (`/review 42`); the model got its expanded prompt.
       const { command } = message.source
       const typed = command ? `/${command.name}${command.args ? ` ${command.args}` : ''}` : text
-      this.put({ kind: 'user', key, text: typed, images: imagesOf(message.content), time })
+      const turn = this.lastTurn
+      const images = imagesOf(message.content)
+      this.put({
+        kind: 'user',
+        key,
+        messageId: message.id,
+        ...(turn === undefined ? {} : { turn }),
+        text: typed,
+        images,
+        time,
+      })
     }
   }
 
@@ -201,7 +214,7 @@ export class ConversationModel {
       const key = blockKey(turn, step, index)
       if (block.type === 'text' && block.text.trim()) {
         finalKeys.add(key)
-        this.put({ kind: 'text', key, text: block.text, streaming: false })
+        this.put({ kind: 'text', key, turn, text: block.text, streaming: false })
       } else if (block.type === 'reasoning' && block.text.trim()) {
         finalKeys.add(key)
         this.put({ kind: 'reasoning', key, text: block.text, streaming: false })

@@ -6,6 +6,10 @@ export type ConversationNode = UserNode | ContextNode | TextNode | ReasoningNode
 export interface UserNode {
   kind: 'user'
   key: string
+  /** The message's id in the log (what a rewind goes back to). */
+  messageId: string
+  /** The turn it belongs to (what a fork keeps up to the end of). */
+  turn?: number
   text: string
   images: ImageAttachment[]
   time: number
@@ -23,6 +27,8 @@ export interface ContextNode {
 export interface TextNode {
   kind: 'text'
   key: string
+  /** The turn of the reply (absent while a draft streams). */
+  turn?: number
   text: string
   streaming: boolean
   /** Joined mid-stream (page opened or socket back while the reply streamed): the start is missing until the reply lands. */

@@ -1,6 +1,7 @@
 import { clsx } from 'clsx'
 import type { TextNode } from '../../model/nodes.ts'
 import styles from './AssistantText.module.css'
+import { MessageActions } from './MessageActions.tsx'
 import { Markdown } from './Markdown.tsx'
 
 export function AssistantText({ node }: { node: TextNode }) {
@@ -19,6 +20,7 @@ export function AssistantText({ node }: { node: TextNode }) {
         </span>
       ) : null}
       <Markdown text={node.text} />
+      {node.streaming ? null : <MessageActions text={node.text} turn={node.turn} />}
     </div>
   )
 }

@@ -1,8 +1,11 @@
 import { dataUrlOf } from '../../lib/images.ts'
 import type { UserNode } from '../../model/nodes.ts'
+import { MessageActions } from './MessageActions.tsx'
+import { useMessageActions } from './message-actions.ts'
 import styles from './UserBubble.module.css'
 
 export function UserBubble({ node }: { node: UserNode }) {
+  const actions = useMessageActions()
   return (
     <div className={styles.row} data-node="user">
       <div className={styles.bubble}>
@@ -15,6 +18,12 @@ export function UserBubble({ node }: { node: UserNode }) {
         ) : null}
         {node.text ? <div className={styles.text}>{node.text}</div> : null}
       </div>
+      <MessageActions
+        text={node.text}
+        turn={node.turn}
+        onRewind={actions ? () => actions.rewind(node) : undefined}
+        align="end"
+      />
     </div>
   )
 }

@@ -1,9 +1,11 @@
 import type { SessionPatch } from '@dsh/web-client'
 import { clsx } from 'clsx'
 import { useApp } from '../../hooks/app-context.ts'
+import { download, sessionJsonl, sessionMarkdown } from '../../lib/export.ts'
 import { baseName, formatCost, formatPercent, formatTokens } from '../../lib/format.ts'
 import { useStore } from '../../lib/store.ts'
 import type { SessionController, SessionView } from '../../model/session-controller.ts'
+import { Icon } from '../common/Icon.tsx'
 import { SidebarToggle } from '../common/SidebarToggle.tsx'
 import styles from './SessionHeader.module.css'
 import { SettingChip } from './SettingChip.tsx'
@@ -23,6 +25,17 @@ export function SessionHeader({ view, controller }: { view: SessionView; control
   const title = conversation.title ?? meta?.title ?? 'Untitled session'
   const model = meta?.model ?? conversation.model
   const effort = meta?.reasoningEffort ?? conversation.reasoningEffort
+  const exportAs = async (format: 'md' | 'jsonl') => {
+    try {
+      const { session, events } = await app.api.getSession(controller.id)
+      const exported = { sessionId: session.sessionId, cwd: session.cwd, events, ...(title ? { title } : {}) }
+      const name = `dsh-session-${session.sessionId}.${format}`
+      if (format === 'md') download(name, sessionMarkdown(exported), 'text/markdown')
+      else download(name, sessionJsonl(exported), 'application/x-ndjson')
+    } catch (error) {
+      app.toasts.error(error, 'Exporting the session')
+    }
+  }
   const configure = (change: SessionPatch, what: string) =>
     void controller.configure(change).catch((error: unknown) => app.toasts.error(error, `Changing the ${what}`))
   const usage = conversation.totalUsage
@@ -112,6 +125,24 @@ export function SessionHeader({ view, controller }: { view: SessionView; control
             {formatPercent(conversation.context.percent)} context
           </span>
         ) : null}
+        <button
+          type="button"
+          className={clsx(styles.chip, styles.control)}
+          title="Download the conversation as Markdown"
+          aria-label="Export as Markdown"
+          onClick={() => void exportAs('md')}
+        >
+          <Icon name="download" size={12} /> Markdown
+        </button>
+        <button
+          type="button"
+          className={clsx(styles.chip, styles.control)}
+          title="Download the session log as JSON lines"
+          aria-label="Export as JSONL"
+          onClick={() => void exportAs('jsonl')}
+        >
+          <Icon name="download" size={12} /> JSONL
+        </button>
       </div>
     </header>
   )

@@ -1,5 +1,5 @@
-import type { SessionId } from '@dsh/web-client'
-import { useMemo } from 'react'
+import type { RewindResult, SessionId } from '@dsh/web-client'
+import { useMemo, useState } from 'react'
 import { useApp } from '../../hooks/app-context.ts'
 import { useFirstPaint } from '../../hooks/useFirstPaint.ts'
 import { MemoryContext } from '../../hooks/useRemembered.ts'
@@ -7,12 +7,15 @@ import { useSession } from '../../hooks/useSession.ts'
 import type { ParsedCommand } from '../../lib/commands.ts'
 import { navigate } from '../../lib/route.ts'
 import { useStore } from '../../lib/store.ts'
+import type { UserNode } from '../../model/nodes.ts'
 import type { SessionController } from '../../model/session-controller.ts'
 import { Composer } from '../composer/Composer.tsx'
 import { MessageList } from '../conversation/MessageList.tsx'
+import { type MessageActionHandlers, MessageActionsContext } from '../conversation/message-actions.ts'
 import { QueueDock } from '../conversation/QueueDock.tsx'
 import { TodoDock } from '../conversation/TodoDock.tsx'
 import { PendingRequest } from '../dialogs/PendingRequest.tsx'
+import { RewindDialog } from '../dialogs/RewindDialog.tsx'
 import { SessionHeader } from './SessionHeader.tsx'
 import styles from './SessionPage.module.css'
 
@@ -31,6 +34,29 @@ function OpenSession({ controller }: { controller: SessionController }) {
   const app = useApp()
   const view = useStore(controller)
   const { conversation, meta } = view
+  const [rewinding, setRewinding] = useState<UserNode>()
+  const actions = useMemo<MessageActionHandlers>(
+    () => ({
+      fork: (turn) => {
+        app.api.fork(controller.id, turn).then(
+          ({ sessionId }) => {
+            void app.sessions.refresh()
+            navigate({ page: 'session', sessionId })
+          },
+          (e: unknown) => app.toasts.error(e, 'Forking'),
+        )
+      },
+      rewind: setRewinding,
+    }),
+    [app, controller],
+  )
+  const rewound = (result: RewindResult) => {
+    setRewinding(undefined)
+    void app.sessions.refresh()
+    const files = result.restored ? `, ${result.changes.length} files restored` : ''
+    app.toasts.show('info', `Rewound to before that message${files}`)
+    if (result.sessionId) navigate({ page: 'session', sessionId: result.sessionId })
+  }
   // The part of the log left out of the first screen is read once that screen is painted.
   useFirstPaint(view.status === 'ready', () => void controller.loadEarlier())
 
@@ -77,7 +103,9 @@ function OpenSession({ controller }: { controller: SessionController }) {
   return (
     <div className={styles.page}>
       <SessionHeader view={view} controller={controller} />
-      <MessageList nodes={conversation.nodes} />
+      <MessageActionsContext.Provider value={actions}>
+        <MessageList nodes={conversation.nodes} />
+      </MessageActionsContext.Provider>
       <div className={styles.bottom}>
         <div className={styles.column}>
           <TodoDock todos={conversation.todos} />
@@ -98,6 +126,14 @@ function OpenSession({ controller }: { controller: SessionController }) {
         </div>
       </div>
       <PendingRequest sessionId={controller.id} />
+      {rewinding ? (
+        <RewindDialog
+          sessionId={controller.id}
+          node={rewinding}
+          onDone={rewound}
+          onCancel={() => setRewinding(undefined)}
+        />
+      ) : null}
     </div>
   )
 }
