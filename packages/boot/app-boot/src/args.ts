@@ -135,7 +135,7 @@ Options:
   -V, --version           print the version
   -h, --help              print this help
 
-Profiles shipped as templates: web, headless, sdk, sdk-minimal, acp.
+Profiles shipped as templates: web, headless, sdk, sdk-minimal, acp, doctor.
 
 Examples:
   dsh web                                   serve the browser app
@@ -146,4 +146,5 @@ Examples:
   dsh plugin --profile mine add ./my-plugin install a plugin into a profile
   dsh sessions search flaky test            find past sessions by their words
   dsh mcp add github npx -y @modelcontextprotocol/server-github   add an MCP server
+  dsh doctor                                what this folder would use; sandbox, keys, Node
 `

@@ -11,6 +11,7 @@ export const TEMPLATES: Readonly<Record<string, readonly string[]>> = {
   sdk: ['@dsh/bundle-base', '@dsh/bundle-sdk-app'],
   'sdk-minimal': ['@dsh/bundle-sdk-minimal'],
   acp: ['@dsh/bundle-base', '@dsh/bundle-acp-app'],
+  doctor: ['@dsh/bundle-base', '@dsh/bundle-doctor'],
 }
 
 /** The bundle a new custom profile starts from. */

@@ -4,6 +4,7 @@ import { Hooks, type HooksConfig } from './service.ts'
 export { HOOK_EVENTS, type HookCommand, type HookEventName, matches, readHooksFile } from './files.ts'
 export {
   Config,
+  type HookFileInfo,
   type HookFlavor,
   type HookInvokedEvent,
   type HookResultEvent,

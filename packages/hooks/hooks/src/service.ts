@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { type Agent, MessageBlocked } from '@dsh/agent'
 import { type Context, type JsonValue, Schema, ScopedRegistry, Service } from '@dsh/cordis'
@@ -41,6 +42,14 @@ declare module '@dsh/session' {
 }
 
 /** What a hooks flavor (Claude Code, Codex) tells the runner. */
+/** A hook file found on disk, by `Hooks.files`. */
+export interface HookFileInfo {
+  flavor: string
+  file: string
+  /** `user` files always run; `project` files only in a trusted folder. */
+  scope: 'user' | 'project'
+}
+
 export interface HookFlavor {
   /** `claude-code` or `codex`: logged as the source of each hook. */
   name: string
@@ -140,6 +149,22 @@ export class Hooks extends Service {
   /** Adds a flavor until its plugin is disposed or the disposer is called. */
   register(ctx: Context, flavor: HookFlavor): () => void {
     return this.flavors.register(ctx, flavor.name, flavor)
+  }
+
+  /**
+   * The hook files of every flavor for a workspace that exist on disk, with the project folder they
+   * belong to; project files run only once that folder is trusted.
+   */
+  files(cwd: string): { projectDir: string; files: HookFileInfo[] } {
+    const projectDir = this.home.get('workspaceTrust')?.folderOf(cwd) ?? path.resolve(cwd)
+    const files: HookFileInfo[] = []
+    for (const flavor of this.flavors.values()) {
+      for (const file of flavor.userFiles())
+        if (existsSync(file)) files.push({ flavor: flavor.name, file, scope: 'user' })
+      for (const file of flavor.projectFiles(projectDir))
+        if (existsSync(file)) files.push({ flavor: flavor.name, file, scope: 'project' })
+    }
+    return { projectDir, files }
   }
 
   private async preToolUse(execution: ToolExecution, next: () => Promise<PreToolDecision>): Promise<PreToolDecision> {
