@@ -59,4 +59,28 @@ describe("the launch directory's .env", () => {
       await evil.close()
     }
   })
+
+  it('cannot point the saved OpenAI-compatible server elsewhere: its address in ./.env is ignored', async () => {
+    const [evil, server] = [await startMockLlm(), await startMockLlm()]
+    try {
+      evil.enqueue(reply.text('captured'))
+      server.enqueue(reply.text('From the saved server.'))
+      writeFileSync(path.join(t.work, '.env'), `OPENAI_COMPATIBLE_BASE_URL=${evil.url}\n`)
+      // Where the web settings store them: the home's credentials document.
+      mkdirSync(t.home, { recursive: true })
+      writeFileSync(
+        path.join(t.home, '.credentials.yaml'),
+        `version: 1\nrefs:\n  OPENAI_COMPATIBLE_BASE_URL: ${server.url}\n  OPENAI_COMPATIBLE_API_KEY: sk-saved\n`,
+        { mode: 0o600 },
+      )
+      const result = await t.headless(['--provider', 'openai-compatible', '--model', 'local', 'Say hello.'])
+      expect(result.code, result.stderr).toBe(0)
+      expect(result.stdout).toBe('From the saved server.\n')
+      expect(evil.requests).toHaveLength(0)
+      expect(server.requests[0]?.headers.authorization).toBe('Bearer sk-saved')
+    } finally {
+      await evil.close()
+      await server.close()
+    }
+  })
 })

@@ -2,7 +2,7 @@
 import { readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { reply } from '@dsh/llm-mock'
+import { modelList, OPENAI_CHAT_FIELDS, reply, startMockLlm } from '@dsh/llm-mock'
 import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
 
 describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
@@ -90,5 +90,61 @@ describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
     await light.getByRole('radio', { name: 'Light' }).check()
     await light.waitForFunction(() => document.documentElement.dataset.theme === 'light')
     await light.close()
+  })
+  it('configures an OpenAI-compatible server: the test lists its models, and chats then go to it', async () => {
+    const server = await startMockLlm({
+      strictFields: OPENAI_CHAT_FIELDS,
+      routes: (method, route) => method === 'GET' && route === '/v1/models',
+    })
+    try {
+      const { page } = t
+      await page.goto(`${t.url}/#/settings`)
+      await page.getByRole('heading', { name: 'OpenAI-compatible server' }).waitFor()
+      expect(await page.getByTestId('server-key-state').textContent()).toBe('No key')
+      await page.getByLabel('Server URL').fill(`${server.url}/v1`)
+      await page.getByLabel('Server key', { exact: true }).fill('sk-compatible-secret')
+      server.enqueue(modelList(['qwen3-coder', 'llama-4']))
+      await page.getByRole('button', { name: 'Test server connection' }).click()
+      await page.getByText('Connected: 2 model(s) listed').waitFor()
+      expect(server.requests[0]).toMatchObject({ method: 'GET', path: '/v1/models' })
+      expect(server.requests[0]?.headers.authorization).toBe('Bearer sk-compatible-secret')
+      const listed = await page
+        .getByTestId('server-models')
+        .locator('option')
+        .evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value))
+      expect(listed).toEqual(['qwen3-coder', 'llama-4'])
+      expect(await page.getByLabel('Server model').inputValue()).toBe('qwen3-coder')
+      await page.getByLabel('Server model').fill('llama-4')
+      await page.getByRole('button', { name: 'Use this server for new sessions' }).click()
+      await page.getByText('New sessions use llama-4 on the OpenAI-compatible server').waitFor()
+      expect(await page.getByLabel('Server key', { exact: true }).inputValue()).toBe('')
+      expect(await page.getByTestId('server-key-state').textContent()).toBe('Key set')
+
+      const settings = await t.api<Record<string, unknown>>('GET', '/api/settings')
+      expect(settings).toMatchObject({
+        provider: 'openai-compatible',
+        model: 'llama-4',
+        compatible: { baseUrl: `${server.url}/v1`, hasKey: true, keySource: 'file' },
+      })
+      expect(JSON.stringify(settings)).not.toContain('sk-compatible-secret')
+      expect(await readFile(path.join(t.home, 'settings.yaml'), 'utf8')).toMatch(/provider: openai-compatible/)
+      expect(await readFile(path.join(t.home, '.credentials.yaml'), 'utf8')).toContain('sk-compatible-secret')
+
+      server.setFallback(() => reply.text('Hello from the compatible server.'))
+      t.mock.setFallback(() => reply.error(500, { message: 'the DeepSeek route must not be called' }))
+      await page.goto(t.url)
+      await composer(page).fill('hello')
+      await composer(page).press('Enter')
+      await page.getByText('Hello from the compatible server.').waitFor()
+      const chat = server.requests.find((request) => request.method === 'POST')
+      expect(chat?.body.model).toBe('llama-4')
+      expect(chat?.headers.authorization).toBe('Bearer sk-compatible-secret')
+      // The strict server refuses unknown fields, so the answer shows none were sent.
+      expect(chat?.answer).toBe('completion')
+      expect(t.mock.requests.filter((request) => request.method === 'POST')).toEqual([])
+      await t.screenshot('settings-openai-compatible')
+    } finally {
+      await server.close()
+    }
   })
 })

@@ -1,4 +1,4 @@
-import type { ConnectionTest, DshApi, Settings, SettingsUpdate } from '@dsh/web-client'
+import type { ConnectionTest, DshApi, ModelDiscovery, Settings, SettingsUpdate } from '@dsh/web-client'
 import { Store } from '../lib/store.ts'
 import { applyTheme } from '../theme/theme.ts'
 
@@ -23,5 +23,9 @@ export class SettingsStore extends Store<Settings | undefined> {
 
   test(): Promise<ConnectionTest> {
     return this.api.testConnection()
+  }
+
+  discoverModels(route?: string): Promise<ModelDiscovery> {
+    return this.api.discoverModels(route)
   }
 }

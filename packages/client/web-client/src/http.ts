@@ -2,6 +2,7 @@ import type {
   ApprovalDecision,
   CommandInfo,
   ConnectionTest,
+  ModelDiscovery,
   DirListing,
   Info,
   NewSession,
@@ -155,6 +156,10 @@ export class DshApi {
 
   testConnection(): Promise<ConnectionTest> {
     return this.call('POST', '/api/settings/test', {})
+  }
+
+  discoverModels(route = 'openai-compatible'): Promise<ModelDiscovery> {
+    return this.call('POST', '/api/settings/models', { route })
   }
 
   private async call<T>(method: Method, path: string, body?: unknown): Promise<T> {

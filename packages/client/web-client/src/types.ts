@@ -176,6 +176,10 @@ export type Theme = 'light' | 'dark' | 'system'
 
 export interface Settings {
   provider: string
+  /** The model routes the server serves (`deepseek`, `openai-compatible`, ...). */
+  routes: string[]
+  /** The OpenAI-compatible server: its saved address, and whether a key is set (never the key). */
+  compatible: { baseUrl?: string; hasKey: boolean; keySource?: 'env' | 'file' | 'env-file' }
   baseUrl?: string
   hasKey: boolean
   keySource?: 'env' | 'file' | 'env-file'
@@ -192,12 +196,21 @@ export interface Settings {
 export interface SettingsUpdate {
   apiKey?: string
   baseUrl?: string
+  /** The route new sessions use. */
+  provider?: string
+  compatibleApiKey?: string
+  compatibleBaseUrl?: string
   model?: string
   reasoningEffort?: string
   permissionPreset?: string
   network?: string
   theme?: Theme
 }
+
+/** What a route's server lists at `/models` (with the saved address and key). */
+export type ModelDiscovery =
+  | { ok: true; route: string; models: string[] }
+  | { ok: false; route: string; error: { code: string; message: string } }
 
 export type ConnectionTest =
   | { ok: true; model: string }

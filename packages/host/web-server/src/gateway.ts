@@ -26,6 +26,8 @@ export interface WebApiConfig {
   settingsFile?: string
   apiKeyName: string
   baseUrlName: string
+  compatibleKeyName: string
+  compatibleBaseUrlName: string
   testTimeoutMs: number
   filesCacheMs: number
   filesMaxOutputBytes: number
@@ -48,6 +50,12 @@ export const Config: Schema<WebApiConfig> = Schema.object({
   baseUrlName: Schema.string()
     .default('DEEPSEEK_BASE_URL')
     .description('The credential the settings page stores the base URL under.'),
+  compatibleKeyName: Schema.string()
+    .default('OPENAI_COMPATIBLE_API_KEY')
+    .description("The credential the settings page stores the OpenAI-compatible server's key under."),
+  compatibleBaseUrlName: Schema.string()
+    .default('OPENAI_COMPATIBLE_BASE_URL')
+    .description("The credential the settings page stores the OpenAI-compatible server's address under."),
   testTimeoutMs: Schema.natural()
     .min(1)
     .default(30_000)
@@ -107,6 +115,8 @@ export function apply(ctx: Context, config: WebApiConfig) {
     settingsFile,
     apiKeyName: config.apiKeyName,
     baseUrlName: config.baseUrlName,
+    compatibleKeyName: config.compatibleKeyName,
+    compatibleBaseUrlName: config.compatibleBaseUrlName,
     testTimeoutMs: config.testTimeoutMs,
   })
   const webDefaults = () => {
@@ -209,4 +219,5 @@ export function apply(ctx: Context, config: WebApiConfig) {
   server.route(ctx, 'GET', '/api/settings', () => settings.read())
   server.route(ctx, 'PUT', '/api/settings', async (request) => settings.write(await request.body()))
   server.route(ctx, 'POST', '/api/settings/test', () => settings.test())
+  server.route(ctx, 'POST', '/api/settings/models', async (request) => settings.models(await request.body()))
 }

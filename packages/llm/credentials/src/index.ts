@@ -214,7 +214,7 @@ export const Config: Schema<CredentialsConfig> = Schema.object({
     "The launch directory's dotenv file, consulted right after the environment; names in `plain` are not taken from it.",
   ),
   plain: Schema.array(Schema.string())
-    .default(['DEEPSEEK_BASE_URL'])
+    .default(['DEEPSEEK_BASE_URL', 'OPENAI_COMPATIBLE_BASE_URL'])
     .description('Names whose values are settings, not secrets (base URLs): not redacted from logs and output.'),
 })
 

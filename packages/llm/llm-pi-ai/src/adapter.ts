@@ -66,7 +66,12 @@ export class PiAiAdapter extends LlmAdapter {
     }
     const wire = await this.wire()
     const base = await this.baseURL()
-    if (!base) throw new Error(`${this.label} has no base URL to list models from`)
+    if (!base)
+      throw new Error(
+        profile.baseURLEnv
+          ? `${this.label} has no address: set ${profile.baseURLEnv} (${this.lookup.places(profile.baseURLEnv)})`
+          : `${this.label} has no base URL to list models from`,
+      )
     const key = profile.apiKeyEnv ? (await this.lookup.get(profile.apiKeyEnv))?.trim() : undefined
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.settings.userAgent }
     const url = new URL(`${base.replace(/\/+$/, '')}/models`)
@@ -264,7 +269,18 @@ export class PiAiAdapter extends LlmAdapter {
   }
 
   private async baseURL(): Promise<string | undefined> {
-    return this.settings.profile.baseURL ?? (await this.catalog())[0]?.baseUrl
+    return (await this.configuredBaseURL()) ?? (await this.catalog())[0]?.baseUrl
+  }
+
+  /** `baseURL`, else the value of the `baseURLEnv` credential (checked to be http(s)), else undefined. */
+  private async configuredBaseURL(): Promise<string | undefined> {
+    const { baseURL, baseURLEnv } = this.settings.profile
+    if (baseURL || !baseURLEnv) return baseURL
+    const value = (await this.lookup.get(baseURLEnv))?.trim()
+    if (!value) return undefined
+    if (!/^https?:\/\/\S+$/i.test(value) || !URL.canParse(value))
+      throw new Error(`${this.label}: ${baseURLEnv} is not an http(s) URL: "${value}"`)
+    return value
   }
 
   /** The pi-ai model a request names: the configured entry over the catalog's, with the route's endpoint and switches. */
@@ -278,7 +294,11 @@ export class PiAiAdapter extends LlmAdapter {
     }
     const listed = catalog.find((m) => m.id === id)
     const api = profile.api ?? listed?.api ?? catalog[0]?.api
-    const baseUrl = profile.baseURL ?? listed?.baseUrl ?? catalog[0]?.baseUrl
+    const baseUrl = (await this.configuredBaseURL()) ?? listed?.baseUrl ?? catalog[0]?.baseUrl
+    if (!baseUrl && profile.baseURLEnv)
+      throw new Error(
+        `${this.label} has no address: set ${profile.baseURLEnv} (${this.lookup.places(profile.baseURLEnv)})`,
+      )
     if (!api || !baseUrl)
       throw new Error(
         `${this.label} needs "api" and "baseURL" in its llm-pi-ai profile: pi-ai has no catalog for "${this.settings.route}"`,

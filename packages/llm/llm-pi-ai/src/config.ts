@@ -48,6 +48,8 @@ export interface PiAiProviderProfile {
   api?: PiAiWire
   /** Endpoint; defaults to the catalog's. */
   baseURL?: string
+  /** Without `baseURL`: a credential (a plain setting) whose value is the endpoint, read at each request. */
+  baseURLEnv?: string
   /** The route's models; empty serves the catalog as it is. */
   models: PiAiModelEntry[]
   /** Ask the server's `/models` for the model list (`discoverModels`); otherwise the configured or catalog list. */
@@ -74,6 +76,8 @@ export interface PiAiConfig {
   launch: LaunchRoute
   /** The key reference of the launch-made `openai-compatible` route (optional: local servers need none). */
   compatibleKeyEnv: string
+  /** The credential holding the endpoint of the settings-made openai-compatible route; empty: no such route. */
+  compatibleBaseUrlEnv: string
   retry: RetryConfig
 }
 
@@ -103,6 +107,9 @@ export const ProviderSchema: Schema<PiAiProviderProfile> = Schema.object({
   catalog: Schema.string().description("pi-ai's catalog provider to start from; the route when pi-ai knows it."),
   api: Schema.union(PI_AI_WIRES).description('Wire protocol; required for a route pi-ai has no catalog for.'),
   baseURL: Schema.string().description("Endpoint; the catalog's by default."),
+  baseURLEnv: Schema.string().description(
+    'Without baseURL: the credential whose value is the endpoint, read per request.',
+  ),
   models: Schema.array(ModelSchema).default([]).description('Models; empty serves the catalog.'),
   discover: Schema.boolean().default(false).description("List models from the server's /models."),
   compat: CompatSchema,
@@ -145,6 +152,11 @@ export const Config: Schema<PiAiConfig> = Schema.object({
   }).description('The route and base URL chosen at launch (flags and variables).'),
   compatibleKeyEnv: Schema.string()
     .default('OPENAI_COMPATIBLE_API_KEY')
-    .description('Key reference of the launch-made openai-compatible route; sent when set.'),
+    .description('Key reference of the launch-made (or settings-made) openai-compatible route; sent when set.'),
+  compatibleBaseUrlEnv: Schema.string()
+    .default('OPENAI_COMPATIBLE_BASE_URL')
+    .description(
+      'Credential holding the endpoint of an openai-compatible route served when the launch makes none (the web settings write it); empty: none.',
+    ),
   retry: RetrySchema,
 })

@@ -41,32 +41,50 @@ export function resolveRoutes(config: PiAiConfig): Map<string, PiAiProviderProfi
   }
   const provider = config.launch.provider?.trim() || undefined
   const baseURL = config.launch.baseURL?.trim() || undefined
-  if (!provider || !baseURL || FOREIGN_ROUTES.has(provider)) return routes
-  checkURL(baseURL, 'launch.baseURL')
-  const known = routes.get(provider)
-  if (known) routes.set(provider, { ...known, baseURL })
-  else {
+  if (provider && baseURL && !FOREIGN_ROUTES.has(provider)) {
+    checkURL(baseURL, 'launch.baseURL')
+    const known = routes.get(provider)
+    if (known) routes.set(provider, { ...known, baseURL })
+    else {
+      const label = provider === OPENAI_COMPATIBLE_ROUTE ? 'OpenAI-compatible' : provider
+      routes.set(
+        provider,
+        compatibleProfile(config, { displayName: `the ${label} server at ${new URL(baseURL).origin}`, baseURL }),
+      )
+    }
+  }
+  // Without a launch-made one, the openai-compatible route reads its endpoint from a credential the web settings write.
+  if (!routes.has(OPENAI_COMPATIBLE_ROUTE) && config.compatibleBaseUrlEnv) {
     routes.set(
-      provider,
-      profileOf({
-        apiKeyEnv: config.compatibleKeyEnv,
-        requireKey: false,
-        displayName: `the ${provider === OPENAI_COMPATIBLE_ROUTE ? 'OpenAI-compatible' : provider} server at ${new URL(baseURL).origin}`,
-        api: 'openai-completions',
-        baseURL,
-        discover: true,
-        // A server pi-ai cannot recognise gets only what every chat completions server accepts.
-        compat: {
-          supportsStore: false,
-          supportsDeveloperRole: false,
-          supportsReasoningEffort: false,
-          supportsStrictMode: false,
-          maxTokensField: 'max_tokens',
-        },
+      OPENAI_COMPATIBLE_ROUTE,
+      compatibleProfile(config, {
+        displayName: 'the OpenAI-compatible server',
+        baseURLEnv: config.compatibleBaseUrlEnv,
       }),
     )
   }
   return routes
+}
+
+/** A route to a server pi-ai cannot recognise: only what every chat completions server accepts. */
+function compatibleProfile(
+  config: PiAiConfig,
+  endpoint: Pick<PiAiProviderProfile, 'displayName' | 'baseURL' | 'baseURLEnv'>,
+): PiAiProviderProfile {
+  return profileOf({
+    apiKeyEnv: config.compatibleKeyEnv,
+    requireKey: false,
+    ...endpoint,
+    api: 'openai-completions',
+    discover: true,
+    compat: {
+      supportsStore: false,
+      supportsDeveloperRole: false,
+      supportsReasoningEffort: false,
+      supportsStrictMode: false,
+      maxTokensField: 'max_tokens',
+    },
+  })
 }
 
 /** Registers one `ctx.llm` route per provider profile (and the launch route); pi-ai itself loads on the first call. */
@@ -74,10 +92,9 @@ export function apply(ctx: Context, config: PiAiConfig) {
   const lookup = credentialLookup(ctx)
   const retry = { ...config.retry, retryableCodes: [...config.retry.retryableCodes] }
   for (const [route, profile] of resolveRoutes(config)) {
-    ctx.llm.register(
-      ctx,
-      route,
-      new PiAiAdapter({ route, profile, retry, userAgent: `dsh/${manifest.version}` }, lookup),
-    )
+    const adapter = new PiAiAdapter({ route, profile, retry, userAgent: `dsh/${manifest.version}` }, lookup)
+    // The settings-made route yields to another adapter's openai-compatible route (llm-deepseek's openaiCompatible).
+    if (profile.baseURLEnv && !profile.baseURL && ctx.llm.listRoutes().includes(route)) continue
+    ctx.llm.register(ctx, route, adapter)
   }
 }

@@ -3,9 +3,11 @@ import {
   BlockAssembler,
   type ContentBlock,
   type GenerateRequest,
+  LlmAdapter,
   LlmRuntime,
   type Message,
   type MessageId,
+  type StreamChunk,
   type ToolCallId,
 } from '@dsh/llm'
 import {
@@ -224,8 +226,34 @@ describe('registration', () => {
       providers: { anthropic: { apiKeyEnv: 'A' }, google: { apiKeyEnv: 'G' } },
     } as unknown as piAi.PiAiConfig)
     await fiber
-    expect(root.llm.listRoutes().sort()).toEqual(['anthropic', 'google'])
+    expect(root.llm.listRoutes().sort()).toEqual(['anthropic', 'google', 'openai-compatible'])
     await fiber.dispose()
     expect(root.llm.listRoutes()).toEqual([])
+  })
+
+  it('without a launch route, openai-compatible reads its address from a credential at each request', async () => {
+    await load({ providers: {} })
+    await expect(root.llm.discoverModels('openai-compatible')).rejects.toThrow(
+      'the OpenAI-compatible server has no address: set OPENAI_COMPATIBLE_BASE_URL',
+    )
+    vi.stubEnv('OPENAI_COMPATIBLE_BASE_URL', `${mock.url}/v1`)
+    vi.stubEnv('OPENAI_COMPATIBLE_API_KEY', 'sk-compatible')
+    mock.enqueue(modelList(['local-model']))
+    expect((await root.llm.discoverModels('openai-compatible')).map((m) => m.id)).toEqual(['local-model'])
+    expect(mock.requests[0]).toMatchObject({ method: 'GET', path: '/v1/models' })
+    expect(mock.requests[0]?.headers.authorization).toBe('Bearer sk-compatible')
+    vi.stubEnv('OPENAI_COMPATIBLE_BASE_URL', 'file:///etc/passwd')
+    await expect(root.llm.discoverModels('openai-compatible')).rejects.toThrow(
+      'OPENAI_COMPATIBLE_BASE_URL is not an http(s) URL: "file:///etc/passwd"',
+    )
+  })
+
+  it('leaves openai-compatible to an adapter that already serves it', async () => {
+    const other = new (class extends LlmAdapter {
+      async *stream(): AsyncIterable<StreamChunk> {}
+    })()
+    root.llm.register(root, 'openai-compatible', other)
+    await load({ providers: {} })
+    expect(root.llm.adapter('openai-compatible')).toBe(other)
   })
 })

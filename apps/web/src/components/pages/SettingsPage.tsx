@@ -1,4 +1,4 @@
-import type { ConnectionTest, Settings, SettingsUpdate, Theme } from '@dsh/web-client'
+import type { ConnectionTest, ModelDiscovery, Settings, SettingsUpdate, Theme } from '@dsh/web-client'
 import { type FormEvent, useEffect, useState } from 'react'
 import { useApp } from '../../hooks/app-context.ts'
 import { useStore } from '../../lib/store.ts'
@@ -20,6 +20,10 @@ export function SettingsPage() {
   const [saving, setSaving] = useState(false)
   const [status, setStatus] = useState<{ tone: 'ok' | 'error'; text: string }>()
   const [test, setTest] = useState<ConnectionTest | 'testing'>()
+  const [compatUrl, setCompatUrl] = useState<string>()
+  const [compatKey, setCompatKey] = useState('')
+  const [compatModel, setCompatModel] = useState('')
+  const [discovery, setDiscovery] = useState<ModelDiscovery | 'testing'>()
 
   useEffect(() => {
     if (settings && !form) setForm({ ...settings })
@@ -57,6 +61,42 @@ export function SettingsPage() {
       setTest(await app.settings.test())
     } catch (e) {
       setTest({ ok: false, error: { code: 'network', message: e instanceof Error ? e.message : String(e) } })
+    }
+  }
+
+  const serverUrl = compatUrl ?? settings.compatible.baseUrl ?? ''
+  /** The server's address and key as typed; the key field empties once it is stored. */
+  const saveServer = async (extra: SettingsUpdate = {}) => {
+    const saved = await app.settings.save({
+      ...(serverUrl.trim() ? { compatibleBaseUrl: serverUrl.trim() } : {}),
+      ...(compatKey.trim() ? { compatibleApiKey: compatKey.trim() } : {}),
+      ...extra,
+    })
+    setCompatKey('')
+    return saved
+  }
+
+  const testServer = async () => {
+    setDiscovery('testing')
+    try {
+      await saveServer()
+      const result = await app.settings.discoverModels()
+      setDiscovery(result)
+      if (result.ok && !result.models.includes(compatModel)) setCompatModel(result.models[0] ?? '')
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e)
+      setDiscovery({ ok: false, route: 'openai-compatible', error: { code: 'network', message } })
+    }
+  }
+
+  const chooseServer = async () => {
+    setStatus(undefined)
+    try {
+      const saved = await saveServer({ provider: 'openai-compatible', model: compatModel.trim() })
+      setForm({ ...form, model: saved.model })
+      setStatus({ tone: 'ok', text: `New sessions use ${saved.model} on the OpenAI-compatible server` })
+    } catch (e) {
+      setStatus({ tone: 'error', text: e instanceof Error ? e.message : String(e) })
     }
   }
 
@@ -109,6 +149,72 @@ export function SettingsPage() {
             ) : null}
           </div>
         </section>
+        {settings.routes.includes('openai-compatible') ? (
+          <section className={styles.section} aria-labelledby="compatible-heading">
+            <h2 id="compatible-heading" className={styles.heading}>
+              OpenAI-compatible server{' '}
+              <span
+                className={settings.compatible.hasKey ? styles.badgeOk : styles.badgeMissing}
+                data-testid="server-key-state"
+              >
+                {settings.compatible.hasKey ? 'Key set' : 'No key'}
+              </span>
+            </h2>
+            <Field
+              label="Server URL"
+              hint="vLLM, Ollama, LM Studio, OpenRouter…: the URL that ends before /chat/completions."
+            >
+              <input
+                type="url"
+                value={serverUrl}
+                placeholder="http://127.0.0.1:11434/v1"
+                onChange={(e) => setCompatUrl(e.target.value)}
+              />
+            </Field>
+            <Field
+              label="Server key"
+              hint="Optional for local servers. Stored 0600 in the dsh home, never shown again."
+            >
+              <input
+                type="password"
+                autoComplete="off"
+                value={compatKey}
+                placeholder={settings.compatible.hasKey ? '•••••••• (stored)' : 'none'}
+                onChange={(e) => setCompatKey(e.target.value)}
+              />
+            </Field>
+            <div className={styles.row}>
+              <Button onClick={() => void testServer()} disabled={discovery === 'testing' || !serverUrl.trim()}>
+                {discovery === 'testing' ? 'Testing…' : 'Test server connection'}
+              </Button>
+              {discovery && discovery !== 'testing' ? (
+                <span role="status" className={discovery.ok ? styles.ok : styles.error}>
+                  {discovery.ok
+                    ? `Connected: ${discovery.models.length} model(s) listed`
+                    : `${discovery.error.code}: ${discovery.error.message}`}
+                </span>
+              ) : null}
+            </div>
+            <Field label="Server model" hint="Listed by the server once the connection test passes; or type its id.">
+              <input
+                list="server-models"
+                value={compatModel}
+                onChange={(e) => setCompatModel(e.target.value)}
+                placeholder="model id"
+              />
+            </Field>
+            <datalist id="server-models" data-testid="server-models">
+              {(discovery && discovery !== 'testing' && discovery.ok ? discovery.models : []).map((m) => (
+                <option key={m} value={m} />
+              ))}
+            </datalist>
+            <div className={styles.row}>
+              <Button onClick={() => void chooseServer()} disabled={!compatModel.trim() || !serverUrl.trim()}>
+                Use this server for new sessions
+              </Button>
+            </div>
+          </section>
+        ) : null}
         <section className={styles.section} aria-labelledby="model-heading">
           <h2 id="model-heading" className={styles.heading}>
             Defaults for new sessions

@@ -28,8 +28,12 @@ export function checkedSessionId(id: string, parameter = 'id'): string {
 }
 
 /** `model` when the provider's catalog offers it (or has no catalog), else a 400 naming `field`. */
-export function checkedModel(ctx: Context, model: string, field = 'model'): string {
-  const provider = ctx.agents.defaults().provider
+export function checkedModel(
+  ctx: Context,
+  model: string,
+  field = 'model',
+  provider = ctx.agents.defaults().provider,
+): string {
   const offered =
     ctx
       .get('llm')

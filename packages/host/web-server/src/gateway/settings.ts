@@ -6,9 +6,10 @@ import { type LlmFailure, REASONING_EFFORTS } from '@dsh/llm'
 import { isPlainObject, stringifyYaml } from '@dsh/loader/compose'
 import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS } from '@dsh/permission'
 import { textMessage } from '@dsh/session'
+import { errorMessage } from '@dsh/tools'
 import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
-import { checkedModel } from './sessions.ts'
+import { badParameter, checkedModel } from './sessions.ts'
 
 export const THEMES = ['light', 'dark', 'system'] as const
 export type Theme = (typeof THEMES)[number]
@@ -25,21 +26,33 @@ export interface SettingsOptions {
   settingsFile: string
   apiKeyName: string
   baseUrlName: string
+  /** The credentials of the OpenAI-compatible route: its key and its address. */
+  compatibleKeyName: string
+  compatibleBaseUrlName: string
   testTimeoutMs: number
 }
 
+/** The route the settings page's OpenAI-compatible section configures (`@dsh/llm-pi-ai`). */
+export const COMPATIBLE_ROUTE = 'openai-compatible'
+
+const apiKeyField = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(1000)
+  .refine((key) => !/\s/.test(key), 'must not contain spaces or line breaks')
+const urlField = z
+  .string()
+  .trim()
+  .refine((url) => /^https?:\/\/[^\s]+$/i.test(url) && URL.canParse(url), 'must be an http:// or https:// URL')
+
 const SettingsBody = z
   .object({
-    apiKey: z
-      .string()
-      .trim()
-      .min(1, 'must not be empty')
-      .max(1000)
-      .refine((key) => !/\s/.test(key), 'must not contain spaces or line breaks'),
-    baseUrl: z
-      .string()
-      .trim()
-      .refine((url) => /^https?:\/\/[^\s]+$/i.test(url) && URL.canParse(url), 'must be an http:// or https:// URL'),
+    apiKey: apiKeyField,
+    baseUrl: urlField,
+    compatibleApiKey: apiKeyField,
+    compatibleBaseUrl: urlField,
+    provider: z.string().trim().min(1, 'must not be empty').max(100),
     model: z.string().trim().min(1, 'must not be empty').max(200),
     reasoningEffort: z.enum(REASONING_EFFORTS),
     permissionPreset: z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]]),
@@ -48,6 +61,8 @@ const SettingsBody = z
   })
   .partial()
   .strict()
+
+const ModelsBody = z.object({ route: z.string().trim().min(1).max(100).default(COMPATIBLE_ROUTE) }).strict()
 
 function fileError(file: string, error: unknown): HttpError {
   return new HttpError(
@@ -104,8 +119,16 @@ export class SettingsStore {
     const credentials = this.credentials()
     const key = credentials?.lookup(this.options.apiKeyName)
     const baseUrl = credentials?.get(this.options.baseUrlName)
+    const compatibleKey = credentials?.lookup(this.options.compatibleKeyName)
+    const compatibleBaseUrl = credentials?.get(this.options.compatibleBaseUrlName)
     return {
       provider: defaults.provider,
+      routes: this.ctx.get('llm')?.listRoutes() ?? [],
+      compatible: {
+        ...(compatibleBaseUrl ? { baseUrl: compatibleBaseUrl } : {}),
+        hasKey: compatibleKey !== undefined,
+        ...(compatibleKey ? { keySource: compatibleKey.source } : {}),
+      },
       ...(baseUrl ? { baseUrl } : {}),
       hasKey: key !== undefined,
       ...(key ? { keySource: key.source } : {}),
@@ -120,8 +143,15 @@ export class SettingsStore {
 
   async write(body: unknown): Promise<Record<string, unknown>> {
     const input = parseWith(SettingsBody, body ?? {}, 'settings')
-    if (input.model !== undefined) checkedModel(this.ctx, input.model)
-    if (input.apiKey !== undefined || input.baseUrl !== undefined) {
+    if (input.provider !== undefined) this.checkedRoute(input.provider, 'provider')
+    if (input.model !== undefined) checkedModel(this.ctx, input.model, 'model', input.provider)
+    const stored: [string, string | undefined][] = [
+      [this.options.apiKeyName, input.apiKey],
+      [this.options.baseUrlName, input.baseUrl],
+      [this.options.compatibleKeyName, input.compatibleApiKey],
+      [this.options.compatibleBaseUrlName, input.compatibleBaseUrl],
+    ]
+    if (stored.some(([, value]) => value !== undefined)) {
       const credentials = this.credentials()
       if (!credentials)
         throw new HttpError(
@@ -129,10 +159,9 @@ export class SettingsStore {
           'unavailable',
           'the credentials plugin is not loaded, so the key and base URL cannot be stored',
         )
-      if (input.apiKey !== undefined) await credentials.set(this.options.apiKeyName, input.apiKey)
-      if (input.baseUrl !== undefined) await credentials.set(this.options.baseUrlName, input.baseUrl)
+      for (const [name, value] of stored) if (value !== undefined) await credentials.set(name, value)
     }
-    const agentFields = { model: input.model, reasoningEffort: input.reasoningEffort }
+    const agentFields = { provider: input.provider, model: input.model, reasoningEffort: input.reasoningEffort }
     const webFields = { permissionPreset: input.permissionPreset, network: input.network, theme: input.theme }
     const defined = (o: Record<string, unknown>) =>
       Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
@@ -158,6 +187,27 @@ export class SettingsStore {
     } catch (error) {
       await rm(temp, { force: true })
       throw fileError(file, error)
+    }
+  }
+
+  private checkedRoute(route: string, field: string): string {
+    const routes = this.ctx.get('llm')?.listRoutes() ?? []
+    if (!routes.includes(route))
+      throw badParameter(field, `unknown route ${JSON.stringify(route)}; served: ${routes.join(', ')}`)
+    return route
+  }
+
+  /** The models a route's server lists (`ctx.llm.discoverModels`), with the saved address and key. */
+  async models(body: unknown): Promise<Record<string, unknown>> {
+    const { route } = parseWith(ModelsBody, body ?? {}, 'models request')
+    const llm = this.ctx.get('llm')
+    if (!llm) throw new HttpError(503, 'unavailable', 'no model runtime is loaded (the llm plugin)')
+    this.checkedRoute(route, 'route')
+    try {
+      const models = await llm.discoverModels(route, AbortSignal.timeout(this.options.testTimeoutMs))
+      return { ok: true, route, models: models.map((model) => model.id) }
+    } catch (error) {
+      return { ok: false, route, error: { code: 'DISCOVERY', message: errorMessage(error) } }
     }
   }
 
