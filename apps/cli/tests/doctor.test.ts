@@ -127,4 +127,15 @@ describe('dsh doctor', () => {
     expect(result.stdout).toMatch(/^warn slirp4netns: slirp4netns not found/m)
     expect(result.stdout.trimEnd().split('\n').at(-1)).toBe('failed: sandbox')
   })
+
+  it('a local OpenAI-compatible route passes without a key', async () => {
+    const { result, check } = await doctorJson({
+      DSH_PROVIDER: 'openai-compatible',
+      DSH_BASE_URL: 'http://127.0.0.1:9/v1',
+    })
+    expect(result.code, result.stdout).toBe(0)
+    expect(check('model').summary).toMatch(
+      /^openai-compatible \/ .*key OPENAI_COMPATIBLE_API_KEY not set \(optional\)$/,
+    )
+  })
 })

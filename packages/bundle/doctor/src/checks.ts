@@ -112,12 +112,12 @@ function routeKeyName(ctx: Context, route: string): string | undefined {
   const piAi = rowConfig(ctx, 'llm-pi-ai')
   const providers = piAi?.providers as Record<string, { apiKeyEnv?: string }> | undefined
   if (providers?.[route]?.apiKeyEnv) return providers[route].apiKeyEnv
-  if (route === 'openai-compatible') {
-    const compatible = rowConfig(ctx, 'llm-deepseek')?.openaiCompatible as { apiKeyEnv?: string } | undefined
-    return compatible?.apiKeyEnv
-  }
+  if (route === 'openai-compatible' && typeof piAi?.compatibleKeyEnv === 'string') return piAi.compatibleKeyEnv
   return undefined
 }
+
+/** Routes that send requests without a key when none is set (local OpenAI-compatible servers). */
+const KEY_OPTIONAL = new Set(['openai-compatible'])
 
 export function credentialsCheck(ctx: Context): Check {
   const credentials = ctx.get('credentials')
@@ -156,7 +156,7 @@ export function modelCheck(ctx: Context): Check {
   const keyName = routeKeyName(ctx, defaults.provider)
   const credentials = ctx.get('credentials')
   const hit = keyName ? credentials?.lookup(keyName) : undefined
-  if (keyName && !hit && !(keyName in process.env)) {
+  if (keyName && !hit && !KEY_OPTIONAL.has(defaults.provider)) {
     return {
       name: 'model',
       status: 'fail',
@@ -167,7 +167,7 @@ export function modelCheck(ctx: Context): Check {
   return {
     name: 'model',
     status: 'ok',
-    summary: `${where}${keyName ? `, key ${keyName} from ${hit?.source ?? 'env'}` : ''}`,
+    summary: `${where}${keyName ? `, key ${keyName} ${hit ? `from ${hit.source}` : 'not set (optional)'}` : ''}`,
   }
 }
 
