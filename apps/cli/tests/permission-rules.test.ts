@@ -208,3 +208,22 @@ describe('attack: an allow rule for bash(git *)', () => {
     expect(result.texts[0]).not.toContain('git version')
   })
 })
+
+describe('rules in settings.yaml (the web settings page writes them)', () => {
+  it('apply in headless after the command line rules; a malformed section is reported and its rules left out', async () => {
+    await mkdir(t.home, { recursive: true })
+    const settings = path.join(t.home, 'settings.yaml')
+    await writeFile(settings, 'permission:\n  deny: ["write(blocked*.txt)"]\n')
+    calls({ name: 'write', arguments: { file_path: 'blocked.txt', content: 'no\n' } })
+    const denied = await run(['write it'])
+    expect(existsSync(path.join(t.work, 'blocked.txt'))).toBe(false)
+    expect(denied.decisions).toContainEqual(expect.objectContaining({ decision: 'deny', rule: 'write(blocked*.txt)' }))
+
+    await writeFile(settings, 'permission:\n  deny: ["bash("]\n')
+    calls({ name: 'write', arguments: { file_path: 'allowed.txt', content: 'yes\n' } })
+    const broken = await run(['write it'])
+    expect(broken.stderr).toContain(`permission: the rules in ${settings} are not applied`)
+    expect(broken.stderr).toContain('permission.deny[0]')
+    expect(existsSync(path.join(t.work, 'allowed.txt'))).toBe(true)
+  })
+})

@@ -147,4 +147,43 @@ describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
       await server.close()
     }
   })
+
+  it('edits allow and deny rules: a malformed one is refused by name, a saved deny rule stops the call', async () => {
+    const { page } = t
+    await page.goto(`${t.url}/#/settings`)
+    await page.getByRole('heading', { name: 'Allow and deny rules' }).waitFor()
+    await page.getByLabel('Deny rules', { exact: true }).fill('bash(')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByText(/denyRules: .*bash\(/).waitFor()
+
+    await page.getByLabel('Deny rules', { exact: true }).fill('write(secret*.txt)\nbash(git push*)')
+    await page.getByLabel('Allow rules', { exact: true }).fill('bash(npm test*)')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByText('Settings saved').waitFor()
+    const settings = await t.api<{ rules: unknown }>('GET', '/api/settings')
+    expect(settings.rules).toEqual({
+      config: { allow: [], deny: [] },
+      settings: { allow: ['bash(npm test*)'], deny: ['write(secret*.txt)', 'bash(git push*)'] },
+    })
+    expect(await readFile(path.join(t.home, 'settings.yaml'), 'utf8')).toContain('write(secret*.txt)')
+    await page.reload()
+    expect(await page.getByLabel('Deny rules', { exact: true }).inputValue()).toBe(
+      'write(secret*.txt)\nbash(git push*)',
+    )
+    await t.screenshot('settings-rules')
+
+    t.script(
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'secret-plan.txt', content: 'leak\n' } }]),
+      reply.text('The write was refused.'),
+    )
+    await page.goto(t.url)
+    await composer(page).fill('write the secret plan')
+    await composer(page).press('Enter')
+    await page.getByText('The write was refused.').waitFor()
+    await expect(stat(path.join(t.work, 'secret-plan.txt'))).rejects.toThrow(/ENOENT/)
+    const toolMessage = t.mock.requests
+      .flatMap((request) => request.body?.messages ?? [])
+      .find((message: { role: string }) => message.role === 'tool')
+    expect(JSON.stringify(toolMessage)).toContain('matches the deny rule \\"write(secret*.txt)\\"')
+  })
 })

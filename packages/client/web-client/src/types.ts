@@ -191,6 +191,13 @@ export interface Settings {
   /** The network settings there are. */
   networks: string[]
   theme: Theme
+  /** Permission rules: the profile config's (read-only here) and the settings file's (editable). */
+  rules: { config: PermissionRuleLists; settings: PermissionRuleLists }
+}
+
+export interface PermissionRuleLists {
+  allow: string[]
+  deny: string[]
 }
 
 export interface SettingsUpdate {
@@ -200,6 +207,9 @@ export interface SettingsUpdate {
   provider?: string
   compatibleApiKey?: string
   compatibleBaseUrl?: string
+  /** The settings file's rules, replacing its lists (one rule per entry, e.g. `bash(npm test*)`). */
+  allowRules?: string[]
+  denyRules?: string[]
   model?: string
   reasoningEffort?: string
   permissionPreset?: string

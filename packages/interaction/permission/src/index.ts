@@ -14,6 +14,7 @@ export {
   PermissionService,
   type SandboxPolicyOptions,
 } from './service.ts'
+export { readRuleSection } from './rules.ts'
 export { classify, accessOf, writeScope, type ClassifyOptions, type Verdict, type WriteScope } from './classify.ts'
 export { isWithin, resolveReal } from './paths.ts'
 export { NETWORK_MODES, type NetworkMode, protectedProjectPaths } from '@dsh/sandbox'

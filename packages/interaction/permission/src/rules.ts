@@ -1,8 +1,32 @@
+import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
+import { isPlainObject, parseYaml } from '@dsh/loader/compose'
 import { firstMatch, type PermissionRule, parseRules, type RuleSubject, unknownRules } from '@dsh/permission-rules'
 import type { ToolExecution } from '@dsh/tools'
 import { accessOf } from './classify.ts'
 import { resolveReal } from './paths.ts'
+
+/**
+ * The `permission:` section of a settings document: `{allow?: string[], deny?: string[]}`, each rule
+ * checked. Throws naming the file and the entry; a missing file or section has no rules.
+ */
+export function readRuleSection(file: string): { allow: string[]; deny: string[] } {
+  if (!existsSync(file)) return { allow: [], deny: [] }
+  const doc = parseYaml(readFileSync(file, 'utf8'), file)
+  const section = isPlainObject(doc) ? doc.permission : undefined
+  if (section === undefined || section === null) return { allow: [], deny: [] }
+  if (!isPlainObject(section)) throw new Error(`${file}: "permission" must be a mapping of allow and deny`)
+  const out = { allow: [] as string[], deny: [] as string[] }
+  for (const [key, value] of Object.entries(section)) {
+    if (key !== 'allow' && key !== 'deny')
+      throw new Error(`${file}: unknown setting permission.${key} (known: allow, deny)`)
+    if (!Array.isArray(value) || value.some((rule) => typeof rule !== 'string'))
+      throw new Error(`${file}: permission.${key} must be a list of rules`)
+    parseRules(value as string[], `${file}: permission.${key}`)
+    out[key] = value as string[]
+  }
+  return out
+}
 
 /** The allow and deny rules of the permission row, parsed once. */
 export class PermissionRules {

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { assertNever, type Context, Schema, Service } from '@dsh/cordis'
@@ -10,10 +10,10 @@ import {
   type NetworkTarget,
   unconfinedPolicy,
 } from '@dsh/sandbox'
-import type { PreToolDecision, ToolCall, ToolExecution, ToolRunContext } from '@dsh/tools'
+import { errorMessage, type PreToolDecision, type ToolCall, type ToolExecution, type ToolRunContext } from '@dsh/tools'
 import type { Session } from '@dsh/session'
 import { classify, writeScope } from './classify.ts'
-import { PermissionRules } from './rules.ts'
+import { PermissionRules, readRuleSection } from './rules.ts'
 import {
   PRESETS,
   type ApprovalPolicy,
@@ -37,6 +37,8 @@ export interface PermissionConfig {
   /** Absent: none. */
   allow?: string[]
   deny?: string[]
+  /** A settings document whose `permission:` section (`allow`, `deny`) adds rules; absent: none. */
+  settingsFile?: string
 }
 
 /** The presets whose commands run confined, each with a network setting. */
@@ -73,6 +75,10 @@ export const Config: Schema<PermissionConfig> = Schema.object({
   deny: Schema.array(Schema.string())
     .default([])
     .description('Rules for calls that never run, under every preset; a deny rule wins over an allow rule.'),
+  settingsFile: Schema.string().description(
+    'A settings document (settings.yaml) whose permission: section (allow, deny) adds rules after these; ' +
+      'the web settings page writes it. Read again whenever it changes.',
+  ),
 })
 
 export const DECISION_EVENT = 'permission/decision'
@@ -119,19 +125,20 @@ export class PermissionService extends Service {
   private readonly networkOverrides = new Map<string, NetworkMode>()
   /** This process's folder (0700) of session temp folders, made on first use. */
   private tempRoot: string | undefined
-  private readonly rules: PermissionRules
+  private readonly configRules: PermissionRules
+  private fileRules: { key: string; rules: PermissionRules } | undefined
 
   constructor(ctx: Context, config: PermissionConfig) {
     super(ctx, 'permission')
     this.home = ctx
     this.settings = config
-    this.rules = new PermissionRules(config.allow ?? [], config.deny ?? [])
+    this.configRules = new PermissionRules(config.allow ?? [], config.deny ?? [])
     ctx.sessions.registerEventType(ctx, DECISION_EVENT)
     ctx.sessions.registerEventType(ctx, PRESET_EVENT)
     ctx.sessions.registerEventType(ctx, NETWORK_EVENT)
     ctx.sessions.registerEventType(ctx, NETWORK_DECISION_EVENT)
     ctx.on('tools/pre-execute', (execution, next) => this.decide(execution, next), { prepend: true })
-    if (!this.rules.empty) {
+    if (!this.rules.empty || config.settingsFile) {
       // MCP servers connect in the background; by the end of the first step's waits their tools are known.
       ctx.on('agent/pre-step', async (_agent, _step, next) => {
         const decision = await next()
@@ -309,9 +316,39 @@ export class PermissionService extends Service {
     }
   }
 
-  /** The allow and deny rules as configured, in order. */
-  ruleTexts(): { allow: string[]; deny: string[] } {
-    return { allow: this.rules.allow.map((rule) => rule.text), deny: this.rules.deny.map((rule) => rule.text) }
+  /**
+   * The rules in force: the row's, then the settings file's (re-read when it changed). A malformed
+   * settings section is logged, naming the file and entry, and the row's rules alone apply.
+   */
+  private get rules(): PermissionRules {
+    const file = this.settings.settingsFile
+    if (!file) return this.configRules
+    let key = 'missing'
+    try {
+      const info = statSync(file)
+      key = `${info.mtimeMs}:${info.size}:${info.ino}`
+    } catch {}
+    if (this.fileRules?.key !== key) {
+      let rules = this.configRules
+      try {
+        const own = readRuleSection(file)
+        if (own.allow.length || own.deny.length)
+          rules = new PermissionRules(
+            [...(this.settings.allow ?? []), ...own.allow],
+            [...(this.settings.deny ?? []), ...own.deny],
+          )
+      } catch (error) {
+        this.home.logger.error('permission: the rules in %s are not applied: %s', file, errorMessage(error))
+      }
+      this.fileRules = { key, rules }
+    }
+    return this.fileRules.rules
+  }
+
+  /** The allow and deny rules in force, in order; `config`: the row's own, without the settings file's. */
+  ruleTexts(which: 'all' | 'config' = 'all'): { allow: string[]; deny: string[] } {
+    const rules = which === 'config' ? this.configRules : this.rules
+    return { allow: rules.allow.map((rule) => rule.text), deny: rules.deny.map((rule) => rule.text) }
   }
 
   /** Warns once about each rule that matches no registered tool and no configured MCP server. */

@@ -24,12 +24,15 @@ export function SettingsPage() {
   const [compatKey, setCompatKey] = useState('')
   const [compatModel, setCompatModel] = useState('')
   const [discovery, setDiscovery] = useState<ModelDiscovery | 'testing'>()
+  const [ruleText, setRuleText] = useState<{ allow: string; deny: string }>()
 
   useEffect(() => {
     if (settings && !form) setForm({ ...settings })
-  }, [settings, form])
+    if (settings && !ruleText)
+      setRuleText({ allow: settings.rules.settings.allow.join('\n'), deny: settings.rules.settings.deny.join('\n') })
+  }, [settings, form, ruleText])
 
-  if (!settings || !form) return <div className={styles.page} aria-busy="true" />
+  if (!settings || !form || !ruleText) return <div className={styles.page} aria-busy="true" />
 
   const save = async (event: FormEvent) => {
     event.preventDefault()
@@ -43,6 +46,8 @@ export function SettingsPage() {
       baseUrl: form.baseUrl ?? '',
       ...(form.reasoningEffort ? { reasoningEffort: form.reasoningEffort } : {}),
       ...(apiKey.trim() ? { apiKey: apiKey.trim() } : {}),
+      allowRules: ruleLines(ruleText.allow),
+      denyRules: ruleLines(ruleText.deny),
     }
     try {
       await app.settings.save(update)
@@ -262,6 +267,46 @@ export function SettingsPage() {
             </select>
           </Field>
         </section>
+        <section className={styles.section} aria-labelledby="rules-heading">
+          <h2 id="rules-heading" className={styles.heading}>
+            Allow and deny rules
+          </h2>
+          <Field
+            label="Allow rules"
+            hint="One per line; matching calls run without asking where the preset would ask, e.g. bash(npm test*), mcp__github__*, web_fetch(domain:docs.python.org)."
+          >
+            <textarea
+              rows={3}
+              spellCheck={false}
+              value={ruleText.allow}
+              onChange={(e) => setRuleText({ ...ruleText, allow: e.target.value })}
+            />
+          </Field>
+          <Field
+            label="Deny rules"
+            hint="One per line; matching calls never run, under every preset, e.g. bash(git push*)."
+          >
+            <textarea
+              rows={3}
+              spellCheck={false}
+              value={ruleText.deny}
+              onChange={(e) => setRuleText({ ...ruleText, deny: e.target.value })}
+            />
+          </Field>
+          {settings.rules.config.allow.length || settings.rules.config.deny.length ? (
+            <div data-testid="config-rules">
+              From the profile config (edit its patch file):
+              <ul>
+                {settings.rules.config.allow.map((rule) => (
+                  <li key={`allow:${rule}`}>allow {rule}</li>
+                ))}
+                {settings.rules.config.deny.map((rule) => (
+                  <li key={`deny:${rule}`}>deny {rule}</li>
+                ))}
+              </ul>
+            </div>
+          ) : null}
+        </section>
         <section className={styles.section} aria-labelledby="theme-heading">
           <h2 id="theme-heading" className={styles.heading}>
             Appearance
@@ -302,6 +347,13 @@ function keyHint({ hasKey, keySource }: Settings): string {
     return 'In use: the key in the home .env file. A key saved here is stored 0600 in the home.'
   if (hasKey) return 'A key is stored. Type a new one to replace it; it is never shown again.'
   return 'No key yet. It is stored 0600 in the dsh home and never shown again.'
+}
+
+function ruleLines(text: string): string[] {
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean)
 }
 
 function withCurrent(list: readonly string[], current: string): string[] {

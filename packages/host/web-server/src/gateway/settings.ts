@@ -4,7 +4,8 @@ import { readAgentSettings, readSettingsDocument } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import { type LlmFailure, REASONING_EFFORTS } from '@dsh/llm'
 import { isPlainObject, stringifyYaml } from '@dsh/loader/compose'
-import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS } from '@dsh/permission'
+import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS, readRuleSection } from '@dsh/permission'
+import { parseRules } from '@dsh/permission-rules'
 import { textMessage } from '@dsh/session'
 import { errorMessage } from '@dsh/tools'
 import { z } from 'zod'
@@ -53,6 +54,8 @@ const SettingsBody = z
     compatibleApiKey: apiKeyField,
     compatibleBaseUrl: urlField,
     provider: z.string().trim().min(1, 'must not be empty').max(100),
+    allowRules: z.array(z.string().trim().min(1, 'must not be empty').max(1000)).max(500),
+    denyRules: z.array(z.string().trim().min(1, 'must not be empty').max(1000)).max(500),
     model: z.string().trim().min(1, 'must not be empty').max(200),
     reasoningEffort: z.enum(REASONING_EFFORTS),
     permissionPreset: z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]]),
@@ -138,11 +141,22 @@ export class SettingsStore {
       ...(web.network ? { network: web.network } : {}),
       networks: NETWORK_MODES,
       theme: web.theme ?? 'system',
+      rules: {
+        config: this.ctx.get('permission')?.ruleTexts('config') ?? { allow: [], deny: [] },
+        settings: this.ruleSection(),
+      },
     }
   }
 
   async write(body: unknown): Promise<Record<string, unknown>> {
     const input = parseWith(SettingsBody, body ?? {}, 'settings')
+    for (const field of ['allowRules', 'denyRules'] as const) {
+      try {
+        parseRules(input[field] ?? [], field)
+      } catch (error) {
+        throw badParameter(field, errorMessage(error))
+      }
+    }
     if (input.provider !== undefined) this.checkedRoute(input.provider, 'provider')
     if (input.model !== undefined) checkedModel(this.ctx, input.model, 'model', input.provider)
     const stored: [string, string | undefined][] = [
@@ -163,13 +177,16 @@ export class SettingsStore {
     }
     const agentFields = { provider: input.provider, model: input.model, reasoningEffort: input.reasoningEffort }
     const webFields = { permissionPreset: input.permissionPreset, network: input.network, theme: input.theme }
+    const ruleFields = { allow: input.allowRules, deny: input.denyRules }
     const defined = (o: Record<string, unknown>) =>
       Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
-    if (Object.keys(defined(agentFields)).length || Object.keys(defined(webFields)).length) {
+    const changes = [agentFields, webFields, ruleFields].some((fields) => Object.keys(defined(fields)).length)
+    if (changes) {
       const doc = this.readDoc()
       const section = (name: string) => (isPlainObject(doc[name]) ? (doc[name] as Record<string, unknown>) : {})
       if (Object.keys(defined(agentFields)).length) doc.agent = { ...section('agent'), ...defined(agentFields) }
       if (Object.keys(defined(webFields)).length) doc.web = { ...section('web'), ...defined(webFields) }
+      if (Object.keys(defined(ruleFields)).length) doc.permission = { ...section('permission'), ...defined(ruleFields) }
       await this.writeDoc(doc)
     }
     return this.read()
@@ -183,10 +200,20 @@ export class SettingsStore {
       await writeFile(temp, stringifyYaml(doc), { mode: 0o600 })
       await chmod(temp, 0o600)
       readAgentSettings(temp)
+      readRuleSection(temp)
       await rename(temp, file)
     } catch (error) {
       await rm(temp, { force: true })
       throw fileError(file, error)
+    }
+  }
+
+  /** The rules of the settings file's `permission:` section (the editable ones). */
+  private ruleSection(): { allow: string[]; deny: string[] } {
+    try {
+      return readRuleSection(this.options.settingsFile)
+    } catch (error) {
+      throw fileError(this.options.settingsFile, error)
     }
   }
 
