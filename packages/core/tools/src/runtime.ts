@@ -287,11 +287,12 @@ export class ToolRuntime extends Service {
         args: deepFreeze(parsed.data as Record<string, unknown>),
         run: Object.freeze(context),
       })
-      const blocked = await this.authorize(execution, run.signal)
+      const authorized = await this.authorize(execution, run.signal)
+      const ran = authorized.execution
       const result =
-        blocked ?? (run.signal.aborted ? cancelled() : await this.runBody(execution, controller, run.signal))
+        authorized.blocked ?? (run.signal.aborted ? cancelled() : await this.runBody(ran, controller, run.signal))
       const final = await stage('tools/post-execute', () =>
-        this.home.waterfall('tools/post-execute', execution, result, async () => result),
+        this.home.waterfall('tools/post-execute', ran, result, async () => result),
       )
       if (!isToolResult(final))
         throw new Error('a tools/post-execute listener returned something that is not a tool result')
@@ -301,22 +302,45 @@ export class ToolRuntime extends Service {
     }
   }
 
-  /** Undefined when the call may run; otherwise the result that stands in for it. */
-  private async authorize(execution: ToolExecution, signal: AbortSignal): Promise<ToolResult | undefined> {
+  /**
+   * The execution that may run (a rewrite replaces it), or `blocked`: the
+   * result that stands in for a call that must not run.
+   */
+  private async authorize(
+    execution: ToolExecution,
+    signal: AbortSignal,
+  ): Promise<{ execution: ToolExecution; blocked?: ToolResult }> {
     const decision = await stage('tools/pre-execute', () =>
       this.home.waterfall('tools/pre-execute', execution, async (): Promise<PreToolDecision> => ({ kind: 'allow' })),
     )
     const name = execution.tool.name
     switch (decision?.kind) {
       case 'allow':
-        return undefined
+        return { execution }
       case 'deny':
-        return denied(name, decision.reason)
+        return { execution, blocked: denied(name, decision.reason) }
       case 'ask': {
         const reason = String(decision.reason ?? 'this call needs approval')
         const scope = decision.scope ?? `tool:${name}\u0000${reason}`
         const verdict = await this.approve({ call: execution.call, reason, scope, run: execution.run }, signal)
-        return verdict.allowed ? undefined : refusal(name, reason, verdict)
+        return verdict.allowed ? { execution } : { execution, blocked: refusal(name, reason, verdict) }
+      }
+      case 'rewrite': {
+        if (execution.rewrittenFrom)
+          return { execution, blocked: denied(name, `${decision.reason}, but a call's arguments may be changed once`) }
+        const parsed = await execution.tool.parameters.safeParseAsync(decision.arguments)
+        if (!parsed.success) {
+          const issues = formatIssues(parsed.error.issues)
+          return { execution, blocked: denied(name, `${decision.reason}, to arguments the tool refuses:\n${issues}`) }
+        }
+        const rewritten: ToolExecution = Object.freeze({
+          ...execution,
+          call: Object.freeze({ ...execution.call, arguments: JSON.stringify(parsed.data) }),
+          args: deepFreeze(parsed.data as Record<string, unknown>),
+          rewrittenFrom: execution.args,
+        })
+        // The new arguments face every check again: the permission of a path or command is theirs.
+        return this.authorize(rewritten, signal)
       }
       default:
         return assertNever(decision as never, 'tools/pre-execute decision')

@@ -162,17 +162,22 @@ export interface ToolExecution {
   /** The validated arguments, deep-frozen. */
   readonly args: Readonly<Record<string, unknown>>
   readonly run: ToolRunContext
+  /** Set when a `rewrite` replaced the model's arguments: what the model sent. */
+  readonly rewrittenFrom?: Readonly<Record<string, unknown>>
 }
 
 /**
- * What `tools/pre-execute` decides. Arguments can never be rewritten. An
- * `ask` may name its `scope`: what an "allow for this session" answer covers
- * (default: the tool and the reason).
+ * What `tools/pre-execute` decides. An `ask` may name its `scope`: what an
+ * "allow for this session" answer covers (default: the tool and the reason).
+ * A `rewrite` replaces the call's arguments (a hook's updated input) once:
+ * they are validated again and the whole pre-execute pipeline, the
+ * permission check included, runs again on them before anything runs.
  */
 export type PreToolDecision =
   | { kind: 'allow' }
   | { kind: 'deny'; reason: string }
   | { kind: 'ask'; reason: string; scope?: string }
+  | { kind: 'rewrite'; arguments: Record<string, unknown>; reason: string }
 
 /** One call that needs the user's approval, as the approval broker receives it. */
 export interface ApprovalRequest {

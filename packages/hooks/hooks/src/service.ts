@@ -32,6 +32,8 @@ export interface HookResultEvent extends HookInvokedEvent {
   decision: 'block' | 'ask' | 'allow' | 'none' | 'failed'
   reason?: string
   error?: string
+  /** A PreToolUse hook's replacement for the call's input, checked again before the call runs. */
+  updatedInput?: JsonValue
 }
 
 declare module '@dsh/session' {
@@ -93,6 +95,7 @@ interface Verdict {
   reason?: string
   context?: string
   error?: string
+  updatedInput?: Record<string, unknown>
 }
 
 interface Selected {
@@ -168,6 +171,8 @@ export class Hooks extends Service {
   }
 
   private async preToolUse(execution: ToolExecution, next: () => Promise<PreToolDecision>): Promise<PreToolDecision> {
+    // A call a hook rewrote comes back through the pipeline for the checks; its hooks already ran.
+    if (execution.rewrittenFrom) return next()
     const { run, call, tool } = execution
     const verdicts = await this.runAll('PreToolUse', run.sessionId, run.cwd, run.signal, tool.name, call.callId, {
       tool_input: execution.args as JsonValue,
@@ -184,6 +189,9 @@ export class Hooks extends Service {
     const asked = verdicts.find((v) => v.decision === 'ask')
     if (asked)
       return { kind: 'ask', reason: `a PreToolUse hook asks for approval: ${asked.reason ?? 'no reason given'}` }
+    const updated = verdicts.findLast((v) => v.updatedInput)?.updatedInput
+    if (updated)
+      return { kind: 'rewrite', arguments: updated, reason: 'a PreToolUse hook changed the input of this call' }
     // An allow never widens the preset: the permission check ran before this listener.
     return next()
   }
@@ -430,6 +438,7 @@ export class Hooks extends Service {
       decision: verdict.decision,
       ...(verdict.reason ? { reason: verdict.reason } : {}),
       ...(verdict.error ? { error: verdict.error } : {}),
+      ...(verdict.updatedInput ? { updatedInput: verdict.updatedInput as JsonValue } : {}),
     })
     if (verdict.decision === 'failed' && !signal.aborted)
       this.home.logger.warn(
@@ -496,9 +505,14 @@ export function interpret(event: HookEventName, code: number | null, stdout: str
   const permission = event === 'PreToolUse' ? (specific.permissionDecision ?? legacy) : legacy
   const reason = say(specific.permissionDecisionReason) ?? say(answer.reason)
   if (permission === 'deny') return withContext({ decision: 'block', reason: reason ?? 'a hook refused it' })
+  const updated = specific.updatedInput
+  const withInput = (verdict: Verdict): Verdict =>
+    event === 'PreToolUse' && updated && typeof updated === 'object' && !Array.isArray(updated)
+      ? withContext({ ...verdict, updatedInput: updated as Record<string, unknown> })
+      : withContext(verdict)
   if (permission === 'ask') return withContext({ decision: 'ask', ...(reason ? { reason } : {}) })
-  if (permission === 'allow') return withContext({ decision: 'allow' })
-  return withContext({ decision: 'none' })
+  if (permission === 'allow') return withInput({ decision: 'allow' })
+  return withInput({ decision: 'none' })
 }
 
 /** Reads a stream to its end, keeping at most `max` characters. */
