@@ -341,6 +341,54 @@ describe('dsh web API', () => {
       expect(mock.requests.at(-1)?.rawBody).not.toContain('sk-test-key')
     })
 
+    it("lists a session's background jobs with their output, redacted: GET /api/sessions/:id/activity", async () => {
+      // The job prints the key without spelling it in its command, then keeps running.
+      const command = "printf '%s%s\\n' sk-test- key; echo activity-marker; sleep 60"
+      mock.setFallback((req) =>
+        req.body.messages.at(-1)?.role === 'tool'
+          ? reply.text('Started it.')
+          : reply.toolCalls([
+              { name: 'bash', arguments: { description: 'Watch the logs', command, run_in_background: true } },
+            ]),
+      )
+      const id = await newSession()
+      const before = await app.api('GET', `/api/sessions/${id}/activity`)
+      expect(before.status).toBe(200)
+      expect(before.json).toEqual({ jobs: [], terminals: [], subagents: [] })
+
+      const socket = await open()
+      socket.send({ type: 'subscribe', sessionId: id })
+      await socket.next((f) => f.type === 'subscribed' && f.sessionId === id)
+      expect((await app.api('POST', `/api/sessions/${id}/messages`, { text: 'start the watcher' })).status).toBe(202)
+      await settled(socket, id)
+
+      let activity: Reply | undefined
+      await vi.waitFor(
+        async () => {
+          activity = await app.api('GET', `/api/sessions/${id}/activity`)
+          expect(activity.json.jobs[0]?.output.text).toContain('activity-marker')
+        },
+        { timeout: 20_000, interval: 100 },
+      )
+      const [job] = activity?.json.jobs ?? []
+      expect(job).toMatchObject({ label: 'Watch the logs', status: { state: 'running' }, output: { omittedBytes: 0 } })
+      expect(job.id).toMatch(/^job-\d+$/)
+      expect(job.output.text).toBe('[redacted: DEEPSEEK_API_KEY]\nactivity-marker\n')
+      expect(activity?.text).not.toContain('sk-test-key')
+      expect(activity?.json.terminals).toEqual([])
+
+      // Another session sees none of it; a bad or unknown id is refused.
+      const other = await newSession()
+      expect((await app.api('GET', `/api/sessions/${other}/activity`)).json.jobs).toEqual([])
+      const unknown = await app.api('GET', '/api/sessions/no-such-session/activity')
+      expect(unknown.status).toBe(404)
+      expect(unknown.json.error.code).toBe('unknown-session')
+      const bad = await app.api('GET', '/api/sessions/..%2f..%2fetc%2fpasswd/activity')
+      expect(bad.status).toBe(400)
+      expect(bad.json.error.message).toMatch(/^id: /)
+      await app.api('POST', `/api/sessions/${id}/cancel`)
+    })
+
     it('streams a prompt over the socket: events, deltas and status', async () => {
       const id = await newSession()
       const socket = await open()

@@ -109,6 +109,16 @@ export class SessionStore extends Service {
     return (text) => maps.reduce((out, map) => map(out), text)
   }
 
+  /**
+   * `text` rewritten by the registered text filters, as a string of an event
+   * would be: for what a surface shows that is not an event (a background
+   * job's output), so it is redacted like the log.
+   */
+  filtered(text: string): string {
+    const map = this.filterText()
+    return map ? map(text) : text
+  }
+
   isKnownType(type: string): boolean {
     return (CORE_EVENT_TYPES as readonly string[]).includes(type) || this.eventTypes.has(type)
   }

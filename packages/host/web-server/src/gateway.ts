@@ -11,9 +11,10 @@ import { parseWith } from './http.ts'
 import { existingFolder, listDirs, listFiles, rankFiles } from './gateway/files.ts'
 import { SocketHub } from './gateway/hub.ts'
 import { IdleUnloader } from './gateway/idle.ts'
+import { sessionActivity } from './gateway/activity.ts'
 import { applyInteraction } from './gateway/interaction.ts'
 import { applySessionRoutes } from './gateway/session-routes.ts'
-import { SessionAccess } from './gateway/sessions.ts'
+import { checkedSessionId, SessionAccess } from './gateway/sessions.ts'
 import { SettingsStore } from './gateway/settings.ts'
 import type {} from './server.ts'
 
@@ -34,6 +35,7 @@ export interface WebApiConfig {
   filesTimeoutMs: number
   maxFrameBytes: number
   idleUnloadMs: number
+  activityOutputBytes: number
 }
 
 export const Config: Schema<WebApiConfig> = Schema.object({
@@ -77,6 +79,10 @@ export const Config: Schema<WebApiConfig> = Schema.object({
     .description(
       'An agent of a top-level session is unloaded (its session closed, its log sealed and its lease given up, so other dsh processes may open it) this long after it went idle with no tab watching it; the next message resumes it from the log. 0 keeps agents until exit.',
     ),
+  activityOutputBytes: Schema.natural()
+    .min(256)
+    .default(16 * 1024)
+    .description("The newest output of each background job and terminal a session's activity shows (bytes)."),
 })
 
 function installedVersion(): string {
@@ -151,6 +157,9 @@ export function apply(ctx: Context, config: WebApiConfig) {
 
   applyInteraction(ctx, hub)
   applySessionRoutes(ctx, hub, sessions, launchCwd)
+  server.route(ctx, 'GET', '/api/sessions/:id/activity', (request) =>
+    sessionActivity(ctx, sessions, checkedSessionId(request.params.id as string), config.activityOutputBytes),
+  )
 
   const version = installedVersion()
   server.route(ctx, 'GET', '/api/info', () => {
