@@ -11,6 +11,7 @@ import type {
   RequestId,
   RewindRequest,
   RewindResult,
+  SessionActivity,
   SessionDetail,
   SessionEvent,
   SessionId,
@@ -111,6 +112,11 @@ export class DshApi {
   /** Forks the session before a user message; a dry run only lists the file changes a restore would make. */
   rewind(id: SessionId, request: RewindRequest): Promise<RewindResult> {
     return this.call('POST', `/api/sessions/${enc(id)}/rewind`, request)
+  }
+
+  /** The session's background jobs, terminals and subagents, with the newest output of each (redacted). */
+  activity(id: SessionId): Promise<SessionActivity> {
+    return this.call('GET', `/api/sessions/${enc(id)}/activity`)
   }
 
   updateSession(id: SessionId, patch: SessionPatch): Promise<object> {

@@ -166,6 +166,33 @@ export interface RewindResult {
   backup?: string
 }
 
+/** The newest part of a process's output, and how many bytes before it are not shown. */
+export interface OutputTail {
+  text: string
+  omittedBytes: number
+}
+
+export type JobState =
+  | { state: 'running' }
+  | { state: 'exited'; code: number }
+  | { state: 'signaled'; signal: string }
+  | { state: 'killed' }
+  | { state: 'failed'; message: string }
+
+/** `GET /api/sessions/:id/activity`: what a session has going besides its turn. */
+export interface SessionActivity {
+  jobs: Array<{ id: string; label: string; startedAt: number; status: JobState; output: OutputTail }>
+  terminals: Array<{
+    id: string
+    command: string
+    cwd: string
+    startedAt: number
+    status: { state: 'running' } | { state: 'exited'; code: number | null; signal: string | null }
+    output: OutputTail
+  }>
+  subagents: Array<{ sessionId: SessionId; title?: string; status: 'running' | 'idle' }>
+}
+
 export interface DirListing {
   path: string
   parent?: string

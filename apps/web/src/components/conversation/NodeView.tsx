@@ -1,4 +1,5 @@
 import { memo } from 'react'
+import { assertNever } from '../../lib/never.ts'
 import type { ConversationNode } from '../../model/nodes.ts'
 import { ToolCard } from '../tools/ToolCard.tsx'
 import { AssistantText } from './AssistantText.tsx'
@@ -26,10 +27,6 @@ export const NodeView = memo(function NodeView({ node }: { node: ConversationNod
     case 'notice':
       return <NoticeRow node={node} />
     default:
-      return assertNever(node)
+      return assertNever(node, 'conversation node')
   }
 })
-
-function assertNever(value: never): never {
-  throw new Error(`unknown conversation node: ${JSON.stringify(value)}`)
-}

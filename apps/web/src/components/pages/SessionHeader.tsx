@@ -7,6 +7,7 @@ import { useStore } from '../../lib/store.ts'
 import type { SessionController, SessionView } from '../../model/session-controller.ts'
 import { Icon } from '../common/Icon.tsx'
 import { SidebarToggle } from '../common/SidebarToggle.tsx'
+import { ActivityPopover } from './ActivityPopover.tsx'
 import styles from './SessionHeader.module.css'
 import { SettingChip } from './SettingChip.tsx'
 
@@ -125,6 +126,7 @@ export function SessionHeader({ view, controller }: { view: SessionView; control
             {formatPercent(conversation.context.percent)} context
           </span>
         ) : null}
+        <ActivityPopover sessionId={controller.id} running={conversation.running} />
         <button
           type="button"
           className={clsx(styles.chip, styles.control)}
