@@ -120,10 +120,10 @@ describe('the installed @dsh/cli', { timeout: 120_000 }, () => {
     const { home, work } = await box()
     mock.reset()
     mock.enqueue(
-      reply.toolCalls([{ name: 'write', arguments: { path: 'notes/plan.txt', content: 'ship the tarball\n' } }]),
+      reply.toolCalls([{ name: 'write', arguments: { file_path: 'notes/plan.txt', content: 'ship the tarball\n' } }]),
       reply.toolCalls([
-        { id: 'call_grep', name: 'grep', arguments: { pattern: 'tarball', output_mode: 'content' } },
-        { id: 'call_bash', name: 'bash', arguments: { command: 'wc -l < notes/plan.txt' } },
+        { id: 'call_grep', name: 'grep', arguments: { pattern: 'tarball' } },
+        { id: 'call_bash', name: 'bash', arguments: { command: 'wc -l < notes/plan.txt', description: 'count the lines' } },
       ]),
       reply.text('Planned.'),
     )
