@@ -123,7 +123,11 @@ describe('the installed @dsh/cli', { timeout: 120_000 }, () => {
       reply.toolCalls([{ name: 'write', arguments: { file_path: 'notes/plan.txt', content: 'ship the tarball\n' } }]),
       reply.toolCalls([
         { id: 'call_grep', name: 'grep', arguments: { pattern: 'tarball' } },
-        { id: 'call_bash', name: 'bash', arguments: { command: 'wc -l < notes/plan.txt', description: 'count the lines' } },
+        {
+          id: 'call_bash',
+          name: 'bash',
+          arguments: { command: 'wc -l < notes/plan.txt', description: 'count the lines' },
+        },
       ]),
       reply.text('Planned.'),
     )

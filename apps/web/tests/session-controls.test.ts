@@ -102,10 +102,14 @@ describe('controlling a session from the browser', { timeout: TEST_TIMEOUT_MS },
     await page.getByText('Working').waitFor()
     await vi.waitFor(() => expect(agentRequests(t.mock.requests)).toHaveLength(1))
 
+    // The composer takes the next message once the last one was accepted (it clears then).
+    const accepted = () => vi.waitFor(async () => expect(await composer(page).inputValue()).toBe(''))
     await composer(page).fill('please also mention the weather')
     await composer(page).press('Enter')
+    await accepted()
     await composer(page).fill('queued one')
     await composer(page).press('Alt+Enter')
+    await accepted()
     await composer(page).fill('queued two')
     await page.getByRole('button', { name: 'Queue message' }).click()
     const queued = page.locator('[data-testid="queued"]')
