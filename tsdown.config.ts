@@ -41,7 +41,9 @@ function entriesOf(dir: string): string[] {
 // them one by one costs more than the launcher's whole dump path.
 const inline: Record<string, string[]> = { 'packages/boot/loader': ['yaml'] }
 
-const extraEntries: Record<string, string[]> = { [path.join('apps', 'cli')]: ['./src/bin.ts'] }
+const extraEntries: Record<string, string[]> = {
+  [path.join('apps', 'cli')]: ['./src/bin.ts', './src/build-snapshot.ts'],
+}
 
 /** Builds the startup snapshot and the launcher; a failure there warns and leaves the plain entry (it never fails the build). */
 const buildSnapshot = (): Promise<void> =>

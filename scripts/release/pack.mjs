@@ -13,8 +13,12 @@
 // package name exactly as it does there. Their third-party dependencies
 // (cordis, zod, the native modules better-sqlite3, node-pty, zstd-napi,
 // @vscode/ripgrep...) are declared on the tarball's own package.json, so npm
-// installs them next to the bundled packages. The startup snapshot is not
-// shipped: the bin is the plain Node entry.
+// installs them next to the bundled packages. The bin is the Node entry
+// lib/bin.js. A startup snapshot blob cannot ship (it holds absolute paths and
+// loads only in the node binary that made it): the tarball holds the bundle it
+// is made from, laid out for the package (scripts/snapshot/build.mjs
+// --installed), and the first run that would use it builds the blob into
+// $DSH_HOME/cache/snapshot/ in the background (apps/cli/src/snapshot/cache.ts).
 import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -199,7 +203,11 @@ function pack(workspace, { top, name, description, bundledNames, types, extra })
 
 const kib = (bytes) => (bytes / 1024).toFixed(0)
 
-/** The CLI: lib/ of apps/cli without the snapshot and the shell launcher, and the web app where the server looks. */
+/**
+ * The CLI: lib/ of apps/cli without the checkout's snapshot and shell
+ * launcher, the snapshot bundle for the package's layout, and the web app
+ * where the server looks.
+ */
 function cliFiles(stage, cliDir) {
   const lib = path.join(cliDir, 'lib')
   if (!existsSync(path.join(lib, 'bin.js'))) throw new Error(`${lib}/bin.js is missing: run pnpm build first`)
@@ -207,6 +215,11 @@ function cliFiles(stage, cliDir) {
     recursive: true,
     filter: (source) => !/[/\\]lib[/\\](snapshot|dsh)$/.test(source),
   })
+  execFileSync(
+    process.execPath,
+    [path.join(root, 'scripts/snapshot/build.mjs'), '--installed', path.join(stage, 'lib/snapshot/installed.cjs')],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  )
   // @dsh/web-server serves apps/web/dist of the installation root (four folders above its lib/ file).
   const web = path.join(root, 'apps/web/dist')
   if (!existsSync(path.join(web, 'index.html'))) throw new Error(`${web}/index.html is missing: run pnpm build first`)

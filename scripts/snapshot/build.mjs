@@ -17,7 +17,17 @@
 // A failure leaves no blob, so dsh starts the plain way; it warns and does
 // not fail the build.
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -77,6 +87,44 @@ const relative = (file) => path.relative(root, file).split(path.sep).join('/')
 const readJson = (file) => JSON.parse(readFileSync(file, 'utf8'))
 
 /**
+ * `--installed <file>` writes only the bundle, for the layout of the release
+ * package (`pnpm release:pack`): the CLI package is the root, the in-box
+ * packages sit in its node_modules/@dsh/, third-party ones in its
+ * node_modules/. Its root is left to the machine that builds the blob from it
+ * (DSH_SNAPSHOT_ROOT; see apps/cli/src/snapshot/cache.ts).
+ */
+const installedArg = process.argv.indexOf('--installed')
+const installedOut = installedArg > 0 ? path.resolve(process.argv[installedArg + 1] ?? '') : undefined
+
+/** The checkout folder of each workspace package under packages/, with its name. */
+function workspaceNames() {
+  const names = new Map()
+  for (const group of readdirSync(path.join(root, 'packages'))) {
+    for (const name of readdirSync(path.join(root, 'packages', group))) {
+      const file = path.join(root, 'packages', group, name, 'package.json')
+      if (existsSync(file)) names.set(`packages/${group}/${name}/`, readJson(file).name)
+    }
+  }
+  return names
+}
+
+/** A file's path relative to the root of the installation the bundle is for: the checkout, or the release package. */
+const place = (() => {
+  if (!installedOut) return relative
+  const names = workspaceNames()
+  return (file) => {
+    const rel = relative(file)
+    const inModules = rel.lastIndexOf('node_modules/')
+    if (inModules >= 0) return rel.slice(inModules)
+    if (rel.startsWith('apps/cli/')) return rel.slice('apps/cli/'.length)
+    const folder = `${rel.split('/').slice(0, 3).join('/')}/`
+    const name = names.get(folder)
+    if (!name) throw new Error(`${rel} has no place in the release package`)
+    return `node_modules/${name}/${rel.slice(folder.length)}`
+  }
+})()
+
+/**
  * The in-box specifiers with the file Node loads for each (the `default`
  * condition: lib/), and for each shared package an in-box package that
  * depends on it (where it resolves from).
@@ -90,7 +138,7 @@ function inBoxModules() {
     const manifest = readJson(path.join(dir, 'package.json'))
     for (const [key, target] of Object.entries(manifest.exports ?? {})) {
       const file = typeof target === 'string' ? target : target.default
-      if (file) modules.set(key === '.' ? dep : `${dep}/${key.slice(2)}`, relative(path.join(dir, file)))
+      if (file) modules.set(key === '.' ? dep : `${dep}/${key.slice(2)}`, place(path.join(dir, file)))
     }
     for (const name of SHARED)
       if (manifest.dependencies?.[name] && !sharedFrom.has(name)) sharedFrom.set(name, path.join(dir, 'package.json'))
@@ -147,7 +195,7 @@ async function bundle(modules, sharedFrom) {
         const from = importer === ENTRY ? (shared ?? path.join(cliDir, 'package.json')) : importer
         const resolved = await this.resolve(id, from, { ...options, skipSelf: true })
         if (!resolved || resolved.external) return resolved
-        if (shared) modules.set(id, relative(resolved.id))
+        if (shared) modules.set(id, place(resolved.id))
         const bare = !/^[./]/.test(id)
         const pkg = packageRoot(resolved.id)
         const name = readJson(path.join(pkg, 'package.json')).name
@@ -167,8 +215,8 @@ async function bundle(modules, sharedFrom) {
             // ESM only: require() loads the ESM file
           }
         }
-        externals.set(relative(file), file)
-        return { id: `dsh-external:${relative(file)}`, external: true }
+        externals.set(place(file), file)
+        return { id: `dsh-external:${place(file)}`, external: true }
       },
     },
     load(id) {
@@ -201,8 +249,10 @@ async function bundle(modules, sharedFrom) {
       if (named) code = code.replace(KEEP_NAMES_HELPER, 'var __name = (target) => target;')
       if (!code.includes('import.meta')) return named ? code : null
       // A module's own URL is its file in the installation: lib/ for our packages.
-      let file = relative(id)
-      if (!file.includes('node_modules/')) file = file.replace('/src/', '/lib/').replace(/\.ts$/, '.js')
+      const checkout = relative(id)
+      const file = checkout.includes('node_modules/')
+        ? place(id)
+        : place(path.join(root, checkout.replace('/src/', '/lib/').replace(/\.ts$/, '.js')))
       // `require` made from the module's own URL is the bundle's require: what it loads is bundled.
       return code
         .replace(/^const require = createRequire\(import\.meta\.url\)\n/m, '')
@@ -227,12 +277,16 @@ async function bundle(modules, sharedFrom) {
   return { code: output[0].code, externals }
 }
 
+/** The module behind the bundle's `import()` at run time (lib/snapshot/import.cjs of the installation). */
+const helper = 'module.exports = (specifier) => import(specifier)\n'
+
 /** Writes the script `node --build-snapshot` runs: the build facts, the prelude, then the bundle in the prelude's require. */
 function writeBundle(file, code, modules, externals) {
   const require = createRequire(import.meta.url)
   const build = {
-    root,
-    importHelper,
+    root: installedOut ? null : root,
+    cliDir: installedOut ? '.' : 'apps/cli',
+    importHelper: installedOut ? 'lib/snapshot/import.cjs' : importHelper,
     files: Object.fromEntries(modules),
     externals: Object.fromEntries(
       [...externals].map(([rel, file]) => [rel, describeModule(createRequire(file)(file), false)]),
@@ -245,12 +299,12 @@ function writeBundle(file, code, modules, externals) {
     .replace(/(?<![\w$.])import\(/g, '__dshImport(')
     .replace(/[^\x00-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
   const prelude = readFileSync(path.join(cliDir, 'src/snapshot/prelude.cjs'), 'utf8')
-  mkdirSync(outDir, { recursive: true })
+  mkdirSync(path.dirname(file), { recursive: true })
   writeFileSync(
     file,
     `const __dshBuild = ${JSON.stringify(build)};\n${prelude}\n;(function (require) {\n${body}\n})(__dshRequire);\n`,
   )
-  const helper = 'module.exports = (specifier) => import(specifier)\n'
+  if (installedOut) return
   const helperFile = path.join(root, importHelper)
   if (!existsSync(helperFile) || readFileSync(helperFile, 'utf8') !== helper) writeFileSync(helperFile, helper)
 }
@@ -423,6 +477,17 @@ function copyTime(from, to) {
   }
   renameSync(tmp, to)
   return true
+}
+
+if (installedOut) {
+  const { modules, sharedFrom } = inBoxModules()
+  const { code, externals } = await bundle(modules, sharedFrom)
+  const tmp = `${installedOut}.${process.pid}.tmp`
+  writeBundle(tmp, code, modules, externals)
+  renameSync(tmp, installedOut)
+  writeFileSync(path.join(path.dirname(installedOut), 'import.cjs'), helper)
+  log(`${installedOut}: the bundle for the release package (${modules.size} modules)`)
+  process.exit(0)
 }
 
 // Other builds may run at the same time: everything is written under

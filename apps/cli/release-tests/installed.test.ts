@@ -7,10 +7,11 @@
 // code written against both packages, and the SDK client driving the
 // installed `dsh`. Only the model is mocked.
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import { type MockLlm, reply, startMockLlm } from '@dsh/llm-mock'
 import { repoRoot } from '@dsh/testkit'
@@ -182,6 +183,67 @@ describe('the installed @dsh/cli', { timeout: 120_000 }, () => {
     expect(message).toMatchObject({ jsonrpc: '2.0', id: 1, result: { protocolVersion: 1 } })
     child.stdin.end()
     expect(await exited(child)).toBe(0)
+  })
+})
+
+/** The one cache folder of `home`'s startup snapshots, once its record describes the blob beside it. */
+async function builtSnapshot(home: string): Promise<string> {
+  const root = path.join(home, 'cache', 'snapshot')
+  for (;;) {
+    const dirs = existsSync(root) ? readdirSync(root) : []
+    if (dirs.length > 1) throw new Error(`one snapshot folder expected in ${root}: ${dirs.join(', ')}`)
+    const dir = path.join(root, dirs[0] ?? '')
+    const failed = path.join(dir, 'failed.json')
+    if (dirs[0] && existsSync(failed))
+      throw new Error(`the snapshot build failed:\n${readFileSync(path.join(dir, 'build.log'), 'utf8')}`)
+    const record = path.join(dir, 'snapshot.json')
+    if (dirs[0] && existsSync(record)) {
+      const { blobSize, blobMtimeMs } = JSON.parse(await readFile(record, 'utf8'))
+      const blob = statSync(path.join(dir, 'dsh.blob'), { throwIfNoEntry: false })
+      if (blob?.size === blobSize && blob?.mtimeMs === blobMtimeMs) return dir
+    }
+    await sleep(250)
+  }
+}
+
+describe('the startup snapshot of the installed dsh', { timeout: 15 * 60_000 }, () => {
+  it('is built by the first run for the next, and a damaged or stale one is passed over and built again', async () => {
+    const { home, work } = await box()
+    const debug = { ...env(home), DSH_DEBUG_STARTUP: '1' }
+    const task = async (extra: NodeJS.ProcessEnv = {}) => {
+      mock.reset()
+      mock.enqueue(reply.text('Done.'))
+      const result = await run(dsh, ['--profile', 'headless', 'say done'], { cwd: work, env: { ...debug, ...extra } })
+      expect(result.stdout).toBe('Done.\n')
+      return result.stderr
+    }
+    const plain = (reason: string) =>
+      `dsh: startup: plain entry (${reason}; building a startup snapshot for the next run)\n`
+
+    const cache = path.join(home, 'cache', 'snapshot')
+    expect(await task()).toMatch(/^dsh: startup: plain entry \(no startup snapshot in .+ yet; building .+\)\n$/)
+    const dir = await builtSnapshot(home)
+    expect(path.dirname(dir)).toBe(cache)
+    const blob = path.join(dir, 'dsh.blob')
+    expect(await task()).toBe(`dsh: startup: from the startup snapshot ${blob}\n`)
+
+    // Damaged: the file is not the one the builder recorded.
+    await writeFile(blob, 'not a startup snapshot')
+    expect(await task()).toBe(plain(`${blob} is not the file its record describes`))
+    await builtSnapshot(home)
+    expect(await task()).toBe(`dsh: startup: from the startup snapshot ${blob}\n`)
+
+    // Stale: the record names another node binary.
+    const recordFile = path.join(dir, 'snapshot.json')
+    const record = JSON.parse(await readFile(recordFile, 'utf8'))
+    await writeFile(recordFile, JSON.stringify({ ...record, node: 'v20.0.0' }))
+    expect(await task()).toBe(plain(`${recordFile} is for another node binary, dsh version or installation`))
+    await builtSnapshot(home)
+    expect(JSON.parse(await readFile(recordFile, 'utf8')).node).toBe(process.version)
+    expect(await task()).toBe(`dsh: startup: from the startup snapshot ${blob}\n`)
+
+    // Switched off: the plain entry, and nothing is built.
+    expect(await task({ DSH_SNAPSHOT: 'off' })).toBe('dsh: startup: plain entry (DSH_SNAPSHOT=off)\n')
   })
 })
 

@@ -10,7 +10,8 @@ import { pathToFileURL } from 'node:url'
 import { startupSnapshot } from 'node:v8'
 import { type PreloadedModules, preparseShippedBundles } from '@dsh/app-boot'
 import { restoreLauncherEnvironment, start } from '../start.ts'
-import { preloadsOf } from './preloads.ts'
+import { blobOf, preloadsOf } from './preloads.ts'
+import { reportStartup, SNAPSHOT_PROBE_ANSWER, SNAPSHOT_PROBE_ENV } from './startup-report.ts'
 
 type Importer = () => Promise<Record<string, unknown>>
 
@@ -18,6 +19,8 @@ type Importer = () => Promise<Record<string, unknown>>
 interface SnapshotHost {
   building: boolean
   root: string
+  /** The CLI package's folder, relative to `root`. */
+  cliDir: string
   files: Record<string, string>
   current: string | undefined
   /** Puts back what the prelude changed for the build; called once every module is evaluated. */
@@ -58,7 +61,7 @@ export function prepare(importers: Record<string, Importer>, deferred: readonly 
     }
     host.current = undefined
     // A bundle file that does not parse is left to the launcher, which reports it when it reads the file.
-    await preparseShippedBundles(path.join(host.root, 'apps/cli')).catch(() => {})
+    await preparseShippedBundles(path.join(host.root, host.cliDir)).catch(() => {})
     host.finishBuild()
   })()
 
@@ -76,11 +79,17 @@ async function run(preloaded: PreloadedModules): Promise<void> {
   const helper = path.join(installDir, 'lib/snapshot/import.cjs')
   const dynamicImport = (specifier: string) =>
     (createRequire(helper)(helper) as (specifier: string) => Promise<unknown>)(specifier)
-  if (realDir(installDir) !== realDir(path.join(host.root, 'apps/cli'))) {
+  if (realDir(installDir) !== realDir(path.join(host.root, host.cliDir))) {
     // Paths computed at build time point into another installation: run the plain entry.
     await dynamicImport(pathToFileURL(bin).href)
     return
   }
+  // Whoever built the blob for an installed package checks that it starts (apps/cli/src/snapshot/cache.ts).
+  if (process.env[SNAPSHOT_PROBE_ENV] === '1') {
+    process.stdout.write(SNAPSHOT_PROBE_ANSWER)
+    return
+  }
+  reportStartup(`from the startup snapshot ${blobOf(process.execArgv) ?? ''}`.trimEnd())
   // Node does not run --import / --require preloads for a snapshot's main function.
   for (const { kind, specifier } of preloadsOf(process.execArgv, process.env.NODE_OPTIONS)) {
     const isPath = path.isAbsolute(specifier) || /^\.\.?[\\/]/.test(specifier)

@@ -47,3 +47,13 @@ export function preloadsOf(execArgv: readonly string[], nodeOptions = ''): Prelo
   }
   return preloads
 }
+
+/** The blob node was started with (`--snapshot-blob <file>` among its own arguments). */
+export function blobOf(execArgv: readonly string[]): string | undefined {
+  for (let i = 0; i < execArgv.length; i++) {
+    const arg = execArgv[i] as string
+    if (arg === '--snapshot-blob') return execArgv[i + 1]
+    if (arg.startsWith('--snapshot-blob=')) return arg.slice('--snapshot-blob='.length)
+  }
+  return undefined
+}

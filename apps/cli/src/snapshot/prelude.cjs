@@ -18,8 +18,14 @@ const __dshModule = __dshBuiltin('node:module')
 const __dshHost = {
   /** True while the snapshot is being built; the launcher clears it when the process starts from the snapshot. */
   building: true,
-  /** The repository (installation) root the snapshot was built in. */
-  root: __dshBuild.root,
+  /**
+   * The repository (installation) root the snapshot was built in: fixed by the
+   * checkout's build, or, for the bundle of a release package, the folder the
+   * package is installed in, named by whoever builds the blob from it.
+   */
+  root: __dshBuild.root ?? process.env.DSH_SNAPSHOT_ROOT,
+  /** The CLI package's folder, relative to `root`. */
+  cliDir: __dshBuild.cliDir,
   /** Each in-box specifier's file in the installation, relative to `root`. */
   files: __dshBuild.files,
   /** The bundled module being evaluated at build time, for error reports. */
