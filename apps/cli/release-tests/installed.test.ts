@@ -107,7 +107,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mock?.close()
-  if (scratch) await rm(scratch, { recursive: true, force: true })
+  // A snapshot builder started by a first run may still be writing its cache folder: retry until it is done.
+  if (scratch) await rm(scratch, { recursive: true, force: true, maxRetries: 40, retryDelay: 250 })
 })
 
 describe('the installed @dsh/cli', { timeout: 120_000 }, () => {
