@@ -1,8 +1,12 @@
 import { pathToFileURL } from 'node:url'
 import type { ProcessExit, ProcessHandle } from '@dsh/subprocess'
+import { errorMessage } from '@dsh/tools'
 import {
   CancellationTokenSource,
+  ConnectionError,
   createMessageConnection,
+  ErrorCodes,
+  ResponseError,
   type MessageConnection,
   StreamMessageReader,
   StreamMessageWriter,
@@ -245,9 +249,18 @@ export class RunningServer {
         else signal.addEventListener('abort', onAbort, { once: true })
       }
       void this.exited.then(() => reject(new ServerStopped(this.stoppedBecause)))
-      this.connection.sendRequest<T>(method, params, cancel.token).then(resolve, (error: unknown) => {
-        reject(this.alive ? error : new ServerStopped(this.stoppedBecause))
-      })
+      // A connection that closed is a server that died, even before its exit is seen.
+      const stoppedOr = (error: unknown) => {
+        if (!this.alive) return new ServerStopped(this.stoppedBecause)
+        return connectionGone(error) ? new ServerStopped(`its connection closed (${errorMessage(error)})`) : error
+      }
+      try {
+        this.connection.sendRequest<T>(method, params, cancel.token).then(resolve, (error: unknown) => {
+          reject(stoppedOr(error))
+        })
+      } catch (error) {
+        reject(stoppedOr(error))
+      }
     })
     return outcome.finally(() => {
       clearTimeout(timer)
@@ -301,4 +314,12 @@ function describeExit(exit: ProcessExit): string {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref())
+}
+
+/** The errors vscode-jsonrpc gives a request when the connection under it closed. */
+function connectionGone(error: unknown): boolean {
+  return (
+    error instanceof ConnectionError ||
+    (error instanceof ResponseError && error.code === ErrorCodes.PendingResponseRejected)
+  )
 }
