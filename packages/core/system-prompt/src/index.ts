@@ -1,3 +1,4 @@
+import { readlinkSync } from 'node:fs'
 import { type Context, Schema, ScopedRegistry, Service } from '@dsh/cordis'
 import { DEFAULT_GUIDANCE, DEFAULT_PERSONA } from './defaults.ts'
 
@@ -77,16 +78,23 @@ export class SystemPrompt extends Service {
   private readonly variables = new ScopedRegistry<Variable>('prompt variable')
   private serial = 0
   private readonly timeZone: string
+  /** A zone the config names: the day is read through Intl. Otherwise the process's own zone, read from Date. */
+  private readonly namedZone: boolean
   /** The clock the calendar day is read from; tests replace it to reach a new day. */
   now: () => Date = () => new Date()
 
   constructor(ctx: Context, config: SystemPromptConfig) {
     super(ctx, 'systemPrompt')
-    this.timeZone = config.timeZone || Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
-    try {
-      new Intl.DateTimeFormat('en', { timeZone: this.timeZone })
-    } catch {
-      throw new Error(`system-prompt: timeZone "${config.timeZone}" is not an IANA time zone (e.g. Europe/Berlin)`)
+    // Intl's time zone data costs about 10 ms to load on a cold start, before the first request:
+    // the process's own zone needs only Date and the name of the zone.
+    this.namedZone = config.timeZone.trim() !== ''
+    this.timeZone = this.namedZone ? config.timeZone.trim() : localZoneName()
+    if (this.namedZone) {
+      try {
+        new Intl.DateTimeFormat('en', { timeZone: this.timeZone })
+      } catch {
+        throw new Error(`system-prompt: timeZone "${config.timeZone}" is not an IANA time zone (e.g. Europe/Berlin)`)
+      }
     }
     if (config.persona.trim()) {
       this.section(ctx, { name: 'deployment:persona', order: 0, text: config.persona })
@@ -107,6 +115,11 @@ export class SystemPrompt extends Service {
 
   /** The calendar day (`YYYY-MM-DD`) in the prompt's time zone. */
   today(): string {
+    if (!this.namedZone) {
+      const now = this.now()
+      const two = (n: number) => String(n).padStart(2, '0')
+      return `${now.getFullYear()}-${two(now.getMonth() + 1)}-${two(now.getDate())}`
+    }
     const parts = new Intl.DateTimeFormat('en-CA', {
       timeZone: this.timeZone,
       year: 'numeric',
@@ -211,4 +224,25 @@ export const Config: Schema<SystemPromptConfig> = Schema.object({
 /** Provides `ctx.systemPrompt`. */
 export function apply(ctx: Context, config: SystemPromptConfig) {
   ctx.plugin(SystemPrompt, config)
+}
+
+/**
+ * The name of the process's time zone without Intl: `TZ` when it names a
+ * zone, else the zone `/etc/localtime` links to, else the offset from UTC.
+ */
+function localZoneName(): string {
+  const fromEnv = process.env.TZ?.trim()
+  if (fromEnv && !fromEnv.startsWith(':') && !fromEnv.startsWith('/')) return fromEnv
+  try {
+    const target = readlinkSync('/etc/localtime')
+    const at = target.indexOf('zoneinfo/')
+    if (at >= 0) return target.slice(at + 'zoneinfo/'.length)
+  } catch {
+    // not a link (or no file): name the offset instead
+  }
+  const offset = -new Date().getTimezoneOffset()
+  if (offset === 0) return 'UTC'
+  const hours = String(Math.floor(Math.abs(offset) / 60)).padStart(2, '0')
+  const minutes = String(Math.abs(offset) % 60).padStart(2, '0')
+  return `UTC${offset > 0 ? '+' : '-'}${hours}:${minutes}`
 }

@@ -211,15 +211,14 @@ export function apply(ctx: Context, config: BashToolConfig) {
         locations: () => [],
       },
       description:
-        'Run a command with `bash -c` and return its output. Each call is a fresh, non-interactive shell ' +
-        '(no state carries over; stdin is empty): pass workdir instead of cd. stdout and stderr come back as separate sections, ' +
-        `each cut to its last ${config.maxOutputBytes} bytes (when cut, the full output is saved to a file you can page through ` +
-        `with read), followed by the exit code. Default timeout ${config.defaultTimeoutMs}ms, at most ${config.maxTimeoutMs}ms; ` +
-        'on timeout every process the command started is killed. Check the exit code.\n' +
-        'Commands usually run in a sandbox: files outside the workspace and the temp folder ($TMPDIR) are read-only, .git and ' +
-        'other project config (.dsh, .claude, .codex, .agents, .mcp.json) are read-only, and the network is off or limited to ' +
-        'HTTP(S) through a proxy that allows package registries and asks about other hosts. Processes a command starts end ' +
-        'with it. ' +
+        'Run a command with `bash -c`. Each call is a fresh, non-interactive shell (no state carries over, empty stdin): ' +
+        'pass workdir instead of cd. Returns stdout and stderr, each cut to its last ' +
+        `${config.maxOutputBytes} bytes (the full output is then saved to a file to page with read), and the exit code: ` +
+        `check it. Timeout ${config.defaultTimeoutMs}ms by default, at most ${config.maxTimeoutMs}ms; it kills every process ` +
+        'the command started.\n' +
+        'Commands usually run in a sandbox: only the workspace and $TMPDIR are writable, .git and project config ' +
+        '(.dsh, .claude, .codex, .agents, .mcp.json) are read-only, and the network is off or HTTP(S) through a proxy that ' +
+        'allows package registries and asks about other hosts. Processes a command starts end with it. ' +
         (config.allowEscalation
           ? 'If a command fails only because of that and must run anyway, call bash again with escalate: true ' +
             'and a one-sentence justification; the user is asked to approve it.\n'
