@@ -360,15 +360,7 @@ export class AcpServer {
   }
 
   private async loadSession(params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
-    const id = checkSessionId(params.sessionId)
-    absolute(params.cwd)
-    if (params.additionalDirectories?.length)
-      throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
-    const open = this.sessions.get(id)
-    if (open && open.prompts > 0)
-      throw invalid(`session ${id} is running a prompt; load it again once the prompt has ended`, { sessionId: id })
-    const { agent, problems } = await this.ctx.conversations.resume(id)
-    for (const problem of problems) this.ctx.logger.warn('acp: %s', problem)
+    const { id, open, agent } = await this.reopen(params, 'load')
     const cwd = agent.session.meta.cwd
     if (path.resolve(params.cwd) !== cwd)
       this.ctx.logger.info('acp: session %s keeps its own folder %s (the client asked for %s)', id, cwd, params.cwd)
@@ -490,17 +482,30 @@ export class AcpServer {
     }
   }
 
-  /** Like `session/load` without the replay: the client already shows the history. */
-  private async resumeSession(params: acp.ResumeSessionRequest): Promise<acp.ResumeSessionResponse> {
+  /**
+   * What `session/load` and `session/resume` share: the request checked, and
+   * the stored session resumed (taking its lease) unless this connection has
+   * it open between prompts.
+   */
+  private async reopen(
+    params: { sessionId: string; cwd: string; additionalDirectories?: string[] | null },
+    verb: 'load' | 'resume',
+  ): Promise<{ id: string; open: AcpSession | undefined; agent: Agent }> {
     const id = checkSessionId(params.sessionId)
     absolute(params.cwd)
     if (params.additionalDirectories?.length)
       throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
     const open = this.sessions.get(id)
     if (open && open.prompts > 0)
-      throw invalid(`session ${id} is running a prompt; resume it again once the prompt has ended`, { sessionId: id })
+      throw invalid(`session ${id} is running a prompt; ${verb} it again once the prompt has ended`, { sessionId: id })
     const { agent, problems } = await this.ctx.conversations.resume(id)
     for (const problem of problems) this.ctx.logger.warn('acp: %s', problem)
+    return { id, open, agent }
+  }
+
+  /** Like `session/load` without the replay: the client already shows the history. */
+  private async resumeSession(params: acp.ResumeSessionRequest): Promise<acp.ResumeSessionResponse> {
+    const { id, open, agent } = await this.reopen(params, 'resume')
     const state = open ?? this.adopt(agent)
     await this.connectMcp(state, this.mcpServers(params.mcpServers ?? [], agent.session.meta.cwd))
     this.send(state, usageUpdate(this.ctx.conversations.meter(agent.session.events)))
