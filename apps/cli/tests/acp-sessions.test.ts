@@ -1,25 +1,13 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
-import { afterEach, describe, expect, it } from 'vitest'
-import { AcpTestClient, type AcpClientOptions, chunkText } from './support/acp.ts'
+import { describe, expect, it } from 'vitest'
+import { type AcpTestClient, chunkText, useAcpClients } from './support/acp.ts'
 import { useMockedHeadless } from './support/mocked-headless.ts'
 import { readSessionLog } from './support/session-log.ts'
 
 const t = useMockedHeadless()
-let running: AcpTestClient[] = []
-
-function start(options: Partial<AcpClientOptions> = {}): AcpTestClient {
-  const client = new AcpTestClient({ home: t.home, cwd: t.work, env: t.env(), ...options })
-  running.push(client)
-  return client
-}
-
-afterEach(async () => {
-  for (const client of running)
-    if (client.process.child.exitCode === null && client.process.child.signalCode === null) await client.close()
-  running = []
-})
+const start = useAcpClients(t)
 
 interface Listed {
   sessions: Array<{ sessionId: string; cwd: string; title?: string; updatedAt?: string }>

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs'
 import { Readable, Writable } from 'node:stream'
 import * as acp from '@agentclientprotocol/sdk'
 import { type DshProcess, type DshResult, startDsh } from '@dsh/testkit'
+import { afterEach } from 'vitest'
+import type { MockedHeadless } from './mocked-headless.ts'
 
 export type PermissionAnswer = acp.PermissionOptionKind | 'cancelled'
 
@@ -156,4 +158,23 @@ export function chunkText(
         : '',
     )
     .join('')
+}
+
+/**
+ * Registers the hooks of a test file that drives `dsh --profile acp`: `start`
+ * opens a client in the test's home and workspace, and every client a test
+ * left running is closed after it, so a failure leaves no process behind.
+ */
+export function useAcpClients(t: MockedHeadless): (options?: Partial<AcpClientOptions>) => AcpTestClient {
+  let running: AcpTestClient[] = []
+  afterEach(async () => {
+    for (const client of running)
+      if (client.process.child.exitCode === null && client.process.child.signalCode === null) await client.close()
+    running = []
+  })
+  return (options = {}) => {
+    const client = new AcpTestClient({ home: t.home, cwd: t.work, env: t.env(), ...options })
+    running.push(client)
+    return client
+  }
 }
