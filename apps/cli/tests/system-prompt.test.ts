@@ -94,6 +94,30 @@ describe('the system prompt', () => {
     expect(a).toMatch(/- Date: \d{4}-\d{2}-\d{2} \(time zone [^)]+\)/)
   })
 
+  it('starts no git process outside a repository, and reads the branch in a folder below one', async () => {
+    const realGit = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim()
+    const spyDir = path.join(t.root, 'spy-bin')
+    const calls = path.join(t.root, 'git-calls')
+    await mkdir(spyDir)
+    await writeFile(path.join(spyDir, 'git'), `#!/bin/sh\necho "$*" >> ${calls}\nexec ${realGit} "$@"\n`)
+    await chmod(path.join(spyDir, 'git'), 0o755)
+    const env = { ...t.env(), PATH: `${spyDir}:${process.env.PATH}` }
+    const plain = path.join(t.root, 'not-a-repo')
+    const nested = path.join(t.work, 'src', 'deep')
+    await mkdir(plain)
+    await repo(t.work)
+    await mkdir(nested, { recursive: true })
+    t.mock.enqueue(reply.text('One.'), reply.text('Two.'))
+
+    expect((await runDsh(['--profile', 'headless', 'hello'], { home: t.home, cwd: plain, env })).code).toBe(0)
+    expect(systemOf(0)).toContain('- Git: not a repository')
+    expect(existsSync(calls)).toBe(false)
+
+    expect((await runDsh(['--profile', 'headless', 'hello'], { home: t.home, cwd: nested, env })).code).toBe(0)
+    expect(systemOf(1)).toContain('- Git branch: trunk')
+    expect(existsSync(calls)).toBe(true)
+  })
+
   it('keeps the whole first request with the full tool set under 24 KB', async () => {
     await repo(t.work)
     t.mock.enqueue(reply.text('Hi.'))

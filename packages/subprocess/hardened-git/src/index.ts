@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import path from 'node:path'
 
 export interface HardenedGitOptions {
   /** The call is killed (SIGKILL) after this long. */
@@ -33,6 +35,7 @@ export async function hardenedGit(
   args: string[],
   options: HardenedGitOptions,
 ): Promise<string | undefined> {
+  if (!mayHaveWorkTree(cwd)) return undefined
   const filters = await run(cwd, ['config', '-z', '--name-only', '--get-regexp', '^filter\\.'], options, [])
   const neutral = new Set<string>()
   for (const key of filters?.split('\0') ?? []) {
@@ -45,6 +48,20 @@ export async function hardenedGit(
     ),
   )
   return run(cwd, args, options, overrides)
+}
+
+/**
+ * Whether git could find a work tree for `cwd`: `GIT_DIR` is set, or `cwd` or
+ * a folder above it has a `.git` entry. When not, a work-tree command can only
+ * fail, so it is not started: two git processes saved before a session's first
+ * request in a folder that is not a repository.
+ */
+export function mayHaveWorkTree(cwd: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.GIT_DIR) return true
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, '.git'))) return true
+    if (path.dirname(dir) === dir) return false
+  }
 }
 
 function run(
