@@ -104,9 +104,19 @@ export class Loader extends Service {
   /** Waits until no row is loading (or `timeoutMs` passes) and reports failed and waiting rows. */
   async settle(timeoutMs = 10_000): Promise<Health> {
     await this.queue
-    const deadline = Date.now() + timeoutMs
-    while (Date.now() < deadline && this.isLoading()) {
-      await new Promise((resolve) => setTimeout(resolve, 5))
+    if (this.isLoading()) {
+      // Checked again on every fiber state change rather than polled, so the tree is seen settled at once.
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer)
+          stop()
+          resolve()
+        }
+        const timer = setTimeout(done, timeoutMs)
+        const stop = this.home.on('internal/status', () => {
+          if (!this.isLoading()) done()
+        })
+      })
     }
     return this.health()
   }

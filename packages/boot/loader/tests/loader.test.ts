@@ -2,6 +2,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Context, ScopedRegistry } from '@dsh/cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ConfigError, Loader, parsePatchList, applyPatches, type Row } from '../src/index.ts'
+import { gates } from './fixtures/gated.ts'
 
 const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url))
 const resolveModule = (name: string) => pathToFileURL(`${fixtures}${name}.ts`).href
@@ -51,6 +52,26 @@ describe('Loader.apply', () => {
     log().length = 0
     await loader.apply(rows('- insert: [{ id: b, name: recorder, config: { label: b } }]'))
     expect(log()).toEqual(['stop a=5'])
+  })
+
+  it('settles when the last plugin has started, and reports one still starting when the wait runs out', async () => {
+    await loader.apply(
+      rows('- insert: [{ id: a, name: gated, config: { label: a } }, { id: b, name: gated, config: { label: b } }]'),
+    )
+    let settled = false
+    const health = loader.settle().then((h) => {
+      settled = true
+      return h
+    })
+    gates().get('a')?.()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(settled).toBe(false)
+    gates().get('b')?.()
+    expect(await health).toEqual({ failed: [], pending: [] })
+
+    await loader.apply(rows('- insert: [{ id: c, name: gated, config: { label: c } }]'))
+    expect(await loader.settle(20)).toEqual({ failed: [], pending: [{ id: 'c', message: 'still starting' }] })
+    gates().get('c')?.()
   })
 
   it('flips disabled both ways', async () => {
