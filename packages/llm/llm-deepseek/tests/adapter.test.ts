@@ -5,11 +5,11 @@ import {
   type GenerateRequest,
   LlmRuntime,
   type Message,
-  type MessageId,
   type StreamChunk,
   type ToolCallId,
 } from '@dsh/llm'
 import { type MockLlm, reply, startMockLlm } from '@dsh/llm-mock'
+import { chatMessage, textBlock } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import * as deepseek from '../src/index.ts'
 
@@ -36,17 +36,9 @@ async function load(config: Record<string, unknown> = {}) {
   return fiber
 }
 
-let nextId = 0
-function message(role: Message['role'], content: ContentBlock[]): Message {
-  const source: Message['source'] =
-    role === 'assistant'
-      ? { kind: 'model', provider: 'deepseek', model: 'deepseek-v4-flash' }
-      : role === 'system'
-        ? { kind: 'system' }
-        : { kind: 'user' }
-  return { id: `m${nextId++}` as MessageId, role, content, source }
-}
-const text = (t: string): ContentBlock => ({ type: 'text', text: t })
+const message = (role: Message['role'], content: ContentBlock[]) =>
+  chatMessage(role, content, { provider: 'deepseek', model: 'deepseek-v4-flash' })
+const text = textBlock
 const callId = (id: string) => id as ToolCallId
 
 async function run(request: Partial<GenerateRequest> = {}): Promise<StreamChunk[]> {

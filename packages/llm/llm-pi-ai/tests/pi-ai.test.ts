@@ -6,7 +6,6 @@ import {
   LlmAdapter,
   LlmRuntime,
   type Message,
-  type MessageId,
   type StreamChunk,
   type ToolCallId,
 } from '@dsh/llm'
@@ -20,6 +19,7 @@ import {
   responsesStream,
   startMockLlm,
 } from '@dsh/llm-mock'
+import { chatMessage, textBlock } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import * as piAi from '../src/index.ts'
 
@@ -45,17 +45,9 @@ async function load(config: Record<string, unknown>) {
   await root.plugin(piAi, config as unknown as piAi.PiAiConfig)
 }
 
-let nextId = 0
-function message(role: Message['role'], content: ContentBlock[]): Message {
-  const source: Message['source'] =
-    role === 'assistant'
-      ? { kind: 'model', provider: 'x', model: 'y' }
-      : role === 'system'
-        ? { kind: 'system' }
-        : { kind: 'user' }
-  return { id: `m${nextId++}` as MessageId, role, content, source }
-}
-const text = (t: string): ContentBlock => ({ type: 'text', text: t })
+const message = (role: Message['role'], content: ContentBlock[]) =>
+  chatMessage(role, content, { provider: 'x', model: 'y' })
+const text = textBlock
 
 const TOOL = {
   name: 'read',
