@@ -7,6 +7,7 @@ import {
   harnessPerTest,
   lastTurnEnd,
   ofType,
+  STEP_OPENING,
   typesOf,
   whenLogged,
   wireMessages,
@@ -14,8 +15,14 @@ import {
 
 const setup = harnessPerTest()
 
-/** What a step logs before its first model call. */
-const OPENING = ['turn/start', 'step/start', 'system/message', 'user/message', 'request/header', 'request/context']
+/** What a step logs when its first model call fails, is retried, and the second one answers. */
+const RETRIED_ONCE = [...STEP_OPENING, 'assistant/attempt', 'llm/retry', 'assistant/message', 'step/end', 'turn/end']
+
+/** Sends the user's message and waits for the turn it starts to end. */
+async function sayHi(agent: { followup(text: string): void; whenIdle(): Promise<unknown> }) {
+  agent.followup('hi')
+  await agent.whenIdle()
+}
 
 /** What `agent/request-error` tells its listeners, watched ahead of the retry plugin's listener. */
 function requestErrors(harness: Harness): { attempt: number; code: string; outputSeen: boolean }[] {
@@ -36,17 +43,9 @@ describe('retries within the step', () => {
     const { mock, createAgent } = await setup()
     const agent = await createAgent()
     mock.enqueue(reply.error(429, { retryAfter: 0 }), reply.text('Made it.'))
-    agent.followup('hi')
-    await agent.whenIdle()
+    await sayHi(agent)
 
-    expect(typesOf(events(agent))).toEqual([
-      ...OPENING,
-      'assistant/attempt',
-      'llm/retry',
-      'assistant/message',
-      'step/end',
-      'turn/end',
-    ])
+    expect(typesOf(events(agent))).toEqual(RETRIED_ONCE)
     expect(ofType(agent, 'assistant/attempt')[0]?.data).toMatchObject({
       turn: 1,
       step: 1,
@@ -71,17 +70,9 @@ describe('retries within the step', () => {
     const seen = requestErrors(harness)
     const agent = await harness.createAgent()
     harness.mock.enqueue(reply.cut(3, reply.text('This reply breaks off in the middle.')), reply.text('Whole reply.'))
-    agent.followup('hi')
-    await agent.whenIdle()
+    await sayHi(agent)
 
-    expect(typesOf(events(agent))).toEqual([
-      ...OPENING,
-      'assistant/attempt',
-      'llm/retry',
-      'assistant/message',
-      'step/end',
-      'turn/end',
-    ])
+    expect(typesOf(events(agent))).toEqual(RETRIED_ONCE)
     expect(ofType(agent, 'assistant/attempt')[0]?.data.error.code).toBe('TRANSPORT')
     expect(ofType(agent, 'llm/retry')[0]?.data).toMatchObject({ attempt: 1, delayMs: 1, error: { code: 'TRANSPORT' } })
     expect(seen).toEqual([{ attempt: 1, code: 'TRANSPORT', outputSeen: true }])
@@ -95,17 +86,9 @@ describe('retries within the step', () => {
     const { mock, createAgent } = await setup()
     const agent = await createAgent()
     mock.enqueue(reply.empty(), reply.text('Now with words.'))
-    agent.followup('hi')
-    await agent.whenIdle()
+    await sayHi(agent)
 
-    expect(typesOf(events(agent))).toEqual([
-      ...OPENING,
-      'assistant/attempt',
-      'llm/retry',
-      'assistant/message',
-      'step/end',
-      'turn/end',
-    ])
+    expect(typesOf(events(agent))).toEqual(RETRIED_ONCE)
     expect(ofType(agent, 'assistant/attempt')[0]?.data).toMatchObject({
       attempt: 1,
       error: { code: 'EMPTY_RESPONSE' },
@@ -122,10 +105,9 @@ describe('retries within the step', () => {
     const outcomes: { reason: string; error?: LlmFailure }[] = []
     harness.root.on('agent/turn-end', (_agent, outcome) => void outcomes.push(outcome))
     harness.mock.enqueue(reply.error(401))
-    agent.followup('hi')
-    await agent.whenIdle()
+    await sayHi(agent)
 
-    expect(typesOf(events(agent))).toEqual([...OPENING, 'assistant/attempt', 'step/end', 'turn/end'])
+    expect(typesOf(events(agent))).toEqual([...STEP_OPENING, 'assistant/attempt', 'step/end', 'turn/end'])
     expect(ofType(agent, 'assistant/attempt')[0]?.data.error).toMatchObject({ code: 'AUTH', status: 401 })
     expect(lastTurnEnd(agent).data).toMatchObject({
       turn: 1,
@@ -141,11 +123,10 @@ describe('retries within the step', () => {
     const { mock, createAgent } = await setup({ retry: { maxRetries: 2 } })
     const agent = await createAgent()
     mock.enqueue(reply.error(503), reply.error(503), reply.error(503))
-    agent.followup('hi')
-    await agent.whenIdle()
+    await sayHi(agent)
 
     expect(typesOf(events(agent))).toEqual([
-      ...OPENING,
+      ...STEP_OPENING,
       'assistant/attempt',
       'llm/retry',
       'assistant/attempt',
@@ -177,7 +158,7 @@ describe('retries within the step', () => {
     agent.cancel()
     await agent.whenIdle()
 
-    expect(typesOf(events(agent))).toEqual([...OPENING, 'assistant/attempt', 'llm/retry', 'step/end', 'turn/end'])
+    expect(typesOf(events(agent))).toEqual([...STEP_OPENING, 'assistant/attempt', 'llm/retry', 'step/end', 'turn/end'])
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'aborted', cause: 'user' })
     expect(mock.requests).toHaveLength(1)
   })

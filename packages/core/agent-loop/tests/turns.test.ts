@@ -6,9 +6,11 @@ import { describe, expect, it } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
 import {
   events,
+  type Harness,
   harnessPerTest,
   lastTurnEnd,
   ofType,
+  STEP_OPENING,
   textOf,
   turnEvents,
   typesOf,
@@ -21,17 +23,19 @@ import {
 const setup = harnessPerTest()
 
 /** What a one-step turn without tools logs, in order. */
-const FIRST_STEP = [
-  'turn/start',
-  'step/start',
-  'system/message',
-  'user/message',
-  'request/header',
-  'request/context',
-  'assistant/message',
-  'step/end',
-  'turn/end',
-]
+const FIRST_STEP = [...STEP_OPENING, 'assistant/message', 'step/end', 'turn/end']
+
+/** The step a steering message starts, through the end of the turn. */
+const STEERED_STEP = ['step/start', 'user/message', 'assistant/message', 'step/end', 'turn/end']
+
+/** Runs a second turn that the model answers plainly; resolves with the roles and texts its request carried. */
+async function secondTurn(mock: Harness['mock'], agent: Agent, prompt: string): Promise<unknown[]> {
+  mock.enqueue(reply.text('Go on.'))
+  agent.followup(prompt)
+  await agent.whenIdle()
+  expect(lastTurnEnd(agent).data).toEqual({ turn: 2, reason: 'completed' })
+  return wireMessages(mock.requests[1]).map((m) => [m.role, m.content])
+}
 
 function statusesOf(root: Context, agent: Agent): AgentStatus[] {
   const seen: AgentStatus[] = []
@@ -125,14 +129,7 @@ describe('a plain turn', () => {
       { turn: 1, reason: 'completed' },
       { turn: 2, reason: 'completed' },
     ])
-    expect(typesOf(turnEvents(agent, 2))).toEqual([
-      'turn/start',
-      'step/start',
-      'user/message',
-      'assistant/message',
-      'step/end',
-      'turn/end',
-    ])
+    expect(typesOf(turnEvents(agent, 2))).toEqual(['turn/start', ...STEERED_STEP])
     const wire = wireMessages(mock.requests[1])
     expect(wire.map((m) => [m.role, m.content])).toEqual([
       ['system', expect.any(String)],
@@ -163,11 +160,7 @@ describe('cancel during the stream', () => {
     expect(agent.status).toBe('idle')
     expect(statuses).toEqual(['running', 'idle'])
 
-    mock.enqueue(reply.text('Sorry, go on.'))
-    agent.followup('continue')
-    await agent.whenIdle()
-    expect(lastTurnEnd(agent).data).toEqual({ turn: 2, reason: 'completed' })
-    expect(wireMessages(mock.requests[1]).map((m) => [m.role, m.content])).toEqual([
+    expect(await secondTurn(mock, agent, 'continue')).toEqual([
       ['system', expect.any(String)],
       ['user', 'hi'],
       ['assistant', 'Hello there '],
@@ -185,7 +178,7 @@ describe('cancel during the stream', () => {
     agent.cancel()
     await agent.whenIdle()
 
-    expect(typesOf(events(agent))).toEqual([...FIRST_STEP.slice(0, 6), 'assistant/attempt', 'step/end', 'turn/end'])
+    expect(typesOf(events(agent))).toEqual([...STEP_OPENING, 'assistant/attempt', 'step/end', 'turn/end'])
     expect(ofType(agent, 'assistant/attempt')[0]?.data).toMatchObject({
       turn: 1,
       step: 1,
@@ -195,11 +188,7 @@ describe('cancel during the stream', () => {
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'aborted', cause: 'user' })
     expect(agent.status).toBe('idle')
 
-    mock.enqueue(reply.text('Here I am.'))
-    agent.followup('hello?')
-    await agent.whenIdle()
-    expect(lastTurnEnd(agent).data).toEqual({ turn: 2, reason: 'completed' })
-    expect(wireMessages(mock.requests[1]).map((m) => [m.role, m.content])).toEqual([
+    expect(await secondTurn(mock, agent, 'hello?')).toEqual([
       ['system', expect.any(String)],
       ['user', 'hi'],
       ['user', 'hello?'],
@@ -317,14 +306,7 @@ describe('extension points', () => {
     await agent.whenIdle()
 
     expect(stops).toEqual([1, 1])
-    expect(typesOf(events(agent))).toEqual([
-      ...FIRST_STEP.slice(0, -1),
-      'step/start',
-      'user/message',
-      'assistant/message',
-      'step/end',
-      'turn/end',
-    ])
+    expect(typesOf(events(agent))).toEqual([...FIRST_STEP.slice(0, -1), ...STEERED_STEP])
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
     expect(wireMessages(mock.requests[1]).map((m) => [m.role, m.content])).toEqual([
       ['system', expect.any(String)],
@@ -347,15 +329,7 @@ describe('extension points', () => {
     expect(mock.requests).toHaveLength(2)
     expect(wireMessages(mock.requests[1]).map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user'])
     expect(wireMessages(mock.requests[1]).at(-1).content).toBe('also check b')
-    expect(typesOf(turnEvents(agent, 1)).slice(-7)).toEqual([
-      'tool/result',
-      'step/end',
-      'step/start',
-      'user/message',
-      'assistant/message',
-      'step/end',
-      'turn/end',
-    ])
+    expect(typesOf(turnEvents(agent, 1)).slice(-7)).toEqual(['tool/result', 'step/end', ...STEERED_STEP])
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
   })
 
