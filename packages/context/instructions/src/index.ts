@@ -4,6 +4,7 @@ import { type Context, Schema } from '@dsh/cordis'
 import type {} from '@dsh/session'
 import { type PromptTarget, projectFolders } from '@dsh/system-prompt'
 import { type InstructionFile, loadInstructions, renderInstructions } from './load.ts'
+import { describe } from './read.ts'
 
 export { loadInstructions, renderInstructions, type InstructionFile } from './load.ts'
 export { readCapped, type ReadOutcome } from './read.ts'
@@ -97,11 +98,7 @@ export function apply(ctx: Context, config: InstructionsConfig) {
     try {
       text = build(target.cwd)
     } catch (error) {
-      logger.warn(
-        'AGENTS.md files for %s could not be loaded: %s',
-        target.cwd,
-        error instanceof Error ? error.message : String(error),
-      )
+      logger.warn('AGENTS.md files for %s could not be loaded: %s', target.cwd, describe(error))
       return undefined
     }
     if (ctx.get('sessions')?.get(target.sessionId)) cache.set(target.sessionId, text)

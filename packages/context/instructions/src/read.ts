@@ -52,6 +52,6 @@ export function readCapped(file: string, cap: number): ReadOutcome {
   }
 }
 
-function describe(error: unknown): string {
+export function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }

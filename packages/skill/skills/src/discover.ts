@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { isPlainObject, splitFrontmatter } from '@dsh/loader/compose'
+import { errorMessage } from '@dsh/tools'
 
 export interface Skill {
   name: string
@@ -108,7 +109,7 @@ export class SkillScanner {
       const skill = parseSkill(readSkillFile(file, maxFileBytes), file)
       parsed = { ok: true, name: skill.name, description: skill.description }
     } catch (error) {
-      parsed = { ok: false, why: error instanceof Error ? error.message : String(error) }
+      parsed = { ok: false, why: errorMessage(error) }
     }
     this.cache.set(file, { stamp, parsed })
     return parsed

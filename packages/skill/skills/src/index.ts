@@ -3,7 +3,7 @@ import path from 'node:path'
 import type {} from '@dsh/commands'
 import { type Context, Schema } from '@dsh/cordis'
 import { projectFolders } from '@dsh/system-prompt'
-import { defineTool, textArgument, ToolError } from '@dsh/tools'
+import { defineTool, errorMessage, textArgument, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import { type Discovery, parseSkill, readSkillFile, type Skill, SkillScanner } from './discover.ts'
 
@@ -78,11 +78,7 @@ export function apply(ctx: Context, config: SkillsConfig) {
       try {
         return renderCatalog(discover(target.cwd).skills, config.maxDescriptionChars)
       } catch (error) {
-        logger.warn(
-          'skills for %s could not be listed: %s',
-          target.cwd,
-          error instanceof Error ? error.message : String(error),
-        )
+        logger.warn('skills for %s could not be listed: %s', target.cwd, errorMessage(error))
         return undefined
       }
     },
@@ -117,10 +113,7 @@ export function apply(ctx: Context, config: SkillsConfig) {
         try {
           body = parseSkill(readSkillFile(skill.file, config.maxFileBytes), skill.file).body
         } catch (error) {
-          throw new ToolError(
-            'SKILL_UNREADABLE',
-            `skill "${skill.name}" could not be loaded: ${error instanceof Error ? error.message : String(error)}`,
-          )
+          throw new ToolError('SKILL_UNREADABLE', `skill "${skill.name}" could not be loaded: ${errorMessage(error)}`)
         }
         return { content: renderSkill(skill, body), meta: { name: skill.name, folder: skill.folder } }
       },
