@@ -194,6 +194,35 @@ export async function startTimedMock(script) {
   }
 }
 
+/**
+ * The set-up of a headless task benchmark: the timed mock answering with
+ * `script` and a sandbox named `label`. `body` gets `{ server, box, task }`,
+ * where `task(prompt)` clears the mock's timeline and runs
+ * `dsh --profile headless <prompt>` in the sandbox. Both are removed after.
+ */
+export async function withHeadlessTask(label, script, body) {
+  const server = await startTimedMock(script)
+  const box = await sandbox(label)
+  const task = (prompt) => {
+    server.timeline.length = 0
+    return runDsh(['--profile', 'headless', prompt], { home: box.home, cwd: box.workspace, env: server.env })
+  }
+  try {
+    return await body({ server, box, task })
+  } finally {
+    await server.close()
+    await box.dispose()
+  }
+}
+
+/** The results of `runs` calls of `once`, after a first call that is not counted (it creates the profile). */
+export async function afterWarmUp(runs, once) {
+  await once()
+  const samples = []
+  for (let i = 0; i < runs; i++) samples.push(await once())
+  return samples
+}
+
 /** The reply builders of `@dsh/llm-mock`, tuned to answer at once (one delta, no keep-alive lines, no usage chunk). */
 export async function instantReplies() {
   const { reply } = await importLib('packages/test-support/llm-mock/lib/index.js')

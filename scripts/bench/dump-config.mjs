@@ -1,6 +1,6 @@
 // Cold start of `dsh --profile headless --dump-config`: the launcher composes
 // the profile's layers and prints the tree, without booting it.
-import { rssRows, runDsh, sandbox, wallRows } from './common.mjs'
+import { afterWarmUp, rssRows, runDsh, sandbox, wallRows } from './common.mjs'
 
 export const name = 'dump-config'
 export const title = 'cold start of dsh --profile headless --dump-config'
@@ -13,9 +13,7 @@ export async function run({ runs }) {
   const box = await sandbox(name)
   try {
     const args = ['--profile', 'headless', '--dump-config']
-    await runDsh(args, { home: box.home, cwd: box.workspace }) // creates the profile; not counted
-    const samples = []
-    for (let i = 0; i < runs; i++) samples.push(await runDsh(args, { home: box.home, cwd: box.workspace }))
+    const samples = await afterWarmUp(runs, () => runDsh(args, { home: box.home, cwd: box.workspace }))
     return {
       rows: [
         ...wallRows(

@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
-import { childEnv, instantReplies, median, ms, range, row, runDsh, sandbox, startTimedMock } from './common.mjs'
+import { afterWarmUp, childEnv, instantReplies, median, ms, range, row, runDsh, withHeadlessTask } from './common.mjs'
 
 export const name = 'first-request'
 export const title = 'cold start to the first model request: dsh --profile headless "task"'
@@ -13,43 +13,40 @@ const TARGET_MS = 250
 
 export async function run({ runs }) {
   const replies = await instantReplies()
-  const server = await startTimedMock(() => replies.text('Hello.'))
-  const box = await sandbox(name)
-  try {
-    const once = async () => {
-      server.timeline.length = 0
-      const result = await runDsh(['--profile', 'headless', 'Say hello.'], {
-        home: box.home,
-        cwd: box.workspace,
-        env: server.env,
-      })
-      const first = server.timeline.find((e) => e.kind === 'request')
-      if (!first) throw new Error(`dsh exited without calling the model:\n${result.stderr}`)
-      return { wall: first.t - result.startedAt, marks: result.marks }
-    }
-    await once() // creates the profile; not counted
-    const samples = []
-    for (let i = 0; i < runs; i++) samples.push(await once())
-    const walls = samples.map((s) => s.wall)
-    const value = median(walls)
-    const prefix = await sharedPrefix(server, box)
-    return {
-      rows: [
-        row('spawn to first request, median', ms(value), `< ${TARGET_MS} ms`, value < TARGET_MS),
-        row('spawn to first request, min / max', `${range(walls)} ms`),
-        ...phaseRows(samples.map((s) => s.marks)),
-        ...nodeFloorRows(runs),
-        row('first request, body size', `${(prefix.size / 1024).toFixed(1)} KiB`, '< 24 KiB', prefix.size < 24 * 1024),
-        row(
-          '  shared by two sessions in different folders',
-          `${(prefix.shared / 1024).toFixed(1)} KiB (${((100 * prefix.shared) / prefix.model).toFixed(1)}% of the model's input)`,
-        ),
-      ],
-    }
-  } finally {
-    await server.close()
-    await box.dispose()
-  }
+  return withHeadlessTask(
+    name,
+    () => replies.text('Hello.'),
+    async ({ server, box, task }) => {
+      const once = async () => {
+        const result = await task('Say hello.')
+        const first = server.timeline.find((e) => e.kind === 'request')
+        if (!first) throw new Error(`dsh exited without calling the model:\n${result.stderr}`)
+        return { wall: first.t - result.startedAt, marks: result.marks }
+      }
+      const samples = await afterWarmUp(runs, once)
+      const walls = samples.map((s) => s.wall)
+      const value = median(walls)
+      const prefix = await sharedPrefix(server, box)
+      return {
+        rows: [
+          row('spawn to first request, median', ms(value), `< ${TARGET_MS} ms`, value < TARGET_MS),
+          row('spawn to first request, min / max', `${range(walls)} ms`),
+          ...phaseRows(samples.map((s) => s.marks)),
+          ...nodeFloorRows(runs),
+          row(
+            'first request, body size',
+            `${(prefix.size / 1024).toFixed(1)} KiB`,
+            '< 24 KiB',
+            prefix.size < 24 * 1024,
+          ),
+          row(
+            '  shared by two sessions in different folders',
+            `${(prefix.shared / 1024).toFixed(1)} KiB (${((100 * prefix.shared) / prefix.model).toFixed(1)}% of the model's input)`,
+          ),
+        ],
+      }
+    },
+  )
 }
 
 /**

@@ -2,7 +2,7 @@
 // small file) K times, then answers. Per step, the time from the mock ending
 // its reply to the mock receiving the next request: the harness parsing the
 // stream, logging, running the tool and building the next request.
-import { instantReplies, median, ms, percentile, row, runDsh, sandbox, startTimedMock, toolResults } from './common.mjs'
+import { afterWarmUp, instantReplies, median, ms, percentile, row, toolResults, withHeadlessTask } from './common.mjs'
 
 export const name = 'step'
 export const title = 'harness time per step: reply end to next request, read tool'
@@ -14,20 +14,13 @@ const TARGET_MS = 10
 
 export async function run({ runs }) {
   const replies = await instantReplies()
-  const server = await startTimedMock((request) =>
+  const script = (request) =>
     toolResults(request) < STEPS
       ? replies.toolCalls([{ name: 'read', arguments: { file_path: 'notes.txt' } }])
-      : replies.text('Read it.'),
-  )
-  const box = await sandbox(name)
-  try {
+      : replies.text('Read it.')
+  return withHeadlessTask(name, script, async ({ server, task }) => {
     const once = async () => {
-      server.timeline.length = 0
-      await runDsh(['--profile', 'headless', 'Read notes.txt again and again.'], {
-        home: box.home,
-        cwd: box.workspace,
-        env: server.env,
-      })
+      await task('Read notes.txt again and again.')
       const events = [...server.timeline]
       const requests = events.filter((e) => e.kind === 'request')
       if (requests.length !== STEPS + 1)
@@ -39,9 +32,7 @@ export async function run({ runs }) {
       }
       return gaps
     }
-    await once() // creates the profile; not counted
-    const perRun = []
-    for (let i = 0; i < runs; i++) perRun.push(await once())
+    const perRun = await afterWarmUp(runs, once)
     const all = perRun.flat()
     const firsts = perRun.map((gaps) => gaps[0])
     const rest = perRun.flatMap((gaps) => gaps.slice(1))
@@ -55,8 +46,5 @@ export async function run({ runs }) {
       ],
       note: `${runs} run(s) of ${STEPS} tool steps plus a text answer`,
     }
-  } finally {
-    await server.close()
-    await box.dispose()
-  }
+  })
 }

@@ -1,16 +1,15 @@
 // A whole two-step headless task: the model calls `read`, then answers.
 // Wall time from spawn to exit, and the process's peak RSS.
 import {
+  afterWarmUp,
   instantReplies,
   median,
   ms,
   row,
   rssRows,
-  runDsh,
-  sandbox,
-  startTimedMock,
   toolResults,
   wallRows,
+  withHeadlessTask,
 } from './common.mjs'
 
 export const name = 'two-step'
@@ -22,20 +21,13 @@ const RSS_TARGET_MIB = 100
 
 export async function run({ runs }) {
   const replies = await instantReplies()
-  const server = await startTimedMock((request) =>
+  const script = (request) =>
     toolResults(request) === 0
       ? replies.toolCalls([{ name: 'read', arguments: { file_path: 'notes.txt' } }])
-      : replies.text('The file has 12 lines.'),
-  )
-  const box = await sandbox(name)
-  try {
+      : replies.text('The file has 12 lines.')
+  return withHeadlessTask(name, script, async ({ server, task }) => {
     const once = async () => {
-      server.timeline.length = 0
-      const result = await runDsh(['--profile', 'headless', 'How many lines does notes.txt have?'], {
-        home: box.home,
-        cwd: box.workspace,
-        env: server.env,
-      })
+      const result = await task('How many lines does notes.txt have?')
       const requests = server.timeline.filter((e) => e.kind === 'request').length
       if (requests !== 2) throw new Error(`expected 2 model requests, the mock got ${requests}`)
       if (!result.stdout.includes('12 lines')) throw new Error(`unexpected answer: ${JSON.stringify(result.stdout)}`)
@@ -43,9 +35,7 @@ export async function run({ runs }) {
       const lastReply = server.timeline.findLast((e) => e.kind === 'response')
       return { ...result, toFirstRequest: first.t - result.startedAt, afterLastReply: result.endedAt - lastReply.t }
     }
-    await once() // creates the profile; not counted
-    const samples = []
-    for (let i = 0; i < runs; i++) samples.push(await once())
+    const samples = await afterWarmUp(runs, once)
     return {
       rows: [
         ...wallRows(
@@ -60,8 +50,5 @@ export async function run({ runs }) {
         ),
       ],
     }
-  } finally {
-    await server.close()
-    await box.dispose()
-  }
+  })
 }
