@@ -22,6 +22,8 @@ const userTexts = (req: RecordedRequest) =>
   messages(req)
     .filter((m) => m.role === 'user')
     .map(text)
+/** Everything the user side of a request says, one message a line. */
+const userText = (req: RecordedRequest) => userTexts(req).join('\n')
 const isChild = (req: RecordedRequest) => systemText(req).includes('You are a subagent')
 const toolCount = (req: RecordedRequest) => toolTexts(req).length
 /** The agent id a `subagent` call with run_in_background returned, read from the request's tool results. */
@@ -35,6 +37,15 @@ const childId = (req: RecordedRequest) => {
 const background = (description: string, prompt: string) =>
   reply.toolCalls([{ name: 'subagent', arguments: { description, prompt, run_in_background: true } }])
 const call = (name: string, args: Record<string, unknown>) => reply.toolCalls([{ name, arguments: args }])
+
+/** A promise that resolves once `open()` is called: holds a scripted reply back until the test lets it go. */
+function gate() {
+  let open!: () => void
+  const opened = new Promise<void>((resolve) => {
+    open = resolve
+  })
+  return { opened, open }
+}
 
 /** Routes each request by who sends it: the child (its system prompt), the parent (its task), else a short title. */
 function route(task: string, parent: (req: RecordedRequest) => MockReply | Promise<MockReply>, child: typeof parent) {
@@ -60,10 +71,7 @@ describe('background subagents (SDK)', () => {
   it("run on after the call returns, take a message mid-turn, and their answer reaches the parent's next step", async () => {
     const task = 'Survey the repository.'
     const { wire, sessionId } = await sdkSession()
-    let release!: () => void
-    const go = new Promise<void>((resolve) => {
-      release = resolve
-    })
+    const go = gate()
     const ended = childTurnEnd(wire, sessionId)
     route(
       task,
@@ -72,7 +80,7 @@ describe('background subagents (SDK)', () => {
         if (step === 0) return background('count files', 'Count the files.')
         if (step === 1) return call('send_message', { agent_id: childId(req), message: 'Count only the .ts files.' })
         if (step === 2) {
-          release()
+          go.open()
           await ended
           return call('list_agents', {})
         }
@@ -80,7 +88,7 @@ describe('background subagents (SDK)', () => {
       },
       async (req) => {
         if (toolCount(req) === 0) {
-          await go
+          await go.opened
           return call('bash', { command: 'echo child-was-here', description: 'Say hi' })
         }
         return reply.text('There are 3 .ts files.')
@@ -97,12 +105,12 @@ describe('background subagents (SDK)', () => {
     // The message joined the child's running turn at its next step.
     const childRequests = t.mock.requests.filter(isChild)
     expect(childRequests).toHaveLength(2)
-    expect(userTexts(childRequests[1] as RecordedRequest).join('\n')).toContain('Count only the .ts files.')
+    expect(userText(childRequests[1] as RecordedRequest)).toContain('Count only the .ts files.')
     // The parent's step after the child's end carries the child's answer as a notice.
     const last = parent.at(-1) as RecordedRequest
-    expect(userTexts(last).join('\n')).toContain(`[Background subagent ${child} ("count files") finished.]`)
-    expect(userTexts(last).join('\n')).toContain('There are 3 .ts files.')
-    expect(userTexts(parent[2] as RecordedRequest).join('\n')).not.toContain('There are 3 .ts files.')
+    expect(userText(last)).toContain(`[Background subagent ${child} ("count files") finished.]`)
+    expect(userText(last)).toContain('There are 3 .ts files.')
+    expect(userText(parent[2] as RecordedRequest)).not.toContain('There are 3 .ts files.')
 
     // Over the SDK, the child's own events arrive as session/event naming the child session.
     const childEvents = wire.notifications('session/event', child).map((p) => p.event.type)
@@ -137,7 +145,7 @@ describe('background subagents (SDK)', () => {
     const end = (await ended).params.event
     expect(end.data).toMatchObject({ reason: 'aborted', cause: 'parent' })
     expect(toolTexts(parent[3])[2]).toContain(`${child}: idle (last turn: aborted)`)
-    expect(userTexts(parent[3] as RecordedRequest).join('\n')).toContain(
+    expect(userText(parent[3] as RecordedRequest)).toContain(
       `[Background subagent ${child} ("slow helper") was stopped (parent).]`,
     )
     expect((await wire.shutdown()).code).toBe(0)
@@ -146,10 +154,7 @@ describe('background subagents (SDK)', () => {
   it('an idle parent does not start a turn of its own: the notice waits for its next prompt', async () => {
     const task = 'Start a helper and stop.'
     const { wire, sessionId } = await sdkSession()
-    let release!: () => void
-    const go = new Promise<void>((resolve) => {
-      release = resolve
-    })
+    const go = gate()
     const ended = childTurnEnd(wire, sessionId)
     route(
       task,
@@ -158,20 +163,20 @@ describe('background subagents (SDK)', () => {
         return toolCount(req) === 0 ? background('find it', 'Find it.') : reply.text('Started it.')
       },
       async () => {
-        await go
+        await go.opened
         return reply.text('The answer is 42.')
       },
     )
     expect(await wire.call('session/prompt', { sessionId, content: task })).toMatchObject({ text: 'Started it.' })
     const before = parentRequests(task).length
-    release()
+    go.open()
     await ended
     expect(parentRequests(task)).toHaveLength(before)
     const second = await wire.call('session/prompt', { sessionId, content: 'What did it find?' })
     expect(second).toMatchObject({ text: 'It found the answer.' })
     const last = parentRequests(task).at(-1) as RecordedRequest
     expect(parentRequests(task)).toHaveLength(before + 1)
-    expect(userTexts(last).join('\n')).toContain('The answer is 42.')
+    expect(userText(last)).toContain('The answer is 42.')
     expect((await wire.shutdown()).code).toBe(0)
   })
 
@@ -236,7 +241,7 @@ describe('background work, headless', () => {
     expect(parent).toHaveLength(3)
     const notices = parent.slice(1).flatMap(userTexts).join('\n')
     expect(notices).toMatch(/\[Background job job-\d+ \(Say hi\) ended: exited, exit code: 0\./)
-    expect(userTexts(parent[0] as RecordedRequest).join('\n')).not.toContain('Background job')
+    expect(userText(parent[0] as RecordedRequest)).not.toContain('Background job')
   })
 
   it('refuses a background subagent beyond maxConcurrentBackground, naming the limit', async () => {

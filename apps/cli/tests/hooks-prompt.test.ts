@@ -1,11 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs'
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
 import { runDsh } from '@dsh/testkit'
 import { describe, expect, it } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
-import { readSessionLog } from './support/session-log.ts'
+import { jsonLines, readSessionLog } from './support/session-log.ts'
 
 const t = useMockedHeadless()
 
@@ -40,14 +39,6 @@ async function put(file: string, text: string) {
   await mkdir(path.dirname(file), { recursive: true })
   await writeFile(file, text)
 }
-
-const lines = (file: string) =>
-  existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line))
-    : []
 
 async function run(args: string[]) {
   return runDsh(['--profile', 'headless', '--json', '--trust-workspace', ...args], {
@@ -85,7 +76,7 @@ describe.each([
     const events = (await readSessionLog(t.home, sessionOf(result.stdout))).events
     expect(JSON.stringify(events)).not.toContain('hunter2')
     expect(events.filter((e) => e.type === 'user/message')).toHaveLength(0)
-    const payloads = lines(log)
+    const payloads = jsonLines(log)
     expect(payloads.map((p) => p.hook_event_name)).toEqual(['SessionStart', 'UserPromptSubmit'])
     expect(payloads[1]).toMatchObject({ prompt: 'my password is hunter2, store it', cwd: t.work })
   })
@@ -109,7 +100,7 @@ describe.each([
     expect(resumed.code).toBe(0)
     expect(JSON.stringify(t.mock.requests[1]?.body.messages)).toContain('release-7 (resume)')
     expect(
-      lines(log)
+      jsonLines(log)
         .filter((p) => p.hook_event_name === 'SessionStart')
         .map((p) => p.source),
     ).toEqual(['startup', 'resume'])
@@ -125,7 +116,7 @@ describe.each([
     t.mock.enqueue(reply.text('Fine.'))
     const result = await run(['hello'])
     expect(result.code).toBe(0)
-    expect(lines(log)).toHaveLength(0)
+    expect(jsonLines(log)).toHaveLength(0)
     expect(JSON.stringify(t.mock.requests[0]?.body.messages)).not.toContain('release-7')
   })
 })

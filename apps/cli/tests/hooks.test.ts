@@ -1,11 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { type RecordedRequest, reply } from '@dsh/llm-mock'
 import { runDsh } from '@dsh/testkit'
 import { afterEach, describe, expect, it } from 'vitest'
 import { toolTexts, useMockedHeadless } from './support/mocked-headless.ts'
-import { readSessionLog } from './support/session-log.ts'
+import { jsonLines, readSessionLog } from './support/session-log.ts'
 
 const t = useMockedHeadless()
 afterEach(() => t.mock.setFallback(undefined))
@@ -68,14 +68,6 @@ function twoCommands() {
   })
 }
 
-const lines = (file: string) =>
-  existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line))
-    : []
-
 async function runJson(args: string[], env: Record<string, string> = {}, launcher: string[] = []) {
   const result = await runDsh([...launcher, '--profile', 'headless', '--json', ...args], {
     home: t.home,
@@ -108,7 +100,7 @@ describe.each([
     expect(blocked).not.toContain('forbidden-thing\n')
     expect(allowed).toContain('allowed-thing')
 
-    const pre = lines(preLog)
+    const pre = jsonLines(preLog)
     expect(pre).toHaveLength(2)
     expect(pre[0]).toMatchObject({
       hook_event_name: 'PreToolUse',
@@ -119,7 +111,7 @@ describe.each([
     })
     expect(pre[0].tool_use_id).toBeTruthy()
     // PostToolUse runs for the call that ran, not for the blocked one.
-    const post = lines(postLog)
+    const post = jsonLines(postLog)
     expect(post).toHaveLength(1)
     expect(post[0]).toMatchObject({ hook_event_name: 'PostToolUse', tool_input: { command: 'echo allowed-thing' } })
     expect(post[0].tool_response.content).toContain('allowed-thing')
@@ -163,7 +155,7 @@ describe('hooks from the home folder and a configured path', () => {
     const result = await runJson(['run two commands'], { HOME: home })
     expect(result.code).toBe(0)
     expect(toolTexts(t.mock.requests[2])[0]).toContain('the json hook refuses forbidden commands')
-    expect(lines(log).map((p) => p.hook_event_name)).toEqual(['PreToolUse', 'PreToolUse', 'PostToolUse'])
+    expect(jsonLines(log).map((p) => p.hook_event_name)).toEqual(['PreToolUse', 'PreToolUse', 'PostToolUse'])
   })
 
   it('a Codex hooks.json under $CODEX_HOME runs, and a hanging hook is stopped at its timeout without wedging the turn', async () => {
@@ -185,7 +177,7 @@ describe('hooks from the home folder and a configured path', () => {
     expect(failed).toHaveLength(2)
     expect(failed[0]?.data).toMatchObject({ source: 'codex', hookEvent: 'PreToolUse' })
     // Codex payloads carry the model and a turn id.
-    expect(lines(log).find((p) => p.hook_event_name === 'PostToolUse')).toMatchObject({
+    expect(jsonLines(log).find((p) => p.hook_event_name === 'PostToolUse')).toMatchObject({
       model: 'deepseek-v4-flash',
       turn_id: `${result.sessionId}:1`,
     })

@@ -122,26 +122,29 @@ describe('workspace trust and the project .mcp.json', () => {
     expect(result.stderr).toContain('bad name!')
   })
 
+  /** An SDK client that answers every question with `choice`, after it opened a session and prompted it once. */
+  async function promptAnswering(choice: string) {
+    const wire = new SdkWire(['--profile', 'sdk'], { home: t.home, cwd: t.work, env: t.env() })
+    await wire.call('initialize', {
+      protocolVersion: 1,
+      clientInfo: { name: 'test' },
+      capabilities: { questions: true },
+    })
+    wire.answer = (request) =>
+      request.method === 'question/ask'
+        ? { answers: [{ question: request.params.questions[0].question, selected: [choice] }] }
+        : undefined
+    const { sessionId } = await wire.call('session/new', { cwd: t.work })
+    await wire.call('session/prompt', { sessionId, content: 'hello' })
+    return { wire, sessionId }
+  }
+
   it('an SDK client that answers questions is asked once; a yes starts the servers and is remembered (0600)', async () => {
     const starts = path.join(t.root, 'starts.txt')
     await mkdir(path.join(t.work, '.git'))
     await projectMcp('proj', starts)
     t.mock.setFallback(() => reply.text('Ready.'))
-    const open = async () => {
-      const wire = new SdkWire(['--profile', 'sdk'], { home: t.home, cwd: t.work, env: t.env() })
-      await wire.call('initialize', {
-        protocolVersion: 1,
-        clientInfo: { name: 'test' },
-        capabilities: { questions: true },
-      })
-      wire.answer = (request) =>
-        request.method === 'question/ask'
-          ? { answers: [{ question: request.params.questions[0].question, selected: ['Trust this folder'] }] }
-          : undefined
-      const { sessionId } = await wire.call('session/new', { cwd: t.work })
-      await wire.call('session/prompt', { sessionId, content: 'hello' })
-      return wire
-    }
+    const open = async () => (await promptAnswering('Trust this folder')).wire
     const first = await open()
     const asked = first.received.filter((m) => m.method === 'question/ask')
     expect(asked).toHaveLength(1)
@@ -164,18 +167,7 @@ describe('workspace trust and the project .mcp.json', () => {
     const starts = path.join(t.root, 'starts.txt')
     await projectMcp('proj', starts)
     t.mock.setFallback(() => reply.text('Ready.'))
-    const wire = new SdkWire(['--profile', 'sdk'], { home: t.home, cwd: t.work, env: t.env() })
-    await wire.call('initialize', {
-      protocolVersion: 1,
-      clientInfo: { name: 'test' },
-      capabilities: { questions: true },
-    })
-    wire.answer = (request) =>
-      request.method === 'question/ask'
-        ? { answers: [{ question: request.params.questions[0].question, selected: ['Do not trust it'] }] }
-        : undefined
-    const { sessionId } = await wire.call('session/new', { cwd: t.work })
-    await wire.call('session/prompt', { sessionId, content: 'hello' })
+    const { wire, sessionId } = await promptAnswering('Do not trust it')
     await wire.call('session/prompt', { sessionId, content: 'again' })
     expect(wire.received.filter((m) => m.method === 'question/ask')).toHaveLength(1)
     expect(existsSync(starts)).toBe(false)

@@ -5,7 +5,7 @@ import { reply } from '@dsh/llm-mock'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
 import { type Message, SdkWire } from './support/sdk-wire.ts'
-import { ONE_TOOL_TURN, readSessionLog } from './support/session-log.ts'
+import { ONE_TOOL_TURN, readSessionLog, streamedText } from './support/session-log.ts'
 
 const t = useMockedHeadless()
 
@@ -68,18 +68,8 @@ describe('dsh --profile sdk', () => {
     expect(types(events)).toEqual(ONE_TOOL_TURN)
     expect(JSON.stringify(events.find((e) => e.type === 'tool/result'))).toContain('streamed-from-bash')
     const deltas = wire.notifications('session/delta', sessionId)
-    expect(
-      deltas
-        .filter((d) => d.kind === 'text')
-        .map((d) => d.delta)
-        .join(''),
-    ).toBe('The command printed streamed-from-bash.')
-    expect(
-      deltas
-        .filter((d) => d.kind === 'reasoning')
-        .map((d) => d.delta)
-        .join(''),
-    ).toBe('Run it.')
+    expect(streamedText(deltas, 'text')).toBe('The command printed streamed-from-bash.')
+    expect(streamedText(deltas, 'reasoning')).toBe('Run it.')
     expect(deltas.some((d) => d.kind === 'tool-arguments')).toBe(true)
     expect(wire.notifications('session/status', sessionId).map((s) => s.status)).toEqual(['running', 'idle'])
     // The answer comes after every notification of its turn.

@@ -6,7 +6,7 @@ import { type MockLlm, type RecordedRequest, reply, startMockLlm } from '@dsh/ll
 import { type DshProcess, runDsh, startDsh, tempDir } from '@dsh/testkit'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
-import { readSessionLog } from './support/session-log.ts'
+import { readSessionLog, streamedText } from './support/session-log.ts'
 
 // --- the model: answers by what the last message asks for --------------------
 
@@ -415,18 +415,8 @@ describe('dsh web API', () => {
         { type: 'text', text: 'echo: hello there' },
       ])
       const deltas = socket.frames.filter((f) => f.type === 'delta' && f.sessionId === id).map((f) => f.delta)
-      expect(
-        deltas
-          .filter((d) => d.kind === 'text')
-          .map((d) => d.delta)
-          .join(''),
-      ).toBe('echo: hello there')
-      expect(
-        deltas
-          .filter((d) => d.kind === 'reasoning')
-          .map((d) => d.delta)
-          .join(''),
-      ).toBe('Thinking it over.')
+      expect(streamedText(deltas, 'text')).toBe('echo: hello there')
+      expect(streamedText(deltas, 'reasoning')).toBe('Thinking it over.')
       const statuses = socket.frames.filter((f) => f.type === 'status' && f.sessionId === id).map((f) => f.status)
       expect(statuses).toEqual(['running', 'idle'])
       expect(socket.frames.some((f) => f.type === 'sessions-changed')).toBe(true)

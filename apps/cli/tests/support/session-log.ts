@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
+import { STEP_OPENING } from '@dsh/testkit'
 import { expect } from 'vitest'
 
 export interface LoggedEvent {
@@ -12,12 +13,7 @@ export interface LoggedEvent {
 
 /** What one turn logs when the model calls one tool that may change files (a checkpoint first), then answers. */
 export const ONE_TOOL_TURN = [
-  'turn/start',
-  'step/start',
-  'system/message',
-  'user/message',
-  'request/header',
-  'request/context',
+  ...STEP_OPENING,
   'assistant/message',
   'tool/call',
   'checkpoint/created',
@@ -56,4 +52,21 @@ export function onlyStoredSession(home: string): string {
   const files = existsSync(dir) ? readdirSync(dir) : []
   expect(files).toHaveLength(1)
   return (files[0] as string).replace(/\.jsonl(\.zst)?$/, '')
+}
+
+/** The parsed lines of a JSON Lines file, none when the file does not exist (yet). */
+export function jsonLines(file: string): any[] {
+  if (!existsSync(file)) return []
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line))
+}
+
+/** The text that streamed deltas of one kind (`text`, `reasoning`) add up to. */
+export function streamedText(deltas: any[], kind: string): string {
+  return deltas
+    .filter((d) => d.kind === kind)
+    .map((d) => d.delta)
+    .join('')
 }
