@@ -13,9 +13,9 @@ import { existsSync } from 'node:fs'
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { AcpTestClient, type TranscriptEntry } from '../../apps/cli/tests/support/acp.ts'
-import { type MockLlm, type MockReply, startMockLlm } from '../../packages/test-support/llm-mock/src/index.ts'
+import type { MockReply } from '../../packages/test-support/llm-mock/src/index.ts'
 import {
   describeRequest,
   expectedRequests,
@@ -30,18 +30,14 @@ import {
   type Scenario,
   type SessionLog,
 } from '../../packages/test-support/replay/src/index.ts'
+import { useReplayMock } from '../replay-mock.ts'
 import { tempDir } from '../../packages/test-support/testkit/src/index.ts'
 import { type AcpScenario, SCENARIOS } from './scenarios.ts'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const recording = process.env.DSH_RECORD_ACP === '1'
 
-let mock: MockLlm
-
-beforeAll(async () => {
-  mock = await startMockLlm()
-})
-afterAll(() => mock.close())
+const model = useReplayMock()
 
 interface Run {
   transcript: TranscriptEntry[]
@@ -52,13 +48,12 @@ interface Run {
 
 /** Does the scenario's steps against a fresh dsh with `replies` queued on the mock. */
 async function run(scenario: AcpScenario, replies: MockReply[], root: string): Promise<Run> {
-  mock.reset()
-  mock.enqueue(...replies)
+  model.serve(replies)
   const { home, workspace } = await prepareRun(root, { files: scenario.files } as Scenario)
   const client = new AcpTestClient({
     home,
     cwd: workspace,
-    env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-replay' },
+    env: model.env(),
     fs: scenario.fs,
   })
   for (const [name, text] of Object.entries(scenario.buffers ?? {}))
@@ -78,8 +73,8 @@ async function run(scenario: AcpScenario, replies: MockReply[], root: string): P
     const result = await client.close()
     expect(result.code, `stderr:\n${result.stderr}`).toBe(0)
   }
-  expect(mock.pending).toBe(0)
-  expect(mock.requests).toHaveLength(replies.length)
+  expect(model.mock.pending).toBe(0)
+  expect(model.mock.requests).toHaveLength(replies.length)
   const logs = await findSessionLogs(path.join(home, 'sessions'))
   expect(logs).toHaveLength(1)
   const logText = await readSessionText(logs[0] as string)
@@ -156,7 +151,9 @@ if (!recording)
         const tmp = await tempDir('dsh-acp-replay-')
         try {
           const fresh = await run(scenario, repliesFromLog(recorded), tmp.dir)
-          expect(mock.requests.map((request) => describeRequest(request.body))).toEqual(expectedRequests(recorded))
+          expect(model.mock.requests.map((request) => describeRequest(request.body))).toEqual(
+            expectedRequests(recorded),
+          )
           expect(fresh.transcript).toEqual(transcript)
           expect(normaliseLog(fresh.log, { home: fresh.home })).toEqual(
             normaliseLog(recorded, { home: recordedHome(recorded) }),

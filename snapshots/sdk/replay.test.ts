@@ -8,9 +8,9 @@ import { existsSync } from 'node:fs'
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { type Message, SdkWire } from '../../apps/cli/tests/support/sdk-wire.ts'
-import { type MockLlm, type MockReply, startMockLlm } from '../../packages/test-support/llm-mock/src/index.ts'
+import type { MockReply } from '../../packages/test-support/llm-mock/src/index.ts'
 import {
   describeRequest,
   expectedRequests,
@@ -22,6 +22,7 @@ import {
   SESSION_FILE,
   type SessionLog,
 } from '../../packages/test-support/replay/src/index.ts'
+import { useReplayMock } from '../replay-mock.ts'
 import { tempDir } from '../../packages/test-support/testkit/src/index.ts'
 import { SCENARIOS, type ScenarioScript } from './scenarios.ts'
 import {
@@ -37,11 +38,7 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 const TRANSCRIPT_FILE = 'transcript.jsonl'
 const recording = process.env.DSH_RECORD_SDK === '1'
 
-let mock: MockLlm
-beforeAll(async () => {
-  mock = await startMockLlm()
-})
-afterAll(() => mock.close())
+const model = useReplayMock()
 
 interface Run {
   wire: SdkWire
@@ -53,14 +50,13 @@ interface Run {
 
 /** A fresh home and workspace (with `files`) and `dsh --profile sdk` running in it against the mock. */
 async function start(replies: MockReply[], files?: Record<string, string>): Promise<Run> {
-  mock.reset()
-  mock.enqueue(...replies)
+  model.serve(replies)
   const tmp = await tempDir('dsh-sdk-replay-')
   const { home, workspace } = await prepareRun(tmp.dir, { task: 'sdk', exitCode: 0, ...(files ? { files } : {}) })
   const wire = new SdkWire(['--profile', 'sdk'], {
     home,
     cwd: workspace,
-    env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-replay' },
+    env: model.env(),
   })
   return { wire, normaliser: new Normaliser({ workspace, home }), home, workspace, dispose: tmp.dispose }
 }
@@ -90,8 +86,10 @@ async function drive(script: ScenarioScript, replies: MockReply[]) {
     }
     const exit = await run.wire.exited
     const problems = [
-      mock.pending > 0 ? `${mock.pending} replies unused` : '',
-      mock.requests.length !== replies.length ? `${mock.requests.length} requests for ${replies.length} replies` : '',
+      model.mock.pending > 0 ? `${model.mock.pending} replies unused` : '',
+      model.mock.requests.length !== replies.length
+        ? `${model.mock.requests.length} requests for ${replies.length} replies`
+        : '',
     ]
     if (problems.some(Boolean)) throw new Error(`${problems.filter(Boolean).join('; ')}\nstderr:\n${exit.stderr}`)
     const fresh = new Normaliser({ workspace: run.workspace, home: run.home })
@@ -143,8 +141,8 @@ async function replay(name: string): Promise<void> {
   try {
     const got = await replayTranscript(run.wire, transcript, run.normaliser)
     expect(got).toEqual(serverSide(transcript))
-    expect(mock.pending).toBe(0)
-    if (log) expect(mock.requests.map((request) => describeRequest(request.body))).toEqual(expectedRequests(log))
+    expect(model.mock.pending).toBe(0)
+    if (log) expect(model.mock.requests.map((request) => describeRequest(request.body))).toEqual(expectedRequests(log))
   } finally {
     await run.dispose()
   }

@@ -7,8 +7,7 @@
 // snapshots/ is not a workspace package, so the helpers are imported by path.
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type MockLlm, startMockLlm } from '../../packages/test-support/llm-mock/src/index.ts'
+import { describe, expect, it } from 'vitest'
 import {
   describeRequest,
   expectedRequests,
@@ -22,17 +21,13 @@ import {
   repliesFromLog,
   scenarioArgs,
 } from '../../packages/test-support/replay/src/index.ts'
+import { useReplayMock } from '../replay-mock.ts'
 import { runDsh, tempDir } from '../../packages/test-support/testkit/src/index.ts'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const folders = await Promise.all((await listScenarios(here)).map(readScenario))
 
-let mock: MockLlm
-
-beforeAll(async () => {
-  mock = await startMockLlm()
-})
-afterAll(() => mock.close())
+const model = useReplayMock()
 
 describe('recorded headless scenarios', () => {
   it('has the scenarios to replay', () => {
@@ -43,24 +38,23 @@ describe('recorded headless scenarios', () => {
 
   for (const { name, scenario, log } of folders) {
     it(`replays ${name}`, async () => {
-      mock.reset()
       const replies = repliesFromLog(log)
-      mock.enqueue(...replies)
+      model.serve(replies)
       const tmp = await tempDir('dsh-replay-')
       try {
         const { home, workspace } = await prepareRun(tmp.dir, scenario)
         const result = await runDsh(scenarioArgs(scenario), {
           home,
           cwd: workspace,
-          env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-replay' },
+          env: model.env(),
         })
         expect(result.code, `stderr:\n${result.stderr}`).toBe(scenario.exitCode)
         if (scenario.stdout !== undefined) expect(result.stdout).toBe(scenario.stdout)
 
         // The model saw what the recorded log says it saw, once per recorded reply.
-        expect(mock.pending).toBe(0)
-        expect(mock.requests).toHaveLength(replies.length)
-        expect(mock.requests.map((request) => describeRequest(request.body))).toEqual(expectedRequests(log))
+        expect(model.mock.pending).toBe(0)
+        expect(model.mock.requests).toHaveLength(replies.length)
+        expect(model.mock.requests.map((request) => describeRequest(request.body))).toEqual(expectedRequests(log))
 
         const files = await findSessionLogs(path.join(home, 'sessions'))
         expect(files).toHaveLength(1)
