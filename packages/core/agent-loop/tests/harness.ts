@@ -299,16 +299,6 @@ export function turnEvents(agent: Agent, turn: number): AnySessionEvent[] {
   return all.slice(start, end + 1)
 }
 
-/** What a step logs before its first model call. */
-export const STEP_OPENING = [
-  'turn/start',
-  'step/start',
-  'system/message',
-  'user/message',
-  'request/header',
-  'request/context',
-]
-
 export function typesOf(list: readonly SessionEvent[]): string[] {
   return list.map((e) => e.type)
 }

@@ -1,5 +1,6 @@
 import type { LlmFailure } from '@dsh/llm'
 import { reply } from '@dsh/llm-mock'
+import { STEP_OPENING } from '@dsh/testkit'
 import { describe, expect, it } from 'vitest'
 import {
   events,
@@ -7,7 +8,6 @@ import {
   harnessPerTest,
   lastTurnEnd,
   ofType,
-  STEP_OPENING,
   typesOf,
   whenLogged,
   wireMessages,

@@ -2,6 +2,7 @@ import type { Agent, AgentStatus, StepInfo, TurnOutcome } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import { reply } from '@dsh/llm-mock'
 import { textMessage } from '@dsh/session'
+import { STEP_OPENING } from '@dsh/testkit'
 import { describe, expect, it } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
 import {
@@ -10,7 +11,6 @@ import {
   harnessPerTest,
   lastTurnEnd,
   ofType,
-  STEP_OPENING,
   textOf,
   turnEvents,
   typesOf,

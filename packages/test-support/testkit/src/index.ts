@@ -8,7 +8,7 @@ import { format } from 'node:util'
 
 export { type PathFlipper, startPathFlipper } from './flipper.ts'
 export { type HttpTestHost, startHttpTestHost } from './http-host.ts'
-export { chatMessage, textBlock } from './messages.ts'
+export { chatMessage, STEP_OPENING, textBlock } from './messages.ts'
 
 /** The repository root, found from this file (src/ or lib/ of packages/test-support/testkit). */
 export const repoRoot = path.resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..')

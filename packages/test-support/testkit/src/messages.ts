@@ -18,3 +18,13 @@ export function chatMessage(
 
 /** A text content block. */
 export const textBlock = (text: string): ContentBlock => ({ type: 'text', text })
+
+/** The session events a step logs before its first model call, in order. */
+export const STEP_OPENING = [
+  'turn/start',
+  'step/start',
+  'system/message',
+  'user/message',
+  'request/header',
+  'request/context',
+]
