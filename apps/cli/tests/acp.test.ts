@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import type * as acp from '@agentclientprotocol/sdk'
 import { reply } from '@dsh/llm-mock'
-import { type DshProcess, type DshResult, startDsh } from '@dsh/testkit'
+import { type DshProcess, type DshResult, repoRoot, startDsh } from '@dsh/testkit'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { AcpTestClient, type AcpClientOptions, chunkText } from './support/acp.ts'
 import { useMockedHeadless } from './support/mocked-headless.ts'
@@ -311,11 +311,12 @@ describe('dsh --profile acp', { timeout: 60_000 }, () => {
     const adder: acp.McpServer = {
       name: 'adder',
       command: process.execPath,
-      args: [path.join(import.meta.dirname, 'fixtures/mcp-adder.mjs')],
-      env: [
-        { name: 'ADDER_PREFIX', value: 'sum=' },
-        { name: 'ADDER_PID_FILE', value: path.join(t.root, 'adder.pid') },
+      args: [
+        path.join(repoRoot, 'packages/mcp/mcp/tests/fixtures/server.mjs'),
+        '--starts',
+        path.join(t.root, 'adder.pid'),
       ],
+      env: [{ name: 'FIXTURE_SUM_PREFIX', value: 'sum=' }],
     }
     const { sessionId } = await client.newSession(t.work, [adder])
     // MCP tools are outside the preset: the client is asked first.

@@ -13,7 +13,7 @@ import { type ToolResult, ToolRuntime } from '@dsh/tools'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as mcp from '../src/index.ts'
 import { Config, type McpConfig, type McpServerConfig, toolName } from '../src/index.ts'
-import { PIXEL, serveHttp } from './fixtures/tools.mjs'
+import { PIXEL, serveHttp, TOOLS } from './fixtures/tools.mjs'
 import { collectWarnings } from '@dsh/testkit'
 
 const fixture = fileURLToPath(new URL('./fixtures/server.mjs', import.meta.url))
@@ -67,6 +67,12 @@ function invoke(name: string, args: Record<string, unknown>): Promise<ToolResult
   )
 }
 
+/** The values the server's `env` tool reports for `names`, by name. */
+async function serverEnv(...names: string[]): Promise<Record<string, string>> {
+  const values: Record<string, string> = {}
+  for (const name of names) values[name] = text(await invoke('mcp__fx__env', { name }))
+  return values
+}
 const text = (result: ToolResult) => result.content.map((b) => (b.type === 'text' ? b.text : `<${b.type}>`)).join('\n')
 const mcpTools = () =>
   root.tools
@@ -99,16 +105,13 @@ describe('a stdio server', () => {
       'mcp__fx__pixel',
       'mcp__fx__write_marker',
     ])
+    const add = TOOLS.find((tool) => tool.name === 'add')
     expect(root.tools.schemas().find((s) => s.name === 'mcp__fx__add')).toEqual({
       name: 'mcp__fx__add',
       description: 'Add two numbers.',
-      parameters: {
-        type: 'object',
-        properties: { a: { type: 'number' }, b: { type: 'number' } },
-        required: ['a', 'b'],
-        additionalProperties: false,
-      },
+      parameters: add?.inputSchema,
     })
+    expect(add?.inputSchema).toMatchObject({ additionalProperties: false })
     expect(root.mcp.list()).toEqual([{ name: 'fx', status: 'connected', tools: expect.arrayContaining(mcpTools()) }])
     expect(warnings).toEqual([])
   })
@@ -150,10 +153,12 @@ describe('a stdio server', () => {
     try {
       await boot({ servers: { fx: { ...stdio(), env: { GREETING: 'hello' } } } })
       await firstStep()
-      expect(text(await invoke('mcp__fx__env', { name: 'FIXTURE_API_TOKEN' }))).toBe('(unset)')
-      expect(text(await invoke('mcp__fx__env', { name: 'DSH_FIXTURE_SETTING' }))).toBe('(unset)')
-      expect(text(await invoke('mcp__fx__env', { name: 'GREETING' }))).toBe('hello')
-      expect(text(await invoke('mcp__fx__env', { name: 'PATH' }))).toBe(process.env.PATH)
+      expect(await serverEnv('FIXTURE_API_TOKEN', 'DSH_FIXTURE_SETTING', 'GREETING', 'PATH')).toEqual({
+        FIXTURE_API_TOKEN: '(unset)',
+        DSH_FIXTURE_SETTING: '(unset)',
+        GREETING: 'hello',
+        PATH: process.env.PATH,
+      })
     } finally {
       delete process.env.FIXTURE_API_TOKEN
       delete process.env.DSH_FIXTURE_SETTING
@@ -174,11 +179,13 @@ describe('a stdio server', () => {
     try {
       await boot({ servers: { fx: stdio() } })
       await firstStep()
-      expect(text(await invoke('mcp__fx__env', { name: 'FROM_POLICY' }))).toBe('set')
-      expect(text(await invoke('mcp__fx__env', { name: 'FIXTURE_PLAIN' }))).toBe('(unset)')
       // The SDK puts HOME under every server's environment; the policy excluded it.
-      expect(text(await invoke('mcp__fx__env', { name: 'HOME' }))).toBe('(unset)')
-      expect(text(await invoke('mcp__fx__env', { name: 'PATH' }))).toBe(process.env.PATH)
+      expect(await serverEnv('FROM_POLICY', 'FIXTURE_PLAIN', 'HOME', 'PATH')).toEqual({
+        FROM_POLICY: 'set',
+        FIXTURE_PLAIN: '(unset)',
+        HOME: '(unset)',
+        PATH: process.env.PATH,
+      })
     } finally {
       delete process.env.FIXTURE_PLAIN
     }
