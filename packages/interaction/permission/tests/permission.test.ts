@@ -9,6 +9,7 @@ import {
   type ApprovalBroker,
   defineTool,
   type ToolCall,
+  type ToolDefinition,
   type ToolResult,
   type ToolRunContext,
   ToolRuntime,
@@ -19,6 +20,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { z } from 'zod'
 import * as permission from '../src/index.ts'
 import type { PermissionConfig, PermissionDecisionEvent, PermissionPreset } from '../src/index.ts'
+import { readTool, writeTool } from './file-tools.ts'
 
 // The temp dir is a writable root under workspace-write, so the test points
 // TMPDIR at a folder of its own: "outside" then really is outside.
@@ -53,25 +55,6 @@ let session: Session
 let counter = 0
 const unique = (stem: string) => `${stem}-${++counter}.txt`
 
-const readTool = defineTool({
-  name: 'read_file',
-  description: 'Read a file.',
-  parameters: z.object({ path: z.string() }),
-  access: (args) => ({ kind: 'read', paths: [args.path] }),
-  execute: () => ({ content: 'read' }),
-})
-
-const writeTool = defineTool({
-  name: 'write_file',
-  description: 'Write a file.',
-  parameters: z.object({ path: z.string(), content: z.string().default('written') }),
-  access: (args) => ({ kind: 'write', paths: [args.path] }),
-  async execute(args, run) {
-    await writeFile(path.resolve(run.cwd, args.path), args.content)
-    return { content: `wrote ${args.path}` }
-  },
-})
-
 /** Stands in for bash: reports the sandbox policy it would run under. */
 const runTool = defineTool({
   name: 'run_command',
@@ -91,37 +74,20 @@ const fetchTool = defineTool({
   execute: () => ({ content: 'fetched' }),
 })
 
-const mysteryTool = defineTool({
-  name: 'mystery',
-  description: 'Declares nothing.',
-  parameters: z.object({}),
-  execute: () => ({ content: 'did something' }),
-})
+/** A tool without parameters that answers `content`; `declares` is what it says about its access, if anything. */
+function bareTool(name: string, description: string, content: string, declares: Partial<ToolDefinition> = {}) {
+  return defineTool({ name, description, parameters: z.object({}), execute: () => ({ content }), ...declares })
+}
 
-const peekTool = defineTool({
-  name: 'peek',
-  description: 'Read-only without access().',
-  parameters: z.object({}),
-  readOnly: true,
-  execute: () => ({ content: 'peeked' }),
-})
-
-const brokenTool = defineTool({
-  name: 'broken',
-  description: 'access() throws.',
-  parameters: z.object({}),
+const mysteryTool = bareTool('mystery', 'Declares nothing.', 'did something')
+const peekTool = bareTool('peek', 'Read-only without access().', 'peeked', { readOnly: true })
+const brokenTool = bareTool('broken', 'access() throws.', 'ran anyway', {
   access: () => {
     throw new Error('cannot tell')
   },
-  execute: () => ({ content: 'ran anyway' }),
 })
-
-const scribbleTool = defineTool({
-  name: 'scribble',
-  description: 'Writes somewhere unsaid.',
-  parameters: z.object({}),
+const scribbleTool = bareTool('scribble', 'Writes somewhere unsaid.', 'scribbled', {
   access: () => ({ kind: 'write' }),
-  execute: () => ({ content: 'scribbled' }),
 })
 
 const allTools = [readTool, writeTool, runTool, fetchTool, mysteryTool, peekTool, brokenTool, scribbleTool]

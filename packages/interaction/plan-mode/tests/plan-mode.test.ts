@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, realpath, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import * as agentPlugin from '@dsh/agent'
@@ -13,31 +13,13 @@ import * as systemPrompt from '@dsh/system-prompt'
 import { type ApprovalVerdict, defineTool, textOf, type ToolCall, type ToolResult, ToolRuntime } from '@dsh/tools'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { readTool, writeTool } from '../../permission/tests/file-tools.ts'
 import * as planMode from '../src/index.ts'
 import type { PlanModeConfig } from '../src/index.ts'
 
 let workspace: string
 let root: Context
 let session: Session
-
-const readTool = defineTool({
-  name: 'read_file',
-  description: 'Read a file.',
-  parameters: z.object({ path: z.string() }),
-  access: (args) => ({ kind: 'read', paths: [args.path] }),
-  execute: () => ({ content: 'contents' }),
-})
-
-const writeTool = defineTool({
-  name: 'write_file',
-  description: 'Write a file.',
-  parameters: z.object({ path: z.string() }),
-  access: (args) => ({ kind: 'write', paths: [args.path] }),
-  async execute(args, run) {
-    await writeFile(path.resolve(run.cwd, args.path), 'written')
-    return { content: `wrote ${args.path}` }
-  },
-})
 
 const runTool = defineTool({
   name: 'run_command',
