@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
@@ -8,6 +8,13 @@ import { toolTexts, useMockedHeadless } from './support/mocked-headless.ts'
 import { type LoggedEvent, ONE_TOOL_TURN, onlyStoredSession, readSessionLog } from './support/session-log.ts'
 
 const t = useMockedHeadless()
+
+/** Writes a `--patch` overlay into the test's folder and returns its path. */
+function patchFile(name: string, yaml: string): string {
+  const file = path.join(t.root, name)
+  writeFileSync(file, yaml)
+  return file
+}
 
 const readLog = (sessionId: string) => readSessionLog(t.home, sessionId)
 const onlySessionId = () => onlyStoredSession(t.home)
@@ -137,7 +144,6 @@ describe('dsh --profile headless', () => {
 
   it('reads the key from the home .env: quoted, with a comment, after a value over several lines', async () => {
     await mkdir(t.home, { recursive: true })
-    const { writeFileSync } = await import('node:fs')
     writeFileSync(
       path.join(t.home, '.env'),
       [
@@ -205,9 +211,7 @@ describe('dsh --profile headless', () => {
 
   it('waits for an agent driver whose row starts after the runner', async () => {
     // The loop now waits for headlessStartup, which the last rows provide: it starts together with the runner.
-    const patch = path.join(t.root, 'late-driver.yml')
-    const { writeFileSync } = await import('node:fs')
-    writeFileSync(patch, '- id: agent-loop\n  inject: [headlessStartup]\n')
+    const patch = patchFile('late-driver.yml', '- id: agent-loop\n  inject: [headlessStartup]\n')
     t.mock.enqueue(reply.text('Driven.'))
     const result = await runDsh(['--profile', 'headless', '--patch', patch, 'hello'], {
       home: t.home,
@@ -220,9 +224,7 @@ describe('dsh --profile headless', () => {
   })
 
   it('takes launcher flags after app flags (--permission x --patch f), and none after --', async () => {
-    const patch = path.join(t.root, 'no-todo.yml')
-    const { writeFileSync } = await import('node:fs')
-    writeFileSync(patch, '- id: todo\n  disabled: true\n')
+    const patch = patchFile('no-todo.yml', '- id: todo\n  disabled: true\n')
     t.mock.enqueue(
       reply.toolCalls([{ name: 'write', arguments: { file_path: 'blocked.txt', content: 'x' } }]),
       reply.text('Could not write.'),
@@ -271,7 +273,6 @@ describe('dsh --profile headless', () => {
     t.mock.enqueue(reply.text('a'), reply.text('b'), reply.text('c'))
     expect((await t.headless(['one'])).code).toBe(0)
     await mkdir(t.home, { recursive: true })
-    const { writeFileSync } = await import('node:fs')
     writeFileSync(path.join(t.home, 'settings.yaml'), 'agent:\n  model: deepseek-v4-pro\n  reasoningEffort: max\n')
     expect((await t.headless(['two'])).code).toBe(0)
     expect((await t.headless(['--model', 'deepseek-custom', 'three'])).code).toBe(0)

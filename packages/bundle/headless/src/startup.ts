@@ -108,6 +108,11 @@ export function apply(ctx: Context) {
       (rule: string, rules: string[]) => [...rules, rule],
       [] as string[],
     )
+  /** The choice a flag's value names, or a usage error that lists the choices. */
+  const oneOf = <T extends string>(flag: string, choices: readonly T[], given: unknown): T => {
+    const found = choices.find((choice) => choice === given)
+    return found ?? program.error(`error: --${flag} must be one of ${choices.join(', ')}, got "${String(given)}"`)
+  }
   const startup = parseCmdline(ctx, program, ({ args, options }): HeadlessStartup => {
     const stdin = args.includes('-')
     const task = args
@@ -164,23 +169,13 @@ export function apply(ctx: Context) {
         program.error(`error: --provider needs a route name such as anthropic, got "${options.provider}"`)
       value.provider = options.provider
     } else if (value.baseURL) value.provider = 'openai-compatible'
-    if (options.permission !== undefined) {
-      const preset = PRESETS.find((p) => p === options.permission)
-      if (!preset)
-        program.error(`error: --permission must be one of ${PRESETS.join(', ')}, got "${String(options.permission)}"`)
-      value.permission = preset
-    }
+    if (options.permission !== undefined) value.permission = oneOf('permission', PRESETS, options.permission)
     if (options.approval !== undefined) {
       const approval = APPROVALS.find((a) => a === options.approval)
       if (!approval) program.error(`error: --approval must be ask or never, got "${String(options.approval)}"`)
       value.approval = approval
     }
-    if (options.network !== undefined) {
-      const network = NETWORK_MODES.find((mode) => mode === options.network)
-      if (!network)
-        program.error(`error: --network must be one of ${NETWORK_MODES.join(', ')}, got "${String(options.network)}"`)
-      value.network = network
-    }
+    if (options.network !== undefined) value.network = oneOf('network', NETWORK_MODES, options.network)
     if (options.maxSteps !== undefined) {
       const text = String(options.maxSteps)
       if (!/^[1-9]\d{0,5}$/.test(text))
