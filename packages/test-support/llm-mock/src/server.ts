@@ -208,20 +208,13 @@ export async function startMockLlm(options: MockLlmOptions = {}): Promise<MockLl
       case 'completion':
         return stream(res, completionEvents(answer, model, promptEstimate), answer, requestId, { end: 'end' })
       case 'cut':
-        return stream(
-          res,
-          completionEvents(answer.reply, model, promptEstimate),
-          mergeOptions(answer.reply, answer),
-          requestId,
-          { end: 'destroy', limit: answer.after },
-        )
       case 'stall':
         return stream(
           res,
           completionEvents(answer.reply, model, promptEstimate),
           mergeOptions(answer.reply, answer),
           requestId,
-          { end: 'stall', limit: answer.after },
+          { end: answer.kind === 'cut' ? 'destroy' : 'stall', limit: answer.after },
         )
       case 'json': {
         if (answer.delayMs) {
