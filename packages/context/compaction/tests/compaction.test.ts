@@ -66,6 +66,9 @@ function expectWellFormed(request: RecordedRequest | undefined): void {
   expect(open).toEqual([])
 }
 
+/** Three reads whose last result pushes the context past the compaction threshold. */
+const readsToPressure = () => [read('a.txt'), read('b.txt'), read('c.txt', high)]
+
 function compactions(agent: Agent): SessionEvent<'context/compaction'>[] {
   return ofType(agent, 'context/compaction')
 }
@@ -73,13 +76,7 @@ function compactions(agent: Agent): SessionEvent<'context/compaction'>[] {
 describe('automatic compaction on context pressure', () => {
   it('summarises the older steps of a long turn and the next request carries the summary instead', async () => {
     const { h, agent } = await setup()
-    h.mock.enqueue(
-      read('a.txt'),
-      read('b.txt'),
-      read('c.txt', high),
-      reply.text('- read a.txt: alpha content'),
-      reply.text('All three read.'),
-    )
+    h.mock.enqueue(...readsToPressure(), reply.text('- read a.txt: alpha content'), reply.text('All three read.'))
     agent.followup('read the three files')
     await agent.whenIdle()
 
@@ -145,9 +142,7 @@ describe('automatic compaction on context pressure', () => {
   it('a failing summary call is logged, reported, and the turn goes on with the history unchanged', async () => {
     const { h, agent } = await setup()
     h.mock.enqueue(
-      read('a.txt'),
-      read('b.txt'),
-      read('c.txt', high),
+      ...readsToPressure(),
       reply.error(400, { message: 'summaries are broken today' }),
       read('d.txt', high),
       reply.text('Done anyway.'),

@@ -110,12 +110,18 @@ describe('ctx.conversations', () => {
     expect(root.planMode.isActive(fork.id)).toBe(true)
   })
 
+  /** A conversation in a fresh tree that answered `prompt` with `answer` and was closed. */
+  async function closedSession(prompt: string, answer: string) {
+    const tree = await boot()
+    tree.mock.enqueue(reply.text(answer))
+    const agent = await tree.root.conversations.create({ cwd: tree.work })
+    await tree.root.conversations.prompt(agent.id, user(prompt))
+    await tree.root.conversations.close(agent.id)
+    return { ...tree, agent }
+  }
+
   it('search by folder finds the session, and a query matching nothing finds none', async () => {
-    const { root, mock, work } = await boot()
-    mock.enqueue(reply.text('Done.'))
-    const agent = await root.conversations.create({ cwd: work })
-    await root.conversations.prompt(agent.id, user('Say done'))
-    await root.conversations.close(agent.id)
+    const { root, work, agent } = await closedSession('Say done', 'Done.')
     const found = await root.conversations.list({ query: 'project-alpha', limit: 10 })
     expect(found.sessions.map((s) => s.sessionId)).toEqual([agent.id])
     expect(found.sessions[0]).toMatchObject({ cwd: work, running: false })
@@ -154,11 +160,7 @@ describe('ctx.conversations', () => {
   })
 
   it('show reads a stored log through the reader a surface gives, and opens it itself only without one', async () => {
-    const { root, work, mock } = await boot()
-    mock.enqueue(reply.text('Stored.'))
-    const agent = await root.conversations.create({ cwd: work })
-    await root.conversations.prompt(agent.id, user('Keep this'))
-    await root.conversations.close(agent.id)
+    const { root, work, agent } = await closedSession('Keep this', 'Stored.')
     const persistence = root.sessionPersistence
     const open = persistence.open.bind(persistence)
     let opened = 0

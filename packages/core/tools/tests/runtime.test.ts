@@ -17,6 +17,11 @@ import {
   type ToolsConfig,
 } from '../src/index.ts'
 
+/** A tool that takes no arguments. */
+function noArgsTool(name: string, description: string, execute: ToolDefinition<z.ZodObject>['execute']) {
+  return defineTool({ name, description, parameters: z.object({}), execute })
+}
+
 let root: Context
 
 beforeEach(() => {
@@ -107,12 +112,7 @@ describe('registry', () => {
     root.on('tools/changed', () => {
       changes += 1
     })
-    const other = defineTool({
-      name: 'alpha',
-      description: 'First by name.',
-      parameters: z.object({}),
-      execute: () => ({ content: 'a' }),
-    })
+    const other = noArgsTool('alpha', 'First by name.', () => ({ content: 'a' }))
     const fiber = await mount(echo, other)
     expect(tools.list().map((tool) => tool.name)).toEqual(['alpha', 'echo'])
     expect(tools.schemas().map((schema) => schema.name)).toEqual(['alpha', 'echo'])
@@ -220,12 +220,7 @@ describe('registry', () => {
 
   it('restricts what one session is shown and may call, until the restriction is disposed', async () => {
     const tools = await boot()
-    const other = defineTool({
-      name: 'alpha',
-      description: 'First by name.',
-      parameters: z.object({}),
-      execute: () => ({ content: 'a' }),
-    })
+    const other = noArgsTool('alpha', 'First by name.', () => ({ content: 'a' }))
     await mount(echo, other)
     let off = () => {}
     const fiber = root.plugin({
@@ -293,14 +288,7 @@ describe('argument errors', () => {
 
   it('treats empty arguments as an empty object', async () => {
     const tools = await boot()
-    await mount(
-      defineTool({
-        name: 'now',
-        description: 'No parameters.',
-        parameters: z.object({}),
-        execute: () => ({ content: 'ok' }),
-      }),
-    )
+    await mount(noArgsTool('now', 'No parameters.', () => ({ content: 'ok' })))
     expect(await tools.execute(call('now', ''), options())).toEqual({
       content: [{ type: 'text', text: 'ok' }],
       isError: false,
@@ -334,12 +322,7 @@ describe('execution', () => {
   it('turns a throwing body into TOOL_ERROR, a ToolError into its own code, and isError output into TOOL_FAILED', async () => {
     const tools = await boot()
     await mount(
-      defineTool({
-        name: 'boom',
-        description: 'Throws.',
-        parameters: z.object({}),
-        execute: () => Promise.reject(new Error('disk on fire')),
-      }),
+      noArgsTool('boom', 'Throws.', () => Promise.reject(new Error('disk on fire'))),
       defineTool({
         name: 'coded',
         description: 'Throws a ToolError.',
@@ -348,12 +331,7 @@ describe('execution', () => {
           throw new ToolError('FS_NOT_FOUND', 'no such file: a.txt')
         },
       }),
-      defineTool({
-        name: 'sad',
-        description: 'Reports failure.',
-        parameters: z.object({}),
-        execute: () => ({ content: 'it did not work', isError: true }),
-      }),
+      noArgsTool('sad', 'Reports failure.', () => ({ content: 'it did not work', isError: true })),
     )
     const boom = await tools.execute(call('boom', {}), options())
     expect(boom.error).toEqual({ code: 'TOOL_ERROR', message: 'tool "boom" failed: disk on fire' })

@@ -286,14 +286,19 @@ const cases: Case[] = [
 
 const presets: PermissionPreset[] = ['read-only', 'workspace-write', 'danger-full-access']
 
+/** Runs a case's call under `preset` and `approval`, with an approver that allows once. */
+async function runCase(c: (typeof cases)[number], preset: PermissionPreset, approval: 'ask' | 'never') {
+  await boot({ preset, approval })
+  const { asked } = await surface('allow-once')
+  const args = await c.args()
+  const { target: _target, ...sent } = args
+  return { asked, args, result: await invoke(c.tool, sent) }
+}
+
 describe.each(presets)('preset %s', (preset) => {
   describe('approval ask (the approver allows once)', () => {
     it.each(cases)('$what', async (c) => {
-      await boot({ preset, approval: 'ask' })
-      const { asked } = await surface('allow-once')
-      const args = await c.args()
-      const { target: _target, ...sent } = args
-      const result = await invoke(c.tool, sent)
+      const { asked, args, result } = await runCase(c, preset, 'ask')
       expect(result.isError, text(result)).toBe(false)
       if (c.file) expect(existsSync(c.file(args))).toBe(true)
       if (c.expect[preset] === 'out') {
@@ -311,11 +316,7 @@ describe.each(presets)('preset %s', (preset) => {
 
   describe('approval never', () => {
     it.each(cases)('$what', async (c) => {
-      await boot({ preset, approval: 'never' })
-      const { asked } = await surface('allow-once')
-      const args = await c.args()
-      const { target: _target, ...sent } = args
-      const result = await invoke(c.tool, sent)
+      const { asked, args, result } = await runCase(c, preset, 'never')
       expect(asked).toEqual([])
       if (c.expect[preset] === 'out') {
         expect(result.isError).toBe(true)

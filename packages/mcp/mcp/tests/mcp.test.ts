@@ -16,6 +16,8 @@ import { Config, type McpConfig, type McpServerConfig, toolName } from '../src/i
 import { PIXEL, serveHttp, TOOLS } from './fixtures/tools.mjs'
 import { collectWarnings } from '@dsh/testkit'
 
+/** The names the fixture server's tools get as server "fx", sorted. */
+const FX_TOOLS = ['mcp__fx__add', 'mcp__fx__env', 'mcp__fx__fail', 'mcp__fx__pixel', 'mcp__fx__write_marker']
 const fixture = fileURLToPath(new URL('./fixtures/server.mjs', import.meta.url))
 const stdio = (...modes: string[]): McpServerConfig => ({ command: process.execPath, args: [fixture, ...modes] })
 
@@ -98,13 +100,7 @@ describe('a stdio server', () => {
   it('registers its tools as mcp__<server>__<tool> with their schemas as given, before the first step', async () => {
     await boot({ servers: { fx: stdio() } })
     await firstStep()
-    expect(mcpTools()).toEqual([
-      'mcp__fx__add',
-      'mcp__fx__env',
-      'mcp__fx__fail',
-      'mcp__fx__pixel',
-      'mcp__fx__write_marker',
-    ])
+    expect(mcpTools()).toEqual(FX_TOOLS)
     const add = TOOLS.find((tool) => tool.name === 'add')
     expect(root.tools.schemas().find((s) => s.name === 'mcp__fx__add')).toEqual({
       name: 'mcp__fx__add',
@@ -216,13 +212,7 @@ describe('a stdio server', () => {
       'the broken server to be given up',
     )
     expect(warnings.at(-1)).toMatch(/server "broken" failed to start \(.*\); giving up after 2 attempts/)
-    expect(mcpTools()).toEqual([
-      'mcp__fx__add',
-      'mcp__fx__env',
-      'mcp__fx__fail',
-      'mcp__fx__pixel',
-      'mcp__fx__write_marker',
-    ])
+    expect(mcpTools()).toEqual(FX_TOOLS)
     expect(text(await invoke('mcp__fx__add', { a: 1, b: 1 }))).toBe('2')
   })
 

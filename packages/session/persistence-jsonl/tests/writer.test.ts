@@ -53,12 +53,18 @@ describe('session-persistence writer with the JSONL provider', () => {
     ])
   })
 
-  it('batches the events of a window into one append', async () => {
-    h = await harness({ provider: CountingPersistence, writer: { batchDelayMs: 60_000 } })
+  /** A session of the counting provider with a turn start and two messages appended in a `batchDelayMs` window. */
+  async function threeEventsBatched(batchDelayMs: number) {
+    h = await harness({ provider: CountingPersistence, writer: { batchDelayMs } })
     const session = h.store.create({ cwd: '/work' })
     session.append('turn/start', { turn: 1 })
     session.append('user/message', user('a'))
     session.append('user/message', user('b'))
+    return session
+  }
+
+  it('batches the events of a window into one append', async () => {
+    const session = await threeEventsBatched(60_000)
     await h.store.flush(session)
     expect(counting().appends).toEqual([3])
     expect(await storedEvents(fileOf(session.id))).toEqual(['0:turn/start', '1:user/message', '2:user/message'])
@@ -70,11 +76,7 @@ describe('session-persistence writer with the JSONL provider', () => {
   })
 
   it('writes a window once it ends, without a flush', async () => {
-    h = await harness({ provider: CountingPersistence, writer: { batchDelayMs: 20 } })
-    const session = h.store.create({ cwd: '/work' })
-    session.append('turn/start', { turn: 1 })
-    session.append('user/message', user('a'))
-    session.append('user/message', user('b'))
+    const session = await threeEventsBatched(20)
     await eventually(async () => expect(await storedEvents(fileOf(session.id))).toHaveLength(3))
     expect(counting().appends).toEqual([3])
   })

@@ -125,15 +125,20 @@ describe('model titles', () => {
   })
 })
 
+/** An agent whose first turn ended while its title call hangs; `open` counts the mock's connections then. */
+async function titleInFlight() {
+  const { h, script, titleCalls } = await setup()
+  script([reply.text('Answer.')], reply.stall(1, reply.text('Never sent')))
+  const agent = await h.createAgent()
+  agent.followup('hello')
+  await agent.whenIdle()
+  await until(() => titleCalls().length > 0)
+  return { h, agent, open: h.mock.openConnections }
+}
+
 describe('rename', () => {
   it('logs the user title, wins over a model title still in flight, and refuses a blank one', async () => {
-    const { h, script, titleCalls } = await setup()
-    script([reply.text('Answer.')], reply.stall(1, reply.text('Too late')))
-    const agent = await h.createAgent()
-    agent.followup('hello')
-    await agent.whenIdle()
-    await until(() => titleCalls().length > 0)
-    const open = h.mock.openConnections
+    const { h, agent, open } = await titleInFlight()
     h.root.sessionTitles.rename(agent.session, '  My   session  ')
     await h.mock.waitForConnections(open - 1)
     expect(titleEvents(agent).map((e) => e.data)).toEqual([{ title: 'My session', source: 'user' }])
@@ -156,13 +161,7 @@ describe('rename', () => {
 
 describe('lifetime', () => {
   it('shutdown aborts a title call in flight without a warning', async () => {
-    const { h, script, titleCalls } = await setup()
-    script([reply.text('Answer.')], reply.stall(1, reply.text('Never')))
-    const agent = await h.createAgent()
-    agent.followup('hello')
-    await agent.whenIdle()
-    await until(() => titleCalls().length > 0)
-    const open = h.mock.openConnections
+    const { h, agent, open } = await titleInFlight()
     await emitIsolated(h.root as Context, 'app/shutdown')
     await h.mock.waitForConnections(open - 1)
     expect(titleEvents(agent)).toEqual([])
