@@ -57,6 +57,20 @@ function patchHome(extra = ''): void {
 /** Every tool result the run produced, in order: the last request carries them all. */
 const results = () => toolTexts(t.mock.requests.at(-1))
 
+/**
+ * Writes `project` into the workspace, then runs a headless task whose model makes each navigation call in turn
+ * (operation, file, the text to point at and which occurrence of it) and then answers.
+ */
+async function navigate(project: Record<string, string>, steps: [string, string, string, number?][]) {
+  files(t.work, project)
+  patchHome()
+  const calls = steps.map(([operation, file, needle, nth]) =>
+    reply.toolCalls([lsp(operation, file, ...at(file, needle, nth))]),
+  )
+  t.mock.enqueue(...calls, reply.text('Navigated.'))
+  return t.headless(['find your way around'], withServers)
+}
+
 const TS_PROJECT = {
   'tsconfig.json': JSON.stringify({
     compilerOptions: { strict: true, target: 'ES2022', module: 'ESNext', moduleResolution: 'Bundler', noEmit: true },
@@ -120,16 +134,12 @@ const PY_PROJECT = {
 
 describe('the lsp tool and diagnostics through headless', () => {
   it('navigates a TypeScript project: definition, references with the declaration, implementation, hover', async () => {
-    files(t.work, TS_PROJECT)
-    patchHome()
-    t.mock.enqueue(
-      reply.toolCalls([lsp('goToDefinition', 'src/main.ts', ...at('src/main.ts', 'area()'))]),
-      reply.toolCalls([lsp('findReferences', 'src/shape.ts', ...at('src/shape.ts', 'area'))]),
-      reply.toolCalls([lsp('goToImplementation', 'src/shape.ts', ...at('src/shape.ts', 'Shape'))]),
-      reply.toolCalls([lsp('hover', 'src/main.ts', ...at('src/main.ts', 'total', 2))]),
-      reply.text('Navigated.'),
-    )
-    const run = await t.headless(['find your way around'], withServers)
+    const run = await navigate(TS_PROJECT, [
+      ['goToDefinition', 'src/main.ts', 'area()'],
+      ['findReferences', 'src/shape.ts', 'area'],
+      ['goToImplementation', 'src/shape.ts', 'Shape'],
+      ['hover', 'src/main.ts', 'total', 2],
+    ])
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)
     const [definition, references, implementation, hover] = results()
@@ -144,16 +154,12 @@ describe('the lsp tool and diagnostics through headless', () => {
   })
 
   it('navigates a Python project; pyright has no implementation, which the result says', async () => {
-    files(t.work, PY_PROJECT)
-    patchHome()
-    t.mock.enqueue(
-      reply.toolCalls([lsp('goToDefinition', 'main.py', ...at('main.py', 'Square(2)'))]),
-      reply.toolCalls([lsp('findReferences', 'shapes.py', ...at('shapes.py', 'Square'))]),
-      reply.toolCalls([lsp('goToImplementation', 'shapes.py', ...at('shapes.py', 'Shape'))]),
-      reply.toolCalls([lsp('hover', 'main.py', ...at('main.py', 'total', 2))]),
-      reply.text('Navigated.'),
-    )
-    const run = await t.headless(['find your way around'], withServers)
+    const run = await navigate(PY_PROJECT, [
+      ['goToDefinition', 'main.py', 'Square(2)'],
+      ['findReferences', 'shapes.py', 'Square'],
+      ['goToImplementation', 'shapes.py', 'Shape'],
+      ['hover', 'main.py', 'total', 2],
+    ])
     expect(run.code).toBe(0)
     const [definition, references, implementation, hover] = results()
     expect(definition).toContain('shapes.py:6:7: class Square(Shape):')

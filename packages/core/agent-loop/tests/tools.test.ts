@@ -1,3 +1,4 @@
+import type { Agent } from '@dsh/agent'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { reply } from '@dsh/llm-mock'
@@ -15,6 +16,13 @@ import {
 } from './harness.ts'
 
 const setup = harnessPerTest()
+
+/** One reply that calls the probe tool once per id, in order. */
+const probeCalls = (...ids: string[]) => reply.toolCalls(ids.map((id) => ({ name: 'probe', arguments: { id } })))
+/** What the probe tool answers for each of `ids`. */
+const finished = (...ids: string[]) => ids.map((id) => `probe ${id} finished`)
+/** The text of each logged tool result, in order. */
+const resultTexts = (agent: Agent) => ofType(agent, 'tool/result').map((r) => textOf(r.data.message))
 
 describe('cancel during a tool', () => {
   it('records CANCELLED for the running call and ABORTED_BEFORE_DISPATCH for the next one', async () => {
@@ -149,14 +157,7 @@ describe('parallel tool calls', () => {
   it('runs at most maxParallelToolCalls at once and still logs results in the model order', async () => {
     const { mock, createAgent, probe } = await setup({ loop: { maxParallelToolCalls: 2 } })
     const agent = await createAgent()
-    mock.enqueue(
-      reply.toolCalls([
-        { name: 'probe', arguments: { id: 'p1' } },
-        { name: 'probe', arguments: { id: 'p2' } },
-        { name: 'probe', arguments: { id: 'p3' } },
-      ]),
-      reply.text('done'),
-    )
+    mock.enqueue(probeCalls('p1', 'p2', 'p3'), reply.text('done'))
     agent.followup('go')
 
     await probe.whenStarted(2)
@@ -174,11 +175,7 @@ describe('parallel tool calls', () => {
     await agent.whenIdle()
 
     expect(probe.maxRunning).toBe(2)
-    expect(ofType(agent, 'tool/result').map((r) => textOf(r.data.message))).toEqual([
-      'probe p1 finished',
-      'probe p2 finished',
-      'probe p3 finished',
-    ])
+    expect(resultTexts(agent)).toEqual(finished('p1', 'p2', 'p3'))
     expect(ofType(agent, 'tool/result').map((r) => r.data.callId)).toEqual(modelCalls(agent).map((c) => c.id))
     expect(lastTurnEnd(agent).data).toEqual({ turn: 1, reason: 'completed' })
   })
@@ -186,15 +183,7 @@ describe('parallel tool calls', () => {
   it('runs an exclusive call alone: after the calls before it, before the calls after it', async () => {
     const { mock, createAgent, probe } = await setup()
     const agent = await createAgent()
-    mock.enqueue(
-      reply.toolCalls([
-        { name: 'probe', arguments: { id: 'a' } },
-        { name: 'probe', arguments: { id: 'b' } },
-        { name: 'probe', arguments: { id: 'x1' } },
-        { name: 'probe', arguments: { id: 'c' } },
-      ]),
-      reply.text('done'),
-    )
+    mock.enqueue(probeCalls('a', 'b', 'x1', 'c'), reply.text('done'))
     agent.followup('go')
 
     await probe.whenStarted(2)
@@ -209,12 +198,7 @@ describe('parallel tool calls', () => {
     probe.release('c')
     await agent.whenIdle()
 
-    expect(ofType(agent, 'tool/result').map((r) => textOf(r.data.message))).toEqual([
-      'probe a finished',
-      'probe b finished',
-      'probe x1 finished',
-      'probe c finished',
-    ])
+    expect(resultTexts(agent)).toEqual(finished('a', 'b', 'x1', 'c'))
     checkToolPairing(agent)
   })
 })
@@ -275,12 +259,7 @@ describe('a step that fails mid-tools', () => {
   it('waits for the calls already running, answers every call once, and ends the turn with an error', async () => {
     const { mock, createAgent, probe } = await setup()
     const agent = await createAgent()
-    mock.enqueue(
-      reply.toolCalls([
-        { name: 'probe', arguments: { id: 'nan1' } },
-        { name: 'probe', arguments: { id: 'p2' } },
-      ]),
-    )
+    mock.enqueue(probeCalls('nan1', 'p2'))
     agent.followup('go')
     await probe.whenStarted(2)
     probe.release('nan1', 'p2')
@@ -309,12 +288,7 @@ describe('a step that fails mid-tools', () => {
   it('starts no further call once the log refused a result', async () => {
     const { mock, createAgent, probe } = await setup()
     const agent = await createAgent()
-    mock.enqueue(
-      reply.toolCalls([
-        { name: 'probe', arguments: { id: 'nan1' } },
-        { name: 'probe', arguments: { id: 'x2' } },
-      ]),
-    )
+    mock.enqueue(probeCalls('nan1', 'x2'))
     agent.followup('go')
     await probe.whenStarted(1)
     probe.release('nan1')
