@@ -1,5 +1,4 @@
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises'
-import os from 'node:os'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { Context } from '@dsh/cordis'
 import { type Session, SessionStore } from '@dsh/session'
@@ -7,7 +6,7 @@ import * as systemPrompt from '@dsh/system-prompt'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as instructions from '../src/index.ts'
 import type { InstructionsConfig } from '../src/index.ts'
-import { collectWarnings } from '@dsh/testkit'
+import { collectWarnings, tempProject } from '@dsh/testkit'
 
 let base: string
 let home: string
@@ -17,13 +16,7 @@ let root: Context
 let warnings: string[]
 
 beforeEach(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'dsh-instructions-')))
-  home = path.join(base, 'home')
-  project = path.join(base, 'project')
-  workspace = path.join(project, 'packages', 'app')
-  await mkdir(home, { recursive: true })
-  await mkdir(path.join(project, '.git'), { recursive: true })
-  await mkdir(workspace, { recursive: true })
+  ;({ base, home, project, workspace } = await tempProject('dsh-instructions-', 'packages', 'app'))
   root = new Context()
   warnings = collectWarnings(root)
   await root.plugin(SessionStore)

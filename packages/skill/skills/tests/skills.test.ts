@@ -1,5 +1,4 @@
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises'
-import os from 'node:os'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { Context } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
@@ -8,7 +7,7 @@ import { textOf, type ToolResult, ToolRuntime } from '@dsh/tools'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as skills from '../src/index.ts'
 import { parseSkill, type SkillsConfig } from '../src/index.ts'
-import { collectWarnings } from '@dsh/testkit'
+import { collectWarnings, tempProject } from '@dsh/testkit'
 
 let base: string
 let project: string
@@ -29,12 +28,9 @@ const md = (name: string, description: string, body = `Body of ${name}.`) =>
   `---\nname: ${name}\ndescription: ${description}\n---\n${body}\n`
 
 beforeEach(async () => {
-  base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'dsh-skills-')))
-  project = path.join(base, 'project')
-  workspace = path.join(project, 'src')
-  homeSkills = path.join(base, 'home', 'skills')
-  await mkdir(path.join(project, '.git'), { recursive: true })
-  await mkdir(workspace, { recursive: true })
+  const tree = await tempProject('dsh-skills-', 'src')
+  ;({ base, project, workspace } = tree)
+  homeSkills = path.join(tree.home, 'skills')
   root = new Context()
   warnings = collectWarnings(root)
   await root.plugin(ToolRuntime, {} as never)

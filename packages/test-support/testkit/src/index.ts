@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, rmdirSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -32,6 +32,28 @@ export function assertBuilt(): void {
 export async function tempDir(prefix = 'dsh-test-'): Promise<{ dir: string; dispose: () => Promise<void> }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), prefix))
   return { dir, dispose: () => rm(dir, { recursive: true, force: true }) }
+}
+
+export interface TempProject {
+  /** The folder that holds the others (its real path). */
+  base: string
+  /** `<base>/home`, made. */
+  home: string
+  /** `<base>/project`, a git project: it holds a `.git` folder. */
+  project: string
+  /** A folder inside the project, made. */
+  workspace: string
+  dispose: () => Promise<void>
+}
+
+/** A temporary git project with a workspace folder at `workspacePath` inside it, and a home folder beside it. */
+export async function tempProject(prefix: string, ...workspacePath: string[]): Promise<TempProject> {
+  const base = await realpath(await mkdtemp(path.join(os.tmpdir(), prefix)))
+  const home = path.join(base, 'home')
+  const project = path.join(base, 'project')
+  const workspace = path.join(project, ...workspacePath)
+  for (const dir of [home, path.join(project, '.git'), workspace]) await mkdir(dir, { recursive: true })
+  return { base, home, project, workspace, dispose: () => rm(base, { recursive: true, force: true }) }
 }
 
 export interface DshOptions {
