@@ -256,12 +256,18 @@ describe('max-tokens', () => {
 })
 
 describe('a step that fails mid-tools', () => {
-  it('waits for the calls already running, answers every call once, and ends the turn with an error', async () => {
+  /** An agent whose model called the probe tool once per id, after `count` of those calls started. */
+  async function probesStarted(ids: string[], count: number) {
     const { mock, createAgent, probe } = await setup()
     const agent = await createAgent()
-    mock.enqueue(probeCalls('nan1', 'p2'))
+    mock.enqueue(probeCalls(...ids))
     agent.followup('go')
-    await probe.whenStarted(2)
+    await probe.whenStarted(count)
+    return { agent, probe }
+  }
+
+  it('waits for the calls already running, answers every call once, and ends the turn with an error', async () => {
+    const { agent, probe } = await probesStarted(['nan1', 'p2'], 2)
     probe.release('nan1', 'p2')
     await agent.whenIdle()
 
@@ -286,11 +292,7 @@ describe('a step that fails mid-tools', () => {
   })
 
   it('starts no further call once the log refused a result', async () => {
-    const { mock, createAgent, probe } = await setup()
-    const agent = await createAgent()
-    mock.enqueue(probeCalls('nan1', 'x2'))
-    agent.followup('go')
-    await probe.whenStarted(1)
+    const { agent, probe } = await probesStarted(['nan1', 'x2'], 1)
     probe.release('nan1')
     await agent.whenIdle()
 
