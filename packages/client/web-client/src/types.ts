@@ -28,17 +28,21 @@ export type {
   DiagnosticSeverity,
   EarlierHistory,
   FileDiagnostic,
+  JobStatus,
   JsonValue,
   LlmFailure,
   Message,
   MessageSource,
+  OutputTail,
   PermissionPreset,
   Question,
   QuestionAnswer,
   QuestionOption,
   SessionEvent,
+  SessionActivity,
   SessionEventMap,
   SessionId,
+  TerminalStatus,
   Todo,
   TodoStatus,
   TokenUsage,
@@ -164,33 +168,6 @@ export interface RewindResult {
   conflicts: string[]
   restored: boolean
   backup?: string
-}
-
-/** The newest part of a process's output, and how many bytes before it are not shown. */
-export interface OutputTail {
-  text: string
-  omittedBytes: number
-}
-
-export type JobState =
-  | { state: 'running' }
-  | { state: 'exited'; code: number }
-  | { state: 'signaled'; signal: string }
-  | { state: 'killed' }
-  | { state: 'failed'; message: string }
-
-/** `GET /api/sessions/:id/activity`: what a session has going besides its turn. */
-export interface SessionActivity {
-  jobs: Array<{ id: string; label: string; startedAt: number; status: JobState; output: OutputTail }>
-  terminals: Array<{
-    id: string
-    command: string
-    cwd: string
-    startedAt: number
-    status: { state: 'running' } | { state: 'exited'; code: number | null; signal: string | null }
-    output: OutputTail
-  }>
-  subagents: Array<{ sessionId: SessionId; title?: string; status: 'running' | 'idle' }>
 }
 
 export interface DirListing {

@@ -1,3 +1,4 @@
+export type * from './activity.ts'
 export type * from './commands.ts'
 export type * from './events.ts'
 export type * from './json.ts'

@@ -1,5 +1,8 @@
 import { type Branded, type Context, Service } from '@dsh/cordis'
 import type { ProcessHandle } from '@dsh/subprocess'
+import type { JobStatus } from '@dsh/wire-types'
+
+export type { JobStatus }
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -13,16 +16,6 @@ declare module '@dsh/cordis' {
 
 /** A background job, e.g. `job-3`. Unique within one provider. */
 export type JobId = Branded<string, 'JobId'>
-
-/** Where a job stands. */
-export type JobStatus =
-  | { state: 'running' }
-  | { state: 'exited'; code: number }
-  | { state: 'signaled'; signal: string }
-  /** Stopped by `kill()`, a timeout of the process, or disposal. */
-  | { state: 'killed' }
-  /** The process could not be started. */
-  | { state: 'failed'; message: string }
 
 export interface JobStartSpec {
   /** For people: what the job does, e.g. the command line. */

@@ -1,4 +1,4 @@
-import type { JobState, OutputTail, SessionActivity, SessionId } from '@dsh/web-client'
+import type { JobStatus, OutputTail, SessionActivity, SessionId } from '@dsh/web-client'
 import { clsx } from 'clsx'
 import { useCallback, useEffect, useId, useRef, useState } from 'react'
 import { useApp } from '../../hooks/app-context.ts'
@@ -10,7 +10,7 @@ import header from './SessionHeader.module.css'
 /** How often an open popover reads the activity again. */
 const REFRESH_MS = 2000
 
-function jobState(status: JobState): string {
+function jobState(status: JobStatus): string {
   switch (status.state) {
     case 'running':
       return 'running'

@@ -1,26 +1,7 @@
 import type { Context } from '@dsh/cordis'
-import { type JobStatus, leadingContinuation } from '@dsh/jobs'
-import type { TerminalExit } from '@dsh/terminals'
+import { leadingContinuation } from '@dsh/jobs'
+import type { OutputTail, SessionActivity } from '@dsh/wire-types'
 import type { SessionAccess } from './sessions.ts'
-
-/** The newest part of a process's output, and how many bytes before it are not shown. */
-export interface OutputTail {
-  text: string
-  omittedBytes: number
-}
-
-export interface SessionActivity {
-  jobs: Array<{ id: string; label: string; startedAt: number; status: JobStatus; output: OutputTail }>
-  terminals: Array<{
-    id: string
-    command: string
-    cwd: string
-    startedAt: number
-    status: { state: 'running' } | ({ state: 'exited' } & TerminalExit)
-    output: OutputTail
-  }>
-  subagents: Array<{ sessionId: string; title?: string; status: 'running' | 'idle' }>
-}
 
 /**
  * The last `maxBytes` of `text` (cut at a character boundary), after the
