@@ -1,4 +1,4 @@
-import { useEffect } from 'react'
+import { useEffect, useEffectEvent } from 'react'
 import { afterNextPaint } from '../lib/after-paint.ts'
 
 /**
@@ -7,13 +7,14 @@ import { afterNextPaint } from '../lib/after-paint.ts'
  * runs `then`: work that waits for the first paint.
  */
 export function useFirstPaint(ready: boolean, then: () => void): void {
+  const painted = useEffectEvent(() => {
+    performance.mark('dsh:session-painted')
+    then()
+  })
   useEffect(() => {
     if (!ready) return
     const stop = new AbortController()
-    afterNextPaint(() => {
-      performance.mark('dsh:session-painted')
-      then()
-    }, stop.signal)
+    afterNextPaint(painted, stop.signal)
     return () => stop.abort()
   }, [ready])
 }

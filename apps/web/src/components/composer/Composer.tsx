@@ -75,6 +75,7 @@ export function Composer({
   const open = suggestions.length > 0
   const activeIndex = Math.min(active, Math.max(0, suggestions.length - 1))
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the textarea grows with its text, which the effect measures in the DOM
   useLayoutEffect(() => {
     const el = ref.current
     if (!el) return
@@ -174,6 +175,7 @@ export function Composer({
 
   const empty = !text.trim() && images.length === 0
   return (
+    // biome-ignore lint/a11y/noStaticElementInteractions lint/a11y/noNoninteractiveElementInteractions: dropping files is a mouse shortcut for the Attach button, which keyboards use
     <div
       className={clsx(styles.composer, dragging && styles.dragging)}
       onDragOver={(e) => {

@@ -13,12 +13,14 @@ export interface SuggestionsProps {
 /** The popup above the composer for `/` commands, `/model` ids and `@` files; driven from the textarea's keys. */
 export function Suggestions({ id, items, active, label, onPick }: SuggestionsProps) {
   return (
-    <ul id={id} role="listbox" aria-label={label} className={styles.list}>
+    <div id={id} role="listbox" aria-label={label} className={styles.list}>
       {items.map((item, i) => (
-        <li
+        // Focus stays in the textarea (aria-activedescendant names the active option); -1 keeps options out of Tab.
+        <div
           key={item.value}
           id={`${id}-${i}`}
           role="option"
+          tabIndex={-1}
           aria-selected={i === active}
           className={clsx(styles.item, i === active && styles.active)}
           onMouseDown={(e) => {
@@ -28,8 +30,8 @@ export function Suggestions({ id, items, active, label, onPick }: SuggestionsPro
         >
           <span className={styles.label}>{item.label}</span>
           {item.detail ? <span className={styles.detail}>{item.detail}</span> : null}
-        </li>
+        </div>
       ))}
-    </ul>
+    </div>
   )
 }

@@ -1,12 +1,13 @@
-import { memo, useMemo, useSyncExternalStore } from 'react'
+import { memo, useSyncExternalStore } from 'react'
 import { markdownBlocks, markdownVersion, onHighlighterReady } from '../../lib/markdown.ts'
 import styles from './Markdown.module.css'
 
 /** Sanitized Markdown; each top-level block renders once, so streaming only touches the last one. */
 export const Markdown = memo(function Markdown({ text }: { text: string }) {
-  // Code blocks drawn before highlight.js arrived are drawn again when it does.
-  const version = useSyncExternalStore(onHighlighterReady, markdownVersion)
-  const blocks = useMemo(() => markdownBlocks(text), [text, version])
+  // Code blocks drawn before highlight.js arrived are drawn again when it does: its arrival re-renders this
+  // component, and markdownBlocks (cached by text) then renders them highlighted.
+  useSyncExternalStore(onHighlighterReady, markdownVersion)
+  const blocks = markdownBlocks(text)
   return (
     <div className={styles.markdown}>
       {blocks.map((block) => (

@@ -22,7 +22,7 @@ const OPENING_OVERSCAN = 1
  * nothing jumps.
  */
 export function MessageList({ nodes, footer }: { nodes: readonly ConversationNode[]; footer?: ReactNode }) {
-  const scrollRef = useRef<HTMLDivElement>(null)
+  const scrollRef = useRef<HTMLElement>(null)
   const contentRef = useRef<HTMLDivElement>(null)
   const canvasRef = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
@@ -98,14 +98,8 @@ export function MessageList({ nodes, footer }: { nodes: readonly ConversationNod
 
   return (
     <div className={styles.wrap}>
-      <div
-        ref={scrollRef}
-        className={styles.scroller}
-        onScroll={onScroll}
-        tabIndex={0}
-        role="region"
-        aria-label="Conversation"
-      >
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region takes focus so keyboards can scroll it */}
+      <section ref={scrollRef} className={styles.scroller} onScroll={onScroll} tabIndex={0} aria-label="Conversation">
         <div ref={contentRef} className={styles.column}>
           <div ref={canvasRef} className={styles.canvas} style={{ height: total }}>
             {virtualizer.getVirtualItems().map((item) => {
@@ -125,7 +119,7 @@ export function MessageList({ nodes, footer }: { nodes: readonly ConversationNod
           </div>
           {footer}
         </div>
-      </div>
+      </section>
       {!atEnd ? (
         <button type="button" className={styles.jump} onClick={toEnd} aria-label="Scroll to the latest message">
           <Icon name="up" size={14} /> Latest

@@ -25,6 +25,7 @@ export function TodoDock({ todos }: { todos: readonly Todo[] }) {
       {open ? (
         <ol className={styles.list}>
           {todos.map((todo, i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: todo/write replaces the whole list and items carry no id; two may read the same
             <li key={i} className={clsx(styles.item, styles[todo.status])}>
               <span className={styles.mark} aria-hidden="true">
                 {MARK[todo.status]}

@@ -12,7 +12,8 @@ export function UserBubble({ node }: { node: UserNode }) {
         {node.images.length > 0 ? (
           <div className={styles.images}>
             {node.images.map((image, i) => (
-              <img key={i} className={styles.image} src={dataUrlOf(image)} alt={`Attached image ${i + 1}`} />
+              // biome-ignore lint/suspicious/noArrayIndexKey: a sent message's images never change or move, and the same image may be attached twice
+              <img key={i} className={styles.image} src={dataUrlOf(image)} alt={`Attachment ${i + 1}`} />
             ))}
           </div>
         ) : null}

@@ -7,7 +7,7 @@ const HOLD_MS = 2000
 /** Events by which the reader scrolls the list, which end such a hold. */
 const READER_SCROLLS = ['wheel', 'touchstart', 'keydown', 'pointerdown'] as const
 
-type ListVirtualizer = Virtualizer<HTMLDivElement, Element>
+type ListVirtualizer = Virtualizer<HTMLElement, Element>
 
 /** A row to keep where it is on screen: its key, its distance from the top of the view, and the canvas's offset in the scrolled content. */
 interface HeldRow {
@@ -29,7 +29,7 @@ interface HeldRow {
  */
 export function useHeldRow(
   nodes: readonly ConversationNode[],
-  scrollRef: RefObject<HTMLDivElement | null>,
+  scrollRef: RefObject<HTMLElement | null>,
   canvasRef: RefObject<HTMLDivElement | null>,
   stick: RefObject<boolean>,
 ) {
@@ -55,6 +55,7 @@ export function useHeldRow(
   )
 
   const endHold = useRef<(() => void) | null>(null)
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs after each render with new nodes (the rows just moved); the effect reads them through `shown`
   useLayoutEffect(() => {
     const virtualizer = shown.current.virtualizer
     if (!held.current || endHold.current || !virtualizer) return

@@ -87,6 +87,7 @@ export function QuestionDialog({ request, onAnswer }: QuestionDialogProps) {
       onKey={onKey}
     >
       {questions.map((question, q) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: a request's questions are fixed and carry no id; the answers are kept by this index too
         <fieldset key={q} className={styles.question}>
           <legend className={styles.legend}>
             {question.header ? <span className={styles.header}>{question.header}</span> : null}

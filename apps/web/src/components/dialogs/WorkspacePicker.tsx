@@ -1,5 +1,5 @@
 import type { DirListing } from '@dsh/web-client'
-import { useEffect, useState } from 'react'
+import { useCallback, useEffect, useState } from 'react'
 import { useApp } from '../../hooks/app-context.ts'
 import { Button } from '../common/Button.tsx'
 import { ErrorText } from '../common/ErrorText.tsx'
@@ -21,25 +21,28 @@ export function WorkspacePicker({ initial, onPick, onClose }: WorkspacePickerPro
   const [typed, setTyped] = useState(initial)
   const [error, setError] = useState<string>()
 
-  const browse = async (path: string) => {
-    setError(undefined)
-    try {
-      const next = await app.api.dirs(path)
-      setListing(next)
-      setTyped(next.path)
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e))
-    }
-  }
+  const browse = useCallback(
+    async (path: string) => {
+      setError(undefined)
+      try {
+        const next = await app.api.dirs(path)
+        setListing(next)
+        setTyped(next.path)
+      } catch (e) {
+        setError(e instanceof Error ? e.message : String(e))
+      }
+    },
+    [app.api],
+  )
 
-  // Once, on open: the folder to start from and the recent workspaces.
+  // On open: the folder to start from and the recent workspaces.
   useEffect(() => {
     void browse(initial)
     app.api.workspaces().then(
       ({ workspaces }) => setRecent(workspaces),
       () => setRecent([]),
     )
-  }, [])
+  }, [app.api, browse, initial])
 
   const join = (dir: string) => `${listing?.path.replace(/\/$/, '') ?? ''}/${dir}`
 

@@ -21,7 +21,8 @@ import styles from './SessionPage.module.css'
 
 export function SessionPage({ sessionId }: { sessionId: SessionId }) {
   const controller = useSession(sessionId)
-  const memory = useMemo(() => new Map<string, unknown>(), [sessionId])
+  // App renders this page keyed by session, so each session starts with an empty memory.
+  const [memory] = useState(() => new Map<string, unknown>())
   if (!controller) return <div className={styles.page} aria-busy="true" />
   return (
     <MemoryContext.Provider value={memory}>

@@ -89,8 +89,9 @@ export function SessionItem({
         </a>
       )}
       {pending > 0 ? (
-        <span className={styles.badge} aria-label={`${pending} waiting for you`}>
-          {pending}
+        <span className={styles.badge}>
+          <span aria-hidden="true">{pending}</span>
+          <span className="visually-hidden">{pending} waiting for you</span>
         </span>
       ) : null}
       {!renaming ? (

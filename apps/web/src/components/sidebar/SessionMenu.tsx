@@ -22,7 +22,7 @@ export function SessionMenu({
 }) {
   const [open, setOpen] = useState(false)
   const button = useRef<HTMLButtonElement>(null)
-  const menu = useRef<HTMLUListElement>(null)
+  const menu = useRef<HTMLDivElement>(null)
   const id = useId()
   const actions: Action[] = [
     { label: 'Rename', icon: 'edit', run: onRename },
@@ -40,7 +40,7 @@ export function SessionMenu({
     return () => document.removeEventListener('mousedown', close)
   }, [open])
 
-  const onKeyDown = (event: KeyboardEvent<HTMLUListElement>) => {
+  const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
     const items = [...(menu.current?.querySelectorAll<HTMLElement>('[role="menuitem"]') ?? [])]
     const index = items.indexOf(document.activeElement as HTMLElement)
     if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
@@ -67,9 +67,9 @@ export function SessionMenu({
         <Icon name="more" />
       </button>
       {open ? (
-        <ul ref={menu} id={id} role="menu" className={styles.menu} onKeyDown={onKeyDown}>
+        <div ref={menu} id={id} role="menu" className={styles.menu} onKeyDown={onKeyDown}>
           {actions.map((action) => (
-            <li key={action.label} role="none">
+            <div key={action.label} role="none">
               <button
                 type="button"
                 role="menuitem"
@@ -81,9 +81,9 @@ export function SessionMenu({
               >
                 <Icon name={action.icon} size={14} /> {action.label}
               </button>
-            </li>
+            </div>
           ))}
-        </ul>
+        </div>
       ) : null}
     </div>
   )

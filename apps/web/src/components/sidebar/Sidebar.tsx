@@ -31,7 +31,12 @@ export function Sidebar() {
     return () => window.removeEventListener('keydown', onKey)
   }, [app])
 
-  useEffect(() => app.sidebarOpen.set(false), [app, route])
+  // Going to another page closes the sidebar (it covers the page on narrow screens).
+  useEffect(() => {
+    const close = () => app.sidebarOpen.set(false)
+    window.addEventListener('hashchange', close)
+    return () => window.removeEventListener('hashchange', close)
+  }, [app])
 
   return (
     <>

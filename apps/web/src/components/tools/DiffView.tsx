@@ -15,6 +15,7 @@ export function DiffView({ diff }: { diff: FileDiff }) {
         <table className={styles.table}>
           <tbody>
             {diff.lines.map((line, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: a parsed diff is fixed and its lines hold no state; hunk and note lines have no number to key by
               <tr key={i} className={clsx(styles.line, styles[line.kind])}>
                 <td className={styles.number}>{line.oldNo ?? ''}</td>
                 <td className={styles.number}>{line.newNo ?? ''}</td>
