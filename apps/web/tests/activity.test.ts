@@ -1,7 +1,7 @@
 /// <reference types="node" />
 import { describe, expect, it } from 'vitest'
 import { reply } from '@dsh/llm-mock'
-import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
+import { TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
 
 describe("a session's background activity", { timeout: TEST_TIMEOUT_MS }, () => {
   const t = useWebApp()
@@ -15,11 +15,7 @@ describe("a session's background activity", { timeout: TEST_TIMEOUT_MS }, () => 
       ]),
       reply.text('The watcher runs in the background.'),
     )
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Start the watcher')
-    await composer(page).press('Enter')
-    await page.waitForURL(/#\/session\//)
+    const page = await t.start('Start the watcher')
     await page.getByText('The watcher runs in the background.').waitFor()
 
     const button = page.getByRole('button', { name: /^Activity/ })

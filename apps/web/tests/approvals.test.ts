@@ -92,10 +92,7 @@ describe('approval and question dialogs', { timeout: TEST_TIMEOUT_MS }, () => {
       ]),
       reply.text('Good day it is.'),
     )
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Write a greeting')
-    await composer(page).press('Enter')
+    const page = await t.start('Write a greeting')
     const dialog = page.getByRole('dialog', { name: 'A question from the model' })
     await dialog.waitFor()
     expect(await dialog.textContent()).toContain('Which greeting should the file use?')

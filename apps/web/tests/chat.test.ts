@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { reply } from '@dsh/llm-mock'
-import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
+import { finishedEdit, composer, TEST_TIMEOUT_MS, useWebApp, send } from './support/web-app.ts'
 
 const LONG = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ')
 
@@ -49,14 +49,8 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
       ]),
       reply.text('I changed beta to BETA.'),
     )
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Uppercase beta in notes.txt')
-    await composer(page).press('Enter')
-    const card = page.locator('[data-node="tool"][data-tool="edit"][data-status="done"]')
-    await card.waitFor()
-    const diff = card.locator('[data-testid="diff"]')
-    await diff.waitFor()
+    const page = await t.start('Uppercase beta in notes.txt')
+    const { diff } = await finishedEdit(page)
     expect(await diff.locator('tr[class*="del"]').allTextContents()).toEqual([expect.stringContaining('beta')])
     expect(await diff.locator('tr[class*="add"]').allTextContents()).toEqual([expect.stringContaining('BETA')])
     await page.getByText('I changed beta to BETA.').waitFor()
@@ -66,10 +60,7 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
 
   it("shows the provider's error code when the model call fails", async () => {
     t.script(reply.error(401))
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Hello?')
-    await composer(page).press('Enter')
+    const page = await t.start('Hello?')
     const failure = page.locator('[data-node="turn-end"][data-reason="error"]').getByRole('alert')
     await failure.waitFor()
     expect(await failure.textContent()).toMatch(/^AUTHHTTP 401.*Authentication Fails/)
@@ -78,10 +69,7 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
 
   it('stops a reply mid-stream', async () => {
     t.script(reply.text(LONG, { delayMs: 150 }))
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Write a lot')
-    await composer(page).press('Enter')
+    const page = await t.start('Write a lot')
     await page.getByText('word2', { exact: false }).waitFor()
     await page.getByRole('button', { name: 'Stop' }).click()
     await page.locator('[data-node="turn-end"][data-reason="aborted"]').waitFor()
@@ -92,13 +80,9 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
 
   it('queues a follow-up sent while a turn runs', async () => {
     t.script(reply.text(LONG, { delayMs: 120 }), reply.text('Second answer.'))
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('First')
-    await composer(page).press('Enter')
+    const page = await t.start('First')
     await page.getByText('word1', { exact: false }).waitFor()
-    await composer(page).fill('Second')
-    await composer(page).press('Alt+Enter')
+    await send(page, 'Second', 'Alt+Enter')
     await page.locator('[data-testid="queued"]', { hasText: 'Second' }).waitFor()
     await t.screenshot('queued-follow-up')
     await page.getByText('Second answer.').waitFor()
@@ -108,10 +92,7 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
 
   it('continues a turn after the page reloads mid-stream, with nothing lost or doubled', async () => {
     t.script(reply.text(LONG, { delayMs: 40 }))
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Stream for a while')
-    await composer(page).press('Enter')
+    const page = await t.start('Stream for a while')
     await page.getByText('word3', { exact: false }).waitFor()
     await page.reload()
     await page.getByText('Working').waitFor()
@@ -122,16 +103,12 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
 
   it('resumes after the socket drops mid-stream, with nothing lost or doubled', async () => {
     t.script(reply.text(LONG, { delayMs: 40 }), reply.text('After the drop.'))
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Stream for a while')
-    await composer(page).press('Enter')
+    const page = await t.start('Stream for a while')
     await page.getByText('word3', { exact: false }).waitFor()
     await page.evaluate(() => (window as unknown as { dsh: { live: { drop(): void } } }).dsh.live.drop())
     await page.locator('[data-node="turn-end"][data-reason="completed"]').waitFor()
     expect((await page.locator('[data-node="assistant-text"]').textContent())?.trim()).toBe(LONG)
-    await composer(page).fill('Again')
-    await composer(page).press('Enter')
+    await send(page, 'Again')
     await page.getByText('After the drop.').waitFor()
     expect(await page.locator('[data-node="user"]').allTextContents()).toEqual(['Stream for a while', 'Again'])
     expect(await page.locator('[data-node="turn-end"]').count()).toBe(2)
@@ -160,10 +137,7 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
       reply.text('The helper counted 3 lines.'),
       reply.text('All done: 3 lines.'),
     )
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Plan and delegate')
-    await composer(page).press('Enter')
+    const page = await t.start('Plan and delegate')
     const todos = page.getByRole('region', { name: 'Todo list' })
     await todos.getByText('1/3 done').waitFor()
     expect(await todos.getByRole('listitem').allTextContents()).toEqual([

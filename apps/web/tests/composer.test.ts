@@ -1,21 +1,25 @@
 /// <reference types="node" />
 import { describe, expect, it } from 'vitest'
 import { reply } from '@dsh/llm-mock'
-import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
+import { composer, send, TEST_TIMEOUT_MS, useWebApp, type WebApp } from './support/web-app.ts'
 
 // A 1x1 PNG.
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='
+
+/** Opens the app and types `/` in the message box, which offers the commands. */
+async function typeSlash(t: WebApp) {
+  await t.page.goto(t.url)
+  const box = composer(t.page)
+  await box.fill('/')
+  return { page: t.page, box, commands: t.page.getByRole('listbox', { name: 'Commands' }) }
+}
 
 describe('composer', { timeout: TEST_TIMEOUT_MS }, () => {
   const t = useWebApp({ files: { 'src/main.ts': 'export {}\n', 'README.md': '# demo\n' } })
 
   it('offers / commands and models, @ files, takes a pasted image, and sends them', async () => {
     t.script(reply.text('I see a tiny image.'))
-    const { page } = t
-    await page.goto(t.url)
-    const box = composer(page)
-    await box.fill('/')
-    const commands = page.getByRole('listbox', { name: 'Commands' })
+    const { page, box, commands } = await typeSlash(t)
     expect(await commands.getByRole('option').allTextContents()).toEqual([
       expect.stringContaining('/compact'),
       expect.stringContaining('/new'),
@@ -79,8 +83,7 @@ describe('composer', { timeout: TEST_TIMEOUT_MS }, () => {
     await page.goto(t.url)
     const sidebar = page.getByRole('navigation', { name: 'Sessions' })
     expect(await sidebar.isVisible()).toBe(false)
-    await composer(page).fill('Hello')
-    await composer(page).press('Enter')
+    await send(page, 'Hello')
     await page.locator('[data-node="turn-end"]').waitFor()
     expect(
       await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth),
@@ -103,11 +106,7 @@ describe('composer: workspace commands', { timeout: TEST_TIMEOUT_MS }, () => {
 
   it('offers the workspace commands after the built-in ones and sends /review expanded; the message shows as typed', async () => {
     t.script(reply.text('Review done.'))
-    const { page } = t
-    await page.goto(t.url)
-    const box = composer(page)
-    await box.fill('/')
-    const commands = page.getByRole('listbox', { name: 'Commands' })
+    const { page, box, commands } = await typeSlash(t)
     await commands.getByRole('option', { name: /\/review <number>/ }).waitFor()
     expect(await commands.getByRole('option').allTextContents()).toEqual([
       expect.stringContaining('/compact'),

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { reply } from '@dsh/llm-mock'
-import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
+import { finishedEdit, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
 
 /** The dev dependency of @dsh/lsp-stdio, named by absolute path in the patch below (no PATH change needed). */
 const SERVER = fileURLToPath(
@@ -50,14 +50,8 @@ describe('language-server diagnostics in the browser', { timeout: TEST_TIMEOUT_M
       ]),
       reply.text('Changed it.'),
     )
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Make count a word')
-    await composer(page).press('Enter')
-    const card = page.locator('[data-node="tool"][data-tool="edit"][data-status="done"]')
-    await card.waitFor()
-    const diff = card.locator('[data-testid="diff"]')
-    await diff.waitFor()
+    const page = await t.start('Make count a word')
+    const { card, diff } = await finishedEdit(page)
     const problems = card.getByRole('region', { name: 'Language server: 1 problem' })
     await problems.waitFor()
     expect(await problems.locator('pre').textContent()).toBe(

@@ -4,7 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { reply } from '@dsh/llm-mock'
-import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
+import { TEST_TIMEOUT_MS, useWebApp, send } from './support/web-app.ts'
 
 describe('message actions', { timeout: TEST_TIMEOUT_MS }, () => {
   const t = useWebApp({ files: { 'notes.txt': 'alpha\n' } })
@@ -20,15 +20,10 @@ describe('message actions', { timeout: TEST_TIMEOUT_MS }, () => {
       reply.text('Edited the notes.'),
       reply.text('You are welcome.'),
     )
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Edit the notes')
-    await composer(page).press('Enter')
-    await page.waitForURL(/#\/session\//)
+    const page = await t.start('Edit the notes')
     await page.getByText('Edited the notes.').waitFor()
     await page.locator('[data-node="turn-end"]').waitFor()
-    await composer(page).fill('Thanks')
-    await composer(page).press('Enter')
+    await send(page, 'Thanks')
     await page.getByText('You are welcome.').waitFor()
     await page.locator('[data-node="turn-end"]').nth(1).waitFor()
     expect(await readFile(path.join(t.work, 'notes.txt'), 'utf8')).toBe('ALPHA\n')

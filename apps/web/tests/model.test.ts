@@ -338,11 +338,14 @@ describe('opening a session from its recent part', () => {
 })
 
 describe('composer helpers', () => {
-  it('recognises commands, and leaves other slash text for the model', () => {
-    expect(parseCommand('/model deepseek-v4-pro')).toEqual({ name: 'model', arg: 'deepseek-v4-pro' })
-    expect(parseCommand(' /compact ')).toEqual({ name: 'compact', arg: '' })
-    expect(parseCommand('/review this file')).toBeUndefined()
-    expect(parseCommand('use /compact later')).toBeUndefined()
+  // A known command is parsed; other slash text (an unknown name, a command mid-sentence) goes to the model.
+  it.each([
+    ['/model deepseek-v4-pro', { name: 'model', arg: 'deepseek-v4-pro' }],
+    [' /compact ', { name: 'compact', arg: '' }],
+    ['/review this file', undefined],
+    ['use /compact later', undefined],
+  ])('parses %j as %j', (line, parsed) => {
+    expect(parseCommand(line)).toEqual(parsed)
   })
 
   it('finds the trigger at the caret and inserts a mention', () => {

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
 import { type MockReply, type RecordedRequest, reply } from '@dsh/llm-mock'
-import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
+import { composer, TEST_TIMEOUT_MS, useWebApp, send } from './support/web-app.ts'
 
 interface Detail {
   session: { model?: string; reasoningEffort?: string; permissionPreset: string; network?: string; plan?: boolean }
@@ -38,11 +38,7 @@ describe('controlling a session from the browser', { timeout: TEST_TIMEOUT_MS },
 
   it("changes the session's model, effort, preset, network and plan mode from the header; they hold after a reload", async () => {
     t.script(reply.text('Hi there.'), reply.text('Still here.'))
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Hello')
-    await composer(page).press('Enter')
-    await page.waitForURL(/#\/session\//)
+    const page = await t.start('Hello')
     await page.locator('[data-node="turn-end"]').waitFor()
     const info = await t.api<{ models: string[]; defaultModel: string }>('GET', '/api/info')
     const other = info.models.find((m) => m !== info.defaultModel) as string
@@ -83,8 +79,7 @@ describe('controlling a session from the browser', { timeout: TEST_TIMEOUT_MS },
     expect(events.filter((e) => e.type === 'permission/preset').at(-1)?.data).toEqual({ preset: 'read-only' })
     expect(events.filter((e) => e.type === 'permission/network').at(-1)?.data).toMatchObject({ network: 'on' })
     expect(events.filter((e) => e.type === 'plan/mode').at(-1)?.data).toMatchObject({ active: true })
-    await composer(page).fill('And now?')
-    await composer(page).press('Enter')
+    await send(page, 'And now?')
     await page.getByText('Still here.').waitFor()
     expect(agentRequests(t.mock.requests).at(-1)?.body?.model).toBe(other)
   })
@@ -94,21 +89,15 @@ describe('controlling a session from the browser', { timeout: TEST_TIMEOUT_MS },
       reply.toolCalls([{ name: 'bash', arguments: { command: 'echo working', description: 'run a command' } }]),
     )
     t.script(first.script, reply.text('Done, and steered.'), reply.text('Queued answer.'))
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('start working')
-    await composer(page).press('Enter')
-    await page.waitForURL(/#\/session\//)
+    const page = await t.start('start working')
     await page.getByText('Working').waitFor()
     await vi.waitFor(() => expect(agentRequests(t.mock.requests)).toHaveLength(1))
 
     // The composer takes the next message once the last one was accepted (it clears then).
     const accepted = () => vi.waitFor(async () => expect(await composer(page).inputValue()).toBe(''))
-    await composer(page).fill('please also mention the weather')
-    await composer(page).press('Enter')
+    await send(page, 'please also mention the weather')
     await accepted()
-    await composer(page).fill('queued one')
-    await composer(page).press('Alt+Enter')
+    await send(page, 'queued one', 'Alt+Enter')
     await accepted()
     await composer(page).fill('queued two')
     await page.getByRole('button', { name: 'Queue message' }).click()
@@ -145,23 +134,16 @@ describe('controlling a session from the browser', { timeout: TEST_TIMEOUT_MS },
       reply.toolCalls([{ name: 'write', arguments: { file_path: 'planned.txt', content: 'should not exist\n' } }]),
       reply.text('I will only plan.'),
     )
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Hello')
-    await composer(page).press('Enter')
-    await page.waitForURL(/#\/session\//)
+    const page = await t.start('Hello')
     await page.locator('[data-node="turn-end"]').waitFor()
-    await composer(page).fill('/plan')
-    await composer(page).press('Enter')
+    await send(page, '/plan')
     await page.locator('header button[aria-pressed="true"]', { hasText: 'Plan mode' }).waitFor()
-    await composer(page).fill('Write planned.txt')
-    await composer(page).press('Enter')
+    await send(page, 'Write planned.txt')
     await page.getByText('I will only plan.').waitFor()
     expect(existsSync(path.join(t.work, 'planned.txt'))).toBe(false)
     const { events } = await t.api<Detail>('GET', `/api/sessions/${sessionIdOf()}`)
     expect(events.find((e) => e.type === 'plan/mode')?.data).toMatchObject({ active: true })
-    await composer(page).fill('/plan off')
-    await composer(page).press('Enter')
+    await send(page, '/plan off')
     await page.locator('header button[aria-pressed="false"]', { hasText: 'Plan mode' }).waitFor()
   })
 })

@@ -6,7 +6,7 @@ import type { Page } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
 import { reply } from '@dsh/llm-mock'
 import { formatCost, formatTokens } from '../src/lib/format.ts'
-import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
+import { composer, TEST_TIMEOUT_MS, useWebApp, send } from './support/web-app.ts'
 
 /** A stored log of `turns` question-and-answer turns, as a finished run leaves it, with priced usage. */
 /** Holds back the read of a session's earlier part until the returned function is called. */
@@ -72,17 +72,13 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
 
   it('searches past sessions and reopens one from its log; renames, forks and deletes', async () => {
     t.script(reply.text('Apples are red.'), reply.text('Bananas are yellow.'))
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Tell me about apples')
-    await composer(page).press('Enter')
+    const page = await t.start('Tell me about apples')
     await page.getByText('Apples are red.').waitFor()
     const appleUrl = page.url()
 
     await page.getByRole('link', { name: 'New session', exact: true }).click()
     await page.waitForURL((url) => !url.hash.startsWith('#/session/'))
-    await composer(page).fill('Tell me about bananas')
-    await composer(page).press('Enter')
+    await send(page, 'Tell me about bananas')
     await page.getByText('Bananas are yellow.').waitFor()
     const sidebar = page.getByRole('navigation', { name: 'Sessions' })
     await sidebar.locator('li[data-session-id]').nth(1).waitFor()
@@ -193,10 +189,7 @@ describe('sessions sidebar', { timeout: TEST_TIMEOUT_MS }, () => {
 
   it('opens a session straight from its URL, highlights its code once highlight.js loads, and says when a URL names no session', async () => {
     t.script(reply.text('Here:\n\n```ts\nconst answer = 42\n```\n'))
-    const { page } = t
-    await page.goto(t.url)
-    await composer(page).fill('Show me code')
-    await composer(page).press('Enter')
+    const page = await t.start('Show me code')
     await page.locator('[data-node="turn-end"]').waitFor()
     const url = page.url()
 
@@ -239,8 +232,7 @@ describe('a session another dsh process has open', { timeout: TEST_TIMEOUT_MS },
     await item.getByRole('link').click()
     await page.getByText('Answer 2').waitFor()
     await t.screenshot('session-open-elsewhere')
-    await composer(page).fill('May I?')
-    await composer(page).press('Enter')
+    await send(page, 'May I?')
     await page
       .getByText(`session ${id} is open in another dsh (process ${process.pid} on ${hostname()}`, { exact: false })
       .waitFor()

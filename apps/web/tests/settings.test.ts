@@ -3,7 +3,7 @@ import { readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { modelList, OPENAI_CHAT_FIELDS, reply, startMockLlm } from '@dsh/llm-mock'
-import { composer, TEST_TIMEOUT_MS, useWebApp } from './support/web-app.ts'
+import { TEST_TIMEOUT_MS, useWebApp, send } from './support/web-app.ts'
 
 describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
   const t = useWebApp()
@@ -53,8 +53,7 @@ describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
 
     t.mock.setFallback(() => reply.text('Offline it is.'))
     await page.goto(t.url)
-    await composer(page).fill('hello')
-    await composer(page).press('Enter')
+    await send(page, 'hello')
     await page.getByText('Offline it is.').waitFor()
     const network = page.getByRole('combobox', { name: 'Network of sandboxed commands' })
     await network.waitFor()
@@ -80,8 +79,7 @@ describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
     await page.reload()
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark')
     await page.goto(`${t.url}/#/`)
-    await composer(page).fill('Show me some code')
-    await composer(page).press('Enter')
+    await send(page, 'Show me some code')
     await page.locator('[data-node="turn-end"]').waitFor()
     await page.locator('pre.md-code .hljs-keyword').first().waitFor()
     await t.screenshot('conversation-dark')
@@ -135,8 +133,7 @@ describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
       server.setFallback(() => reply.text('Hello from the compatible server.'))
       t.mock.setFallback(() => reply.error(500, { message: 'the DeepSeek route must not be called' }))
       await page.goto(t.url)
-      await composer(page).fill('hello')
-      await composer(page).press('Enter')
+      await send(page, 'hello')
       await page.getByText('Hello from the compatible server.').waitFor()
       const chat = server.requests.find((request) => request.method === 'POST')
       expect(chat?.body.model).toBe('llama-4')
@@ -179,8 +176,7 @@ describe('settings page', { timeout: TEST_TIMEOUT_MS }, () => {
       reply.text('The write was refused.'),
     )
     await page.goto(t.url)
-    await composer(page).fill('write the secret plan')
-    await composer(page).press('Enter')
+    await send(page, 'write the secret plan')
     await page.getByText('The write was refused.').waitFor()
     await expect(stat(path.join(t.work, 'secret-plan.txt'))).rejects.toThrow(/ENOENT/)
     const toolMessage = t.mock.requests

@@ -33,6 +33,8 @@ export interface WebApp {
   api<T = unknown>(method: string, route: string, body?: unknown): Promise<T>
   /** Saves a screenshot for review under apps/web/tests/screenshots/. */
   screenshot(name: string, page?: Page): Promise<void>
+  /** Opens the app, sends `text` from the composer and waits for the new session's page. */
+  start(text: string): Promise<Page>
 }
 
 export interface WebAppOptions {
@@ -47,6 +49,20 @@ export interface WebAppOptions {
 /** The message box. */
 export function composer(page: Page) {
   return page.getByRole('combobox', { name: 'Message' })
+}
+
+/** Types `text` into the message box and sends it with `key` (Enter sends or steers, Alt+Enter queues). */
+export async function send(page: Page, text: string, key = 'Enter'): Promise<void> {
+  await composer(page).fill(text)
+  await composer(page).press(key)
+}
+
+/** The card of a finished edit and the diff it shows, once the diff is on the page. */
+export async function finishedEdit(page: Page) {
+  const card = page.locator('[data-node="tool"][data-tool="edit"][data-status="done"]')
+  const diff = card.locator('[data-testid="diff"]')
+  await diff.waitFor()
+  return { card, diff }
 }
 
 export async function launchChromium(): Promise<Browser> {
@@ -140,6 +156,12 @@ export function useWebApp(options: WebAppOptions = {}): WebApp {
   t.screenshot = async (name, page = t.page) => {
     await mkdir(SCREENSHOTS, { recursive: true })
     await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`) })
+  }
+  t.start = async (text) => {
+    await t.page.goto(t.url)
+    await send(t.page, text)
+    await t.page.waitForURL(/#\/session\//)
+    return t.page
   }
   return t
 }

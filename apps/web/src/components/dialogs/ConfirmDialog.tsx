@@ -1,7 +1,7 @@
 import type { ReactNode } from 'react'
 import { Button } from '../common/Button.tsx'
 import styles from './ConfirmDialog.module.css'
-import { Dialog } from './Dialog.tsx'
+import { Dialog, DialogActions } from './Dialog.tsx'
 
 export function ConfirmDialog({
   title,
@@ -21,14 +21,11 @@ export function ConfirmDialog({
   return (
     <Dialog title={title} onEscape={onCancel}>
       <p className={styles.text}>{children}</p>
-      <div className={styles.actions}>
+      <DialogActions onCancel={onCancel} focusCancel>
         <Button variant={danger ? 'danger' : 'primary'} onClick={onConfirm}>
           {confirm}
         </Button>
-        <Button variant="ghost" data-autofocus onClick={onCancel}>
-          Cancel
-        </Button>
-      </div>
+      </DialogActions>
     </Dialog>
   )
 }

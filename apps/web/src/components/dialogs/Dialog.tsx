@@ -1,5 +1,6 @@
 import { clsx } from 'clsx'
 import { type KeyboardEvent, type ReactNode, useEffect, useRef } from 'react'
+import { Button } from '../common/Button.tsx'
 import styles from './Dialog.module.css'
 
 export interface DialogProps {
@@ -77,5 +78,28 @@ export function Dialog({ title, onEscape, children, wide, tone = 'default', onKe
       </header>
       <div className={styles.body}>{children}</div>
     </dialog>
+  )
+}
+
+/**
+ * A dialog's row of buttons, ending in Cancel. `focusCancel` starts focus on
+ * Cancel, for dialogs whose other buttons act at once (rewind, delete).
+ */
+export function DialogActions({
+  onCancel,
+  focusCancel,
+  children,
+}: {
+  onCancel: () => void
+  focusCancel?: boolean
+  children: ReactNode
+}) {
+  return (
+    <div className={styles.actions}>
+      {children}
+      <Button variant="ghost" data-autofocus={focusCancel || undefined} onClick={onCancel}>
+        Cancel
+      </Button>
+    </div>
   )
 }

@@ -4,7 +4,7 @@ import { useApp } from '../../hooks/app-context.ts'
 import type { UserNode } from '../../model/nodes.ts'
 import { Button } from '../common/Button.tsx'
 import { ErrorText } from '../common/ErrorText.tsx'
-import { Dialog } from './Dialog.tsx'
+import { Dialog, DialogActions } from './Dialog.tsx'
 import styles from './RewindDialog.module.css'
 
 /** What a restore does to a file, by how it changed since the snapshot. */
@@ -93,7 +93,7 @@ export function RewindDialog({ sessionId, node, onDone, onCancel }: RewindDialog
         </div>
       ) : null}
       <ErrorText error={error} />
-      <div className={styles.actions}>
+      <DialogActions onCancel={onCancel} focusCancel>
         {plan && plan.changes.length > 0 ? (
           <Button variant="primary" disabled={busy || (conflicts.length > 0 && !overwrite)} onClick={() => run(true)}>
             Rewind and restore files
@@ -102,10 +102,7 @@ export function RewindDialog({ sessionId, node, onDone, onCancel }: RewindDialog
         <Button disabled={busy || !plan} onClick={() => run(false)}>
           Rewind the conversation only
         </Button>
-        <Button variant="ghost" data-autofocus onClick={onCancel}>
-          Cancel
-        </Button>
-      </div>
+      </DialogActions>
     </Dialog>
   )
 }

@@ -4,7 +4,7 @@ import { useApp } from '../../hooks/app-context.ts'
 import { Button } from '../common/Button.tsx'
 import { ErrorText } from '../common/ErrorText.tsx'
 import { Icon } from '../common/Icon.tsx'
-import { Dialog } from './Dialog.tsx'
+import { Dialog, DialogActions } from './Dialog.tsx'
 import styles from './WorkspacePicker.module.css'
 
 export interface WorkspacePickerProps {
@@ -98,14 +98,16 @@ export function WorkspacePicker({ initial, onPick, onClose }: WorkspacePickerPro
           ))}
         </ul>
       </section>
-      <div className={styles.actions}>
-        <Button variant="primary" disabled={!listing} onClick={() => listing && onPick(listing.path)}>
+      <DialogActions onCancel={onClose}>
+        <Button
+          className={styles.use}
+          variant="primary"
+          disabled={!listing}
+          onClick={() => listing && onPick(listing.path)}
+        >
           Use {listing?.path ?? 'this folder'}
         </Button>
-        <Button variant="ghost" onClick={onClose}>
-          Cancel
-        </Button>
-      </div>
+      </DialogActions>
     </Dialog>
   )
 }

@@ -1,4 +1,4 @@
-import type { JobStatus, OutputTail, SessionActivity, SessionId } from '@dsh/web-client'
+import type { JobStatus, OutputTail, SessionActivity, SessionId, TerminalStatus } from '@dsh/web-client'
 import { clsx } from 'clsx'
 import { useCallback, useEffect, useId, useRef, useState } from 'react'
 import { useApp } from '../../hooks/app-context.ts'
@@ -25,6 +25,24 @@ function jobState(status: JobStatus): string {
     default:
       return assertNever(status, 'job status')
   }
+}
+
+function terminalState(status: TerminalStatus): string {
+  if (status.state === 'running') return 'running'
+  return status.signal ? `killed by ${status.signal}` : `exited ${status.code ?? ''}`
+}
+
+/** A job or terminal: what it runs, where it stands, and its newest output. */
+function ProcessItem({ name, state, output }: { name: string; state: string; output: OutputTail }) {
+  return (
+    <article className={styles.item} aria-label={name}>
+      <p className={styles.line}>
+        <span className={styles.name}>{name}</span>
+        <span className={clsx(styles.state, state === 'running' && styles.live)}>{state}</span>
+      </p>
+      <Output output={output} />
+    </article>
+  )
 }
 
 function Output({ output }: { output: OutputTail }) {
@@ -120,15 +138,7 @@ export function ActivityPopover({ sessionId, running }: { sessionId: SessionId; 
             <section aria-label="Background jobs">
               <h2 className={styles.heading}>Background jobs</h2>
               {activity.jobs.map((job) => (
-                <article key={job.id} className={styles.item} aria-label={job.label}>
-                  <p className={styles.line}>
-                    <span className={styles.name}>{job.label}</span>
-                    <span className={clsx(styles.state, job.status.state === 'running' && styles.live)}>
-                      {jobState(job.status)}
-                    </span>
-                  </p>
-                  <Output output={job.output} />
-                </article>
+                <ProcessItem key={job.id} name={job.label} state={jobState(job.status)} output={job.output} />
               ))}
             </section>
           ) : null}
@@ -136,19 +146,12 @@ export function ActivityPopover({ sessionId, running }: { sessionId: SessionId; 
             <section aria-label="Terminals">
               <h2 className={styles.heading}>Terminals</h2>
               {activity.terminals.map((terminal) => (
-                <article key={terminal.id} className={styles.item} aria-label={terminal.command}>
-                  <p className={styles.line}>
-                    <span className={styles.name}>{terminal.command}</span>
-                    <span className={clsx(styles.state, terminal.status.state === 'running' && styles.live)}>
-                      {terminal.status.state === 'running'
-                        ? 'running'
-                        : terminal.status.signal
-                          ? `killed by ${terminal.status.signal}`
-                          : `exited ${terminal.status.code ?? ''}`}
-                    </span>
-                  </p>
-                  <Output output={terminal.output} />
-                </article>
+                <ProcessItem
+                  key={terminal.id}
+                  name={terminal.command}
+                  state={terminalState(terminal.status)}
+                  output={terminal.output}
+                />
               ))}
             </section>
           ) : null}

@@ -11,6 +11,24 @@ import { ActivityPopover } from './ActivityPopover.tsx'
 import styles from './SessionHeader.module.css'
 import { SettingChip } from './SettingChip.tsx'
 
+/** The downloads the header offers: the readable conversation and the raw log. */
+const EXPORTS = [
+  {
+    format: 'md',
+    label: 'Markdown',
+    title: 'Download the conversation as Markdown',
+    mediaType: 'text/markdown',
+    render: sessionMarkdown,
+  },
+  {
+    format: 'jsonl',
+    label: 'JSONL',
+    title: 'Download the session log as JSON lines',
+    mediaType: 'application/x-ndjson',
+    render: sessionJsonl,
+  },
+] as const
+
 /**
  * Title, workspace, settings and running totals of the open session; the
  * socket's state when it is not connected. The model, reasoning effort,
@@ -26,13 +44,11 @@ export function SessionHeader({ view, controller }: { view: SessionView; control
   const title = conversation.title ?? meta?.title ?? 'Untitled session'
   const model = meta?.model ?? conversation.model
   const effort = meta?.reasoningEffort ?? conversation.reasoningEffort
-  const exportAs = async (format: 'md' | 'jsonl') => {
+  const exportAs = async ({ format, mediaType, render }: (typeof EXPORTS)[number]) => {
     try {
       const { session, events } = await app.api.getSession(controller.id)
       const exported = { sessionId: session.sessionId, cwd: session.cwd, events, ...(title ? { title } : {}) }
-      const name = `dsh-session-${session.sessionId}.${format}`
-      if (format === 'md') download(name, sessionMarkdown(exported), 'text/markdown')
-      else download(name, sessionJsonl(exported), 'application/x-ndjson')
+      download(`dsh-session-${session.sessionId}.${format}`, render(exported), mediaType)
     } catch (error) {
       app.toasts.error(error, 'Exporting the session')
     }
@@ -127,24 +143,18 @@ export function SessionHeader({ view, controller }: { view: SessionView; control
           </span>
         ) : null}
         <ActivityPopover sessionId={controller.id} running={conversation.running} />
-        <button
-          type="button"
-          className={clsx(styles.chip, styles.control)}
-          title="Download the conversation as Markdown"
-          aria-label="Export as Markdown"
-          onClick={() => void exportAs('md')}
-        >
-          <Icon name="download" size={12} /> Markdown
-        </button>
-        <button
-          type="button"
-          className={clsx(styles.chip, styles.control)}
-          title="Download the session log as JSON lines"
-          aria-label="Export as JSONL"
-          onClick={() => void exportAs('jsonl')}
-        >
-          <Icon name="download" size={12} /> JSONL
-        </button>
+        {EXPORTS.map((entry) => (
+          <button
+            key={entry.format}
+            type="button"
+            className={clsx(styles.chip, styles.control)}
+            title={entry.title}
+            aria-label={`Export as ${entry.label}`}
+            onClick={() => void exportAs(entry)}
+          >
+            <Icon name="download" size={12} /> {entry.label}
+          </button>
+        ))}
       </div>
     </header>
   )

@@ -10,6 +10,20 @@ import styles from './SettingsPage.module.css'
 
 const THEMES: Theme[] = ['light', 'dark', 'system']
 
+/** The two rule lists the page edits, one textarea each. */
+const RULE_FIELDS = [
+  {
+    kind: 'allow',
+    label: 'Allow rules',
+    hint: 'One per line; matching calls run without asking where the preset would ask, e.g. bash(npm test*), mcp__github__*, web_fetch(domain:docs.python.org).',
+  },
+  {
+    kind: 'deny',
+    label: 'Deny rules',
+    hint: 'One per line; matching calls never run, under every preset, e.g. bash(git push*).',
+  },
+] as const
+
 /** Provider key and URL, model, reasoning effort, permission preset and theme. The key is write-only. */
 export function SettingsPage() {
   const app = useApp()
@@ -271,28 +285,16 @@ export function SettingsPage() {
           <h2 id="rules-heading" className={styles.heading}>
             Allow and deny rules
           </h2>
-          <Field
-            label="Allow rules"
-            hint="One per line; matching calls run without asking where the preset would ask, e.g. bash(npm test*), mcp__github__*, web_fetch(domain:docs.python.org)."
-          >
-            <textarea
-              rows={3}
-              spellCheck={false}
-              value={ruleText.allow}
-              onChange={(e) => setRuleText({ ...ruleText, allow: e.target.value })}
-            />
-          </Field>
-          <Field
-            label="Deny rules"
-            hint="One per line; matching calls never run, under every preset, e.g. bash(git push*)."
-          >
-            <textarea
-              rows={3}
-              spellCheck={false}
-              value={ruleText.deny}
-              onChange={(e) => setRuleText({ ...ruleText, deny: e.target.value })}
-            />
-          </Field>
+          {RULE_FIELDS.map(({ kind, label, hint }) => (
+            <Field key={kind} label={label} hint={hint}>
+              <textarea
+                rows={3}
+                spellCheck={false}
+                value={ruleText[kind]}
+                onChange={(e) => setRuleText({ ...ruleText, [kind]: e.target.value })}
+              />
+            </Field>
+          ))}
           {settings.rules.config.allow.length || settings.rules.config.deny.length ? (
             <div data-testid="config-rules">
               From the profile config (edit its patch file):
