@@ -129,17 +129,8 @@ export async function run({ runs }) {
 
     web = startWeb(box.home, box.workspace, server.env)
     const origin = await web.origin
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    })
+    const { chromiumArgs } = await importLib('packages/test-support/testkit/lib/index.js')
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: [...chromiumArgs] })
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
 
     // First paint of the restored session; one cold page load first, not counted.

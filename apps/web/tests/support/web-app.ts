@@ -6,9 +6,8 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest'
 // Relative imports: apps/web does not list the test-support packages as dependencies.
 import { type MockLlm, type MockReply, type RecordedRequest, reply, startMockLlm } from '@dsh/llm-mock'
-import { type DshProcess, repoRoot, startDsh, tempDir } from '@dsh/testkit'
+import { chromiumArgs, chromiumPath, type DshProcess, repoRoot, startDshWeb, tempDir } from '@dsh/testkit'
 
-export const CHROMIUM = process.env.DSH_CHROMIUM ?? '/usr/bin/chromium'
 export const SCREENSHOTS = path.join(repoRoot, 'apps/web/tests/screenshots')
 const DIST = path.join(repoRoot, 'apps/web/dist/index.html')
 
@@ -66,19 +65,11 @@ export async function finishedEdit(page: Page) {
 }
 
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`${CHROMIUM} is missing: install Debian chromium (apt-get install chromium), or set DSH_CHROMIUM`)
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  })
+  if (!existsSync(chromiumPath))
+    throw new Error(
+      `${chromiumPath} is missing: install Debian chromium (apt-get install chromium), or set DSH_CHROMIUM`,
+    )
+  return chromium.launch({ executablePath: chromiumPath, args: [...chromiumArgs] })
 }
 
 /**
@@ -114,13 +105,12 @@ export function useWebApp(options: WebAppOptions = {}): WebApp {
       await writeFile(path.join(t.work, name), text)
     }
     await options.prepareHome?.(t.home, t.work)
-    t.dsh = startDsh(['web', '--port', '0', '--no-open'], {
-      home: t.home,
-      cwd: t.work,
-      env: { DEEPSEEK_BASE_URL: t.mock.url, DEEPSEEK_API_KEY: 'sk-test-key' },
-    })
-    const match = await t.dsh.waitFor(/dsh web: (http:\/\/\S+)/, { stream: 'stdout', timeoutMs: HOOK_TIMEOUT_MS })
-    t.url = new URL(match[1] as string).origin
+    const web = await startDshWeb(
+      { home: t.home, cwd: t.work, env: { DEEPSEEK_BASE_URL: t.mock.url, DEEPSEEK_API_KEY: 'sk-test-key' } },
+      HOOK_TIMEOUT_MS,
+    )
+    t.dsh = web.dsh
+    t.url = web.origin
     t.context = await browser.newContext({
       viewport: options.viewport ?? { width: 1280, height: 800 },
       colorScheme: options.colorScheme ?? 'light',

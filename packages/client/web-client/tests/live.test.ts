@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 // The test-support packages and `ws` (Node 20 has no global WebSocket) come by path:
 // this browser package has no Node dependencies of its own.
 import { type MockLlm, reply, startMockLlm } from '@dsh/llm-mock'
-import { type DshProcess, startDsh, tempDir } from '@dsh/testkit'
+import { type DshProcess, startDshWeb, tempDir } from '@dsh/testkit'
 import NodeWebSocket from 'ws'
 import { ApiError, type Delta, DshApi, LiveConnection, type SessionEvent } from '../src/index.ts'
 
@@ -36,14 +36,11 @@ describe('@dsh/web-client against dsh web', { timeout: 90_000 }, () => {
     dispose = tmp.dispose
     const work = path.join(tmp.dir, 'work')
     await mkdir(work)
-    dsh = startDsh(['web', '--port', '0', '--no-open'], {
+    ;({ dsh, origin } = await startDshWeb({
       home: path.join(tmp.dir, 'home'),
       cwd: work,
       env: { DEEPSEEK_BASE_URL: mock.url, DEEPSEEK_API_KEY: 'sk-test' },
-    })
-    origin = new URL(
-      (await dsh.waitFor(/dsh web: (http:\/\/\S+)/, { stream: 'stdout', timeoutMs: 60_000 }))[1] as string,
-    ).origin
+    }))
   }, 60_000)
   afterEach(async () => {
     await dsh.kill()

@@ -6,6 +6,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { format } from 'node:util'
 
+export { chromiumArgs, chromiumPath } from './chromium.ts'
 export { type PathFlipper, startPathFlipper } from './flipper.ts'
 export { type HttpTestHost, startHttpTestHost } from './http-host.ts'
 export { chatMessage, STEP_OPENING, textBlock } from './messages.ts'
@@ -205,6 +206,24 @@ export class DshProcess {
 
 export function startDsh(args: string[], options: DshOptions): DshProcess {
   return new DshProcess(args, options)
+}
+
+/**
+ * `dsh web --port 0 --no-open` from the built bin, once it prints where it
+ * listens; `origin` is that address without a token, e.g. http://127.0.0.1:41234.
+ */
+export async function startDshWeb(
+  options: DshOptions,
+  timeoutMs = 60_000,
+): Promise<{ dsh: DshProcess; origin: string }> {
+  const dsh = startDsh(['web', '--port', '0', '--no-open'], options)
+  try {
+    const match = await dsh.waitFor(/dsh web: (http:\/\/\S+)/, { stream: 'stdout', timeoutMs })
+    return { dsh, origin: new URL(match[1] as string).origin }
+  } catch (error) {
+    await dsh.kill()
+    throw error
+  }
 }
 
 /** Runs `dsh` to completion. */
