@@ -1,0 +1,71 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { Context, Service } from '../src/index.ts'
+
+// The dsh patch of cordis (patches/cordis@4.0.0-rc.10.patch) builds the "without inject" error only when it is
+// thrown. These pin what a plugin author still sees: the same messages, with a stack that starts at their code.
+
+let root: Context
+
+beforeEach(() => {
+  root = new Context()
+})
+
+afterEach(async () => {
+  await root.fiber.dispose()
+})
+
+class Greeter extends Service {
+  constructor(ctx: Context) {
+    super(ctx, 'greeter')
+  }
+  greet(name: string): string {
+    return `hello ${name}`
+  }
+}
+
+declare module '../src/index.ts' {
+  interface Context {
+    greeter: Greeter
+  }
+}
+
+function readGreeterWithoutInject(ctx: Context): unknown {
+  return ctx.greeter
+}
+
+describe('reading a service through a context (patched cordis)', () => {
+  it('gives the service to a plugin that injects it, and mixins still work', async () => {
+    await root.plugin(Greeter)
+    let said = ''
+    await root.plugin({
+      name: 'user',
+      inject: ['greeter'],
+      apply: (ctx: Context) => {
+        said = ctx.greeter.greet('you')
+        ctx.on('custom/event' as never, () => {})
+      },
+    })
+    expect(said).toBe('hello you')
+  })
+
+  it('throws the same message as before, with a stack that starts at the reading code', async () => {
+    await root.plugin(Greeter)
+    let caught: unknown
+    await root.plugin({
+      name: 'forgetful',
+      apply: (ctx: Context) => {
+        try {
+          readGreeterWithoutInject(ctx)
+        } catch (error) {
+          caught = error
+        }
+      },
+    })
+    expect(caught).toBeInstanceOf(Error)
+    const error = caught as Error
+    expect(error.message).toBe('cannot get property "greeter" without inject')
+    const frames = (error.stack ?? '').split('\n')
+    expect(frames[0]).toBe('Error: cannot get property "greeter" without inject')
+    expect(frames[1]).toContain('readGreeterWithoutInject')
+  })
+})
