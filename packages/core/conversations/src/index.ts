@@ -3,9 +3,15 @@ import type {} from '@dsh/questions'
 import type {} from '@dsh/tools'
 import { Conversations } from './service.ts'
 
+export { type LogView, SessionAccess, within } from './access.ts'
+export { type OutputTail, type SessionActivity, sessionActivity } from './activity.ts'
 export { type ApprovalPrompt, type ApprovalReply, type Approver, InteractionBroker } from './broker.ts'
 export { ConversationError, type ConversationErrorKind } from './errors.ts'
+export { recentHistory } from './history.ts'
+export { IdleUnloader } from './idle.ts'
 export type { ConversationSummary, ListPage, ListQuery } from './listing.ts'
+export { type PendingNotice, PendingRequests } from './pending.ts'
+export { RecentReads } from './recent-reads.ts'
 export {
   type CompactOutcome,
   Conversations,

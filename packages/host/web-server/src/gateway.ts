@@ -4,18 +4,17 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Context, Schema } from '@dsh/cordis'
 import { REASONING_EFFORTS } from '@dsh/llm'
+import { IdleUnloader, SessionAccess, sessionActivity } from '@dsh/conversations'
 import { PRESETS } from '@dsh/permission'
 import type {} from '@dsh/session-catalog'
+import { ModelsRequest, SettingsChange, SettingsStore } from '@dsh/user-settings'
 import { z } from 'zod'
 import { parseWith } from './http.ts'
 import { existingFolder, listDirs, listFiles, rankFiles } from './gateway/files.ts'
 import { SocketHub } from './gateway/hub.ts'
-import { IdleUnloader } from './gateway/idle.ts'
-import { sessionActivity } from './gateway/activity.ts'
 import { applyInteraction } from './gateway/interaction.ts'
 import { applySessionRoutes } from './gateway/session-routes.ts'
-import { checkedSessionId, SessionAccess } from './gateway/sessions.ts'
-import { SettingsStore } from './gateway/settings.ts'
+import { checkedSessionId, gatewayRoute } from './gateway/errors.ts'
 import type {} from './server.ts'
 
 export const name = 'web-api'
@@ -133,13 +132,14 @@ export function apply(ctx: Context, config: WebApiConfig) {
       return {}
     }
   }
-  const sessions = new SessionAccess(ctx, webDefaults)
+  const sessions = new SessionAccess(ctx, 'web-api')
   const hub = new SocketHub(ctx, sessions, config.maxFrameBytes)
   const idle = new IdleUnloader(
     ctx,
     config.idleUnloadMs,
     (sessionId) => hub.isWatched(sessionId),
     (agent) => sessions.unload(agent),
+    'web-api',
   )
   hub.watchers = { watched: (sessionId) => idle.disarm(sessionId), unwatched: (sessionId) => idle.arm(sessionId) }
   const server = ctx.webServer
@@ -155,14 +155,15 @@ export function apply(ctx: Context, config: WebApiConfig) {
   ctx.on('agent/delta', (agent, delta) => hub.toSubscribers(agent.id, { type: 'delta', sessionId: agent.id, delta }))
   ctx.on('agent/status', (agent, status) => hub.broadcast({ type: 'status', sessionId: agent.id, status }))
 
-  applyInteraction(ctx, hub)
-  applySessionRoutes(ctx, hub, sessions, launchCwd)
-  server.route(ctx, 'GET', '/api/sessions/:id/activity', (request) =>
+  const route = gatewayRoute(ctx)
+  applyInteraction(ctx, route, hub)
+  applySessionRoutes(ctx, route, hub, sessions, { launchCwd, defaults: webDefaults })
+  route('GET', '/api/sessions/:id/activity', (request) =>
     sessionActivity(ctx, sessions, checkedSessionId(request.params.id as string), config.activityOutputBytes),
   )
 
   const version = installedVersion()
-  server.route(ctx, 'GET', '/api/info', () => {
+  route('GET', '/api/info', () => {
     const { provider, model } = ctx.agents.defaults()
     return {
       version,
@@ -182,7 +183,7 @@ export function apply(ctx: Context, config: WebApiConfig) {
   })
 
   const listings = new Map<string, { at: number; listing: Promise<{ files: string[]; truncated: boolean }> }>()
-  server.route(ctx, 'GET', '/api/files', async (request) => {
+  route('GET', '/api/files', async (request) => {
     const q = parseWith(FilesQuery, Object.fromEntries(request.query), 'query')
     const cwd = q.cwd ? await existingFolder(q.cwd, 'cwd') : launchCwd
     let cached = listings.get(cwd)
@@ -198,19 +199,19 @@ export function apply(ctx: Context, config: WebApiConfig) {
     return { files: rankFiles(files, q.query, q.limit), truncated }
   })
 
-  server.route(ctx, 'GET', '/api/commands', async (request) => {
+  route('GET', '/api/commands', async (request) => {
     const q = parseWith(CommandsQuery, Object.fromEntries(request.query), 'query')
     const cwd = q.cwd ? await existingFolder(q.cwd, 'cwd') : launchCwd
     return { commands: ctx.conversations.commands({ cwd }) }
   })
 
-  server.route(ctx, 'GET', '/api/dirs', async (request) => {
+  route('GET', '/api/dirs', async (request) => {
     const q = parseWith(DirsQuery, Object.fromEntries(request.query), 'query')
     const dir = q.path ? await existingFolder(q.path, 'path') : launchCwd
     return listDirs(dir, q.hidden === '1' || q.hidden === 'true')
   })
 
-  server.route(ctx, 'GET', '/api/workspaces', async () => {
+  route('GET', '/api/workspaces', async () => {
     const catalog = ctx.get('sessionCatalog')
     const persistence = ctx.get('sessionPersistence')
     const cwds = catalog
@@ -225,8 +226,12 @@ export function apply(ctx: Context, config: WebApiConfig) {
     return { workspaces: [...new Set([...live, ...cwds, launchCwd])] }
   })
 
-  server.route(ctx, 'GET', '/api/settings', () => settings.read())
-  server.route(ctx, 'PUT', '/api/settings', async (request) => settings.write(await request.body()))
-  server.route(ctx, 'POST', '/api/settings/test', () => settings.test())
-  server.route(ctx, 'POST', '/api/settings/models', async (request) => settings.models(await request.body()))
+  route('GET', '/api/settings', () => settings.read())
+  route('PUT', '/api/settings', async (request) =>
+    settings.write(parseWith(SettingsChange, (await request.body()) ?? {}, 'settings')),
+  )
+  route('POST', '/api/settings/test', () => settings.test())
+  route('POST', '/api/settings/models', async (request) =>
+    settings.models(parseWith(ModelsRequest, (await request.body()) ?? {}, 'models request')),
+  )
 }

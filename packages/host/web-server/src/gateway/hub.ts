@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
-import type {} from '@dsh/conversations'
+import type { SessionAccess } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent } from '@dsh/session'
 import { type WebSocket, WebSocketServer } from 'ws'
@@ -8,7 +8,7 @@ import { z } from 'zod'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { HttpError } from '../http.ts'
 import { displayed } from './presentation.ts'
-import type { SessionAccess } from './sessions.ts'
+import { httpError } from './errors.ts'
 
 /** A frame the server sends (see API.md). */
 export type ServerFrame = { type: string; sessionId?: string } & Record<string, unknown>
@@ -152,7 +152,8 @@ export class SocketHub {
         this.watchers.unwatched(frame.sessionId)
       return
     }
-    await this.subscribe(client, frame.sessionId, frame.afterSeq ?? -1).catch((error: unknown) => {
+    await this.subscribe(client, frame.sessionId, frame.afterSeq ?? -1).catch((thrown: unknown) => {
+      const error = httpError(thrown)
       if (error instanceof HttpError) fail(error.code, error.message, frame.sessionId)
       else {
         this.ctx

@@ -1,10 +1,10 @@
 import type { Context } from '@dsh/cordis'
-import type { ApprovalReply } from '@dsh/conversations'
+import { type ApprovalReply, PendingRequests, within } from '@dsh/conversations'
 import type { QuestionAnswer } from '@dsh/questions'
 import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
 import type { SocketHub } from './hub.ts'
-import { PendingRequests } from './pending.ts'
+import type { Route } from './errors.ts'
 
 const ApprovalBody = z.object({
   decision: z.enum(['allow-once', 'allow-session', 'reject']),
@@ -17,22 +17,12 @@ const QuestionBody = z.object({
     .min(1),
 })
 
-/** Whether `sessionId` is `subscribed` or one of its descendants (a subagent's approval shows in its parent's view). */
-function within(ctx: Context, sessionId: string, subscribed: string): boolean {
-  let id: string | undefined = sessionId
-  for (let depth = 0; id && depth < 32; depth++) {
-    if (id === subscribed) return true
-    id = ctx.sessions.get(id)?.meta.parentSession
-  }
-  return false
-}
-
 /**
  * Tool approvals and user questions for the browser: how the web surface
  * asks its user (registered with the conversation service's broker),
  * the frames they send, and the routes that answer them.
  */
-export function applyInteraction(ctx: Context, hub: SocketHub): void {
+export function applyInteraction(ctx: Context, route: Route, hub: SocketHub): void {
   const announce = (frame: { sessionId: string; type: string }) =>
     hub.toSubscribers(frame.sessionId, frame, (subscribed) => within(ctx, frame.sessionId, subscribed))
   const approvals = new PendingRequests<ApprovalReply>('approval', announce)
@@ -70,15 +60,14 @@ export function applyInteraction(ctx: Context, hub: SocketHub): void {
     questions.ask(request.sessionId, { callId: request.callId, questions: request.questions }, signal),
   )
 
-  const server = ctx.webServer
-  server.route(ctx, 'POST', '/api/approvals/:requestId', async (request) => {
+  route('POST', '/api/approvals/:requestId', async (request) => {
     const body = parseWith(ApprovalBody, await request.body(), 'approval answer')
     const answer = { decision: body.decision, ...(body.message ? { message: body.message } : {}) }
     if (!approvals.answer(request.params.requestId as string, answer))
       throw notPending('approval', request.params.requestId as string)
     return {}
   })
-  server.route(ctx, 'POST', '/api/questions/:requestId', async (request) => {
+  route('POST', '/api/questions/:requestId', async (request) => {
     const id = request.params.requestId as string
     const body = parseWith(QuestionBody, await request.body(), 'question answers')
     if (!questions.get(id)) throw notPending('question', id)

@@ -1,17 +1,17 @@
 import type {} from '@dsh/checkpoints'
-import { ConversationError } from '@dsh/conversations'
+import { ConversationError, recentHistory, type SessionAccess } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import { type ContentBlock, type Message, REASONING_EFFORTS } from '@dsh/llm'
 import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS } from '@dsh/permission'
 import { newMessageId } from '@dsh/session'
+import type { WebSettings } from '@dsh/user-settings'
 import { z } from 'zod'
 import { parseWith } from '../http.ts'
 import { type ApiRequest, JsonReply } from '../server.ts'
 import { absolutePath, existingFolder } from './files.ts'
-import { recentHistory } from './history.ts'
 import type { SocketHub } from './hub.ts'
 import { displayedAll } from './presentation.ts'
-import { checkedSessionId, described, httpError, type SessionAccess } from './sessions.ts'
+import { checkedSessionId, described, type Route } from './errors.ts'
 
 const effort = z.enum(REASONING_EFFORTS)
 const preset = z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]])
@@ -90,18 +90,16 @@ function idOf(request: ApiRequest): string {
 
 /**
  * The session routes of API.md: list, create, read, send, cancel, compact,
- * fork, patch, delete. What they do is `ctx.conversations`'s; its errors
- * become HTTP errors here.
+ * fork, patch, delete. What they do is `ctx.conversations`'s; `route`
+ * turns its errors into HTTP errors.
  */
-export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: SessionAccess, launchCwd: string): void {
-  const route = (method: string, path: string, handler: Parameters<typeof ctx.webServer.route>[3]) =>
-    ctx.webServer.route(ctx, method, path, async (request) => {
-      try {
-        return await handler(request)
-      } catch (error) {
-        throw httpError(error)
-      }
-    })
+export function applySessionRoutes(
+  ctx: Context,
+  route: Route,
+  hub: SocketHub,
+  sessions: SessionAccess,
+  web: { launchCwd: string; defaults: () => WebSettings },
+): void {
   const changed = () => hub.broadcast({ type: 'sessions-changed' })
   const conversations = ctx.conversations
 
@@ -119,11 +117,11 @@ export function applySessionRoutes(ctx: Context, hub: SocketHub, sessions: Sessi
   route('POST', '/api/sessions', async (request) => {
     const body = parseWith(CreateBody, (await request.body()) ?? {}, 'new session')
     // The web settings name the preset and network of new sessions (when the permission plugin can apply them).
-    const defaults = ctx.get('permission') ? sessions.webDefaults() : {}
+    const defaults = ctx.get('permission') ? web.defaults() : {}
     const preset = body.permissionPreset ?? defaults.permissionPreset
     const network = body.network ?? defaults.network
     const agent = await conversations.create({
-      cwd: body.cwd ? await existingFolder(body.cwd, 'cwd') : launchCwd,
+      cwd: body.cwd ? await existingFolder(body.cwd, 'cwd') : web.launchCwd,
       ...(body.model ? { model: body.model } : {}),
       ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}),
       ...(preset ? { preset } : {}),

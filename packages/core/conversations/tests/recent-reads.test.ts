@@ -4,7 +4,7 @@ import path from 'node:path'
 import type { SessionId } from '@dsh/session'
 import type { OpenedLog } from '@dsh/session-persistence'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { RecentReads } from '../src/gateway/recent-reads.ts'
+import { RecentReads } from '../src/recent-reads.ts'
 
 let dir: string
 let file: string

@@ -1,6 +1,6 @@
 import type { SessionEvent } from '@dsh/session'
 import { describe, expect, it } from 'vitest'
-import { recentHistory } from '../src/gateway/history.ts'
+import { recentHistory } from '../src/history.ts'
 
 let seq = 0
 const event = (type: string, data: unknown) => ({ seq: seq++, time: seq, type, data }) as SessionEvent

@@ -1,15 +1,18 @@
 import { randomUUID } from 'node:crypto'
-import type { ServerFrame } from './hub.ts'
+
+/** How a pending request, or its withdrawal (`<kind>-resolved`), is announced to the user's surface. */
+export type PendingNotice = { type: string; requestId: string; sessionId: string } & Record<string, unknown>
 
 interface Entry<A> {
-  frame: ServerFrame & { requestId: string; sessionId: string }
+  frame: PendingNotice
   resolve(answer: A): void
   reject(error: unknown): void
 }
 
 /**
- * Requests waiting for the user (approvals or questions): each is announced
- * with a frame, answered once (the first answer wins), and withdrawn when
+ * Requests waiting for the user (approvals or questions) on a surface that
+ * asks asynchronously (the broker's approver or asker awaits `ask`): each is announced
+ * with a notice, answered once (the first answer wins), and withdrawn when
  * its call is cancelled.
  */
 export class PendingRequests<A> {
@@ -17,7 +20,7 @@ export class PendingRequests<A> {
 
   constructor(
     private readonly kind: 'approval' | 'question',
-    private readonly announce: (frame: ServerFrame & { sessionId: string }) => void,
+    private readonly announce: (notice: PendingNotice) => void,
   ) {}
 
   ask(sessionId: string, fields: Record<string, unknown>, signal: AbortSignal): Promise<A> {
@@ -60,11 +63,11 @@ export class PendingRequests<A> {
     return entry !== undefined
   }
 
-  get(requestId: string): ServerFrame | undefined {
+  get(requestId: string): PendingNotice | undefined {
     return this.entries.get(requestId)?.frame
   }
 
-  frames(matches: (sessionId: string) => boolean): ServerFrame[] {
+  frames(matches: (sessionId: string) => boolean): PendingNotice[] {
     return [...this.entries.values()].filter((e) => matches(e.frame.sessionId)).map((e) => e.frame)
   }
 

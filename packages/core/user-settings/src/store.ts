@@ -8,9 +8,8 @@ import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS, readRu
 import { parseRules } from '@dsh/permission-rules'
 import { textMessage } from '@dsh/session'
 import { errorMessage } from '@dsh/tools'
+import { ConversationError } from '@dsh/conversations'
 import { z } from 'zod'
-import { HttpError, parseWith } from '../http.ts'
-import { badParameter, checkedModel } from './sessions.ts'
 
 export const THEMES = ['light', 'dark', 'system'] as const
 export type Theme = (typeof THEMES)[number]
@@ -47,7 +46,8 @@ const urlField = z
   .trim()
   .refine((url) => /^https?:\/\/[^\s]+$/i.test(url) && URL.canParse(url), 'must be an http:// or https:// URL')
 
-const SettingsBody = z
+/** A change to the settings: every field optional, none other allowed (a surface validates its request with it). */
+export const SettingsChange = z
   .object({
     apiKey: apiKeyField,
     baseUrl: urlField,
@@ -65,14 +65,38 @@ const SettingsBody = z
   .partial()
   .strict()
 
-const ModelsBody = z.object({ route: z.string().trim().min(1).max(100).default(COMPATIBLE_ROUTE) }).strict()
+export type SettingsChange = z.output<typeof SettingsChange>
 
-function fileError(file: string, error: unknown): HttpError {
-  return new HttpError(
-    500,
-    'internal',
-    `cannot use the settings file ${file}: ${error instanceof Error ? error.message : String(error)}`,
-  )
+/** Which route's models to list (`models`); the OpenAI-compatible one by default. */
+export const ModelsRequest = z.object({ route: z.string().trim().min(1).max(100).default(COMPATIBLE_ROUTE) }).strict()
+
+/** The settings file cannot be read or written (a surface reports it as its own failure, not as bad input). */
+export class SettingsFileError extends Error {
+  override name = 'SettingsFileError'
+  constructor(file: string, error: unknown) {
+    super(`cannot use the settings file ${file}: ${errorMessage(error)}`, { cause: error })
+  }
+}
+
+const invalid = (field: string, message: string) => new ConversationError('invalid', message, { field })
+const noRuntime = () => new ConversationError('unavailable', 'no model runtime is loaded (the llm plugin)')
+
+/** `model` when the provider's catalog offers it (or has no catalog), else an `invalid` error naming `field`. */
+export function checkedModel(
+  ctx: Context,
+  model: string,
+  field = 'model',
+  provider = ctx.agents.defaults().provider,
+): string {
+  const offered =
+    ctx
+      .get('llm')
+      ?.models(provider)
+      .map((m) => m.id) ?? []
+  if (offered.length > 0 && !offered.includes(model)) {
+    throw invalid(field, `unknown model ${JSON.stringify(model)}; ${provider} offers ${offered.join(', ')}`)
+  }
+  return model
 }
 
 /**
@@ -91,7 +115,7 @@ export class SettingsStore {
     try {
       return readSettingsDocument(this.options.settingsFile)
     } catch (error) {
-      throw fileError(this.options.settingsFile, error)
+      throw new SettingsFileError(this.options.settingsFile, error)
     }
   }
 
@@ -116,7 +140,7 @@ export class SettingsStore {
     try {
       defaults = this.ctx.agents.defaults()
     } catch (error) {
-      throw fileError(this.options.settingsFile, error)
+      throw new SettingsFileError(this.options.settingsFile, error)
     }
     const web = this.web()
     const credentials = this.credentials()
@@ -148,13 +172,13 @@ export class SettingsStore {
     }
   }
 
-  async write(body: unknown): Promise<Record<string, unknown>> {
-    const input = parseWith(SettingsBody, body ?? {}, 'settings')
+  /** Applies a checked change: rules parsed, route and model known, credentials stored, the file replaced atomically. */
+  async write(input: SettingsChange): Promise<Record<string, unknown>> {
     for (const field of ['allowRules', 'denyRules'] as const) {
       try {
         parseRules(input[field] ?? [], field)
       } catch (error) {
-        throw badParameter(field, errorMessage(error))
+        throw invalid(field, errorMessage(error))
       }
     }
     if (input.provider !== undefined) this.checkedRoute(input.provider, 'provider')
@@ -168,8 +192,7 @@ export class SettingsStore {
     if (stored.some(([, value]) => value !== undefined)) {
       const credentials = this.credentials()
       if (!credentials)
-        throw new HttpError(
-          503,
+        throw new ConversationError(
           'unavailable',
           'the credentials plugin is not loaded, so the key and base URL cannot be stored',
         )
@@ -204,7 +227,7 @@ export class SettingsStore {
       await rename(temp, file)
     } catch (error) {
       await rm(temp, { force: true })
-      throw fileError(file, error)
+      throw new SettingsFileError(file, error)
     }
   }
 
@@ -213,22 +236,21 @@ export class SettingsStore {
     try {
       return readRuleSection(this.options.settingsFile)
     } catch (error) {
-      throw fileError(this.options.settingsFile, error)
+      throw new SettingsFileError(this.options.settingsFile, error)
     }
   }
 
   private checkedRoute(route: string, field: string): string {
     const routes = this.ctx.get('llm')?.listRoutes() ?? []
     if (!routes.includes(route))
-      throw badParameter(field, `unknown route ${JSON.stringify(route)}; served: ${routes.join(', ')}`)
+      throw invalid(field, `unknown route ${JSON.stringify(route)}; served: ${routes.join(', ')}`)
     return route
   }
 
   /** The models a route's server lists (`ctx.llm.discoverModels`), with the saved address and key. */
-  async models(body: unknown): Promise<Record<string, unknown>> {
-    const { route } = parseWith(ModelsBody, body ?? {}, 'models request')
+  async models({ route }: z.output<typeof ModelsRequest>): Promise<Record<string, unknown>> {
     const llm = this.ctx.get('llm')
-    if (!llm) throw new HttpError(503, 'unavailable', 'no model runtime is loaded (the llm plugin)')
+    if (!llm) throw noRuntime()
     this.checkedRoute(route, 'route')
     try {
       const models = await llm.discoverModels(route, AbortSignal.timeout(this.options.testTimeoutMs))
@@ -241,7 +263,7 @@ export class SettingsStore {
   /** One tiny model call with the current settings; the provider's failure code when it fails. */
   async test(): Promise<Record<string, unknown>> {
     const llm = this.ctx.get('llm')
-    if (!llm) throw new HttpError(503, 'unavailable', 'no model runtime is loaded (the llm plugin)')
+    if (!llm) throw noRuntime()
     const { provider, model } = this.ctx.agents.defaults()
     const failed = (failure: Pick<LlmFailure, 'code' | 'message' | 'status'>) => ({
       ok: false,

@@ -1,7 +1,7 @@
 import type { Context } from '@dsh/cordis'
 import { leadingContinuation } from '@dsh/jobs'
 import type { OutputTail, SessionActivity } from '@dsh/wire-types'
-import type { SessionAccess } from './sessions.ts'
+import type { SessionAccess } from './access.ts'
 
 /**
  * The last `maxBytes` of `text` (cut at a character boundary), after the
@@ -30,7 +30,7 @@ export async function sessionActivity(
 ): Promise<SessionActivity> {
   const activity: SessionActivity = { jobs: [], terminals: [], subagents: [] }
   if (!ctx.sessions.get(id)) {
-    await sessions.readStored(id) // 404 for a session that is neither open nor stored
+    await sessions.readStored(id) // not-found for a session that is neither open nor stored
     return activity
   }
   const filtered = (text: string) => ctx.sessions.filtered(text)

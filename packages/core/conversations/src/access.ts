@@ -1,85 +1,25 @@
 import type { Agent } from '@dsh/agent'
-import { ConversationError, type ConversationSummary, type SessionView as Shown } from '@dsh/conversations'
-import { assertNever, type Context } from '@dsh/cordis'
+import type { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId, SessionMeta } from '@dsh/session'
-import { type OpenedLog, SessionNotFoundError } from '@dsh/session-persistence'
-import { sessionIdProblem } from '@dsh/sdk-protocol'
-import { HttpError } from '../http.ts'
+import type { OpenedLog } from '@dsh/session-persistence'
+import { notFound } from './errors.ts'
+import type { ConversationSummary } from './listing.ts'
 import { RecentReads } from './recent-reads.ts'
-import type { WebSettings } from './settings.ts'
 
-/** A session's log read for display: live, or opened from its stored log without resuming it. */
-export interface SessionView {
+const NEITHER = ': it is neither open nor stored'
+
+/** A session's log read for display (`SessionAccess.view`): live, or opened from its stored log without resuming it. */
+export interface LogView {
   meta: SessionMeta
   events: readonly SessionEvent[]
   agent?: Agent
 }
 
-/** A 400 naming `parameter`, in the shape `parseWith` gives (`details.issues`). */
-export function badParameter(parameter: string, message: string): HttpError {
-  return new HttpError(400, 'bad-request', `${parameter}: ${message}`, { issues: [{ path: parameter, message }] })
-}
-
-/** `id` when it can name a session, else a 400 naming the parameter it came in (a path like `../../etc/passwd`, a wrong shape). */
-export function checkedSessionId(id: string, parameter = 'id'): string {
-  const problem = sessionIdProblem(id)
-  if (problem) throw badParameter(parameter, `${JSON.stringify(id)} ${problem}`)
-  return id
-}
-
-/** `model` when the provider's catalog offers it (or has no catalog), else a 400 naming `field`. */
-export function checkedModel(
-  ctx: Context,
-  model: string,
-  field = 'model',
-  provider = ctx.agents.defaults().provider,
-): string {
-  const offered =
-    ctx
-      .get('llm')
-      ?.models(provider)
-      .map((m) => m.id) ?? []
-  if (offered.length > 0 && !offered.includes(model)) {
-    throw badParameter(field, `unknown model ${JSON.stringify(model)}; ${provider} offers ${offered.join(', ')}`)
-  }
-  return model
-}
-
-export function unknownSession(id: string): HttpError {
-  return new HttpError(404, 'unknown-session', `no session ${JSON.stringify(id)}: it is neither open nor stored`)
-}
-
-/** The API's name of a conversation service argument. */
-const FIELDS: Record<string, string> = { preset: 'permissionPreset' }
-
-/** A conversation service error as the API's HTTP error (see API.md); any other error as it is. */
-export function httpError(error: unknown): unknown {
-  if (!(error instanceof ConversationError)) return error
-  const field = error.details.field && (FIELDS[error.details.field] ?? error.details.field)
-  switch (error.kind) {
-    case 'not-found':
-      return new HttpError(404, 'unknown-session', error.message)
-    case 'busy':
-      return new HttpError(409, 'busy', error.message)
-    case 'invalid':
-      return field ? badParameter(field, error.message) : new HttpError(400, 'bad-request', error.message)
-    case 'unavailable':
-      return new HttpError(503, 'unavailable', error.message)
-    default:
-      return assertNever(error.kind)
-  }
-}
-
-/** The service's view of a session in the API's shape (`permissionPreset`, never missing). */
-export function described({ preset, ...view }: Shown): Record<string, unknown> {
-  return { ...view, permissionPreset: preset ?? 'workspace-write' }
-}
-
 /**
- * The web's side of sessions over `ctx.conversations`: resumes wait for an
- * idle unload in progress, stored logs are read through the recent-reads
- * cache, new sessions get the web settings' preset and network, and the
- * list shows live sessions fresher than their stored copy.
+ * A long-running surface's side of sessions over `ctx.conversations`: resumes
+ * wait for an idle unload in progress (`IdleUnloader`), stored logs are read
+ * through the recent-reads cache, and the list shows live sessions fresher
+ * than their stored copy.
  */
 export class SessionAccess {
   private readonly recentReads = new RecentReads()
@@ -88,8 +28,8 @@ export class SessionAccess {
 
   constructor(
     private readonly ctx: Context,
-    /** The preset and network new web sessions get, if the web settings name them. */
-    readonly webDefaults: () => WebSettings,
+    /** Where problems met on resume are logged. */
+    private readonly logName: string,
   ) {}
 
   live(id: string): Agent | undefined {
@@ -101,7 +41,7 @@ export class SessionAccess {
     // A session being unloaded is resumed once its close is done.
     await this.unloading.get(id)?.catch(() => {})
     const { agent, problems } = await this.ctx.conversations.resume(id)
-    for (const problem of problems) this.ctx.logger('web-api').warn(problem)
+    for (const problem of problems) this.ctx.logger(this.logName).warn(problem)
     return agent
   }
 
@@ -113,7 +53,7 @@ export class SessionAccess {
   }
 
   /** The live session, else the stored log read as it is. */
-  async view(id: string): Promise<SessionView> {
+  async view(id: string): Promise<LogView> {
     const agent = this.live(id)
     const session = agent?.session ?? this.ctx.sessions.get(id)
     if (session)
@@ -133,16 +73,16 @@ export class SessionAccess {
   /** Reads the stored log of `id` through the recent reads (no storage: an unknown session). */
   async readLog(id: string): Promise<OpenedLog> {
     const persistence = this.ctx.get('sessionPersistence')
-    if (!persistence) throw unknownSession(id)
+    if (!persistence) throw notFound(id, NEITHER)
     return this.recentReads.read(id, () => persistence.open(id as SessionId))
   }
 
-  async readStored(id: string): Promise<SessionView> {
+  async readStored(id: string): Promise<LogView> {
     try {
       const opened = await this.readLog(id)
       return { meta: opened.meta, events: opened.events }
     } catch (error) {
-      if (error instanceof SessionNotFoundError) throw unknownSession(id)
+      if (error instanceof Error && error.name === 'SessionNotFoundError') throw notFound(id, NEITHER)
       throw error
     }
   }
@@ -184,4 +124,14 @@ export class SessionAccess {
     }
     return out
   }
+}
+
+/** Whether `sessionId` is `ancestor` or one of its descendants (a subagent's approval shows in its parent's view). */
+export function within(ctx: Context, sessionId: string, ancestor: string): boolean {
+  let id: string | undefined = sessionId
+  for (let depth = 0; id && depth < 32; depth++) {
+    if (id === ancestor) return true
+    id = ctx.sessions.get(id)?.meta.parentSession
+  }
+  return false
 }

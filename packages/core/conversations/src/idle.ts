@@ -5,7 +5,7 @@ import type { Context } from '@dsh/cordis'
  * Unloads the agents of top-level sessions that sit idle with no tab
  * watching them: after `delayMs`, the agent is disposed, which closes its
  * session and seals the log. The next message resumes it from the log, so a
- * long-running `dsh web` holds only the sessions in use. `delayMs` 0 keeps
+ * long-running surface (`dsh web`) holds only the sessions in use. `delayMs` 0 keeps
  * every agent until exit.
  */
 export class IdleUnloader {
@@ -18,6 +18,8 @@ export class IdleUnloader {
     private readonly watched: (sessionId: string) => boolean,
     /** Disposes the agent (its session is closed and its log sealed). */
     private readonly unload: (agent: Agent) => Promise<void>,
+    /** Where a failed unload is logged. */
+    private readonly logName: string,
   ) {
     if (delayMs <= 0) return
     ctx.on('agent/status', (agent, status) => (status === 'idle' ? this.arm(agent.id) : this.disarm(agent.id)))
@@ -42,7 +44,7 @@ export class IdleUnloader {
       const agent = this.ctx.agents.get(sessionId)
       if (this.unloadable(agent))
         void this.unload(agent).catch((error: unknown) =>
-          this.ctx.logger('web-api').warn('unloading idle session %s failed: %s', sessionId, error),
+          this.ctx.logger(this.logName).warn('unloading idle session %s failed: %s', sessionId, error),
         )
     }, this.delayMs)
     timer.unref()

@@ -1,0 +1,12 @@
+export {
+  COMPATIBLE_ROUTE,
+  checkedModel,
+  ModelsRequest,
+  SettingsChange,
+  SettingsFileError,
+  type SettingsOptions,
+  SettingsStore,
+  THEMES,
+  type Theme,
+  type WebSettings,
+} from './store.ts'
