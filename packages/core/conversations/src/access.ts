@@ -1,6 +1,7 @@
 import type { Agent } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent, SessionId, SessionMeta } from '@dsh/session'
+import type {} from '@dsh/session-catalog'
 import type { OpenedLog } from '@dsh/session-persistence'
 import { notFound } from './errors.ts'
 import type { ConversationSummary } from './listing.ts'
@@ -105,6 +106,22 @@ export class SessionAccess {
       sessions = [...live.values(), ...sessions].sort((a, b) => b.updatedAt - a.updatedAt)
     }
     return { sessions, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
+  }
+
+  /** The folders sessions ran in: the live ones (latest first), then the stored ones, then `fallback`; each once. */
+  async workspaces(fallback: string): Promise<string[]> {
+    const catalog = this.ctx.get('sessionCatalog')
+    const persistence = this.ctx.get('sessionPersistence')
+    const cwds = catalog
+      ? (await catalog.list({ limit: 500 })).sessions.map((s) => s.cwd)
+      : persistence
+        ? (await persistence.list()).map((s) => s.cwd)
+        : []
+    const live = this.ctx.sessions
+      .list()
+      .sort((a, b) => (b.events.at(-1)?.time ?? b.meta.createdAt) - (a.events.at(-1)?.time ?? a.meta.createdAt))
+      .map((s) => s.meta.cwd)
+    return [...new Set([...live, ...cwds, fallback])]
   }
 
   /** Live top-level sessions as list entries. */

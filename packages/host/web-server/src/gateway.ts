@@ -8,13 +8,13 @@ import { IdleUnloader, SessionAccess, sessionActivity } from '@dsh/conversations
 import { PRESETS } from '@dsh/permission'
 import type {} from '@dsh/session-catalog'
 import { ModelsRequest, SettingsChange, SettingsStore } from '@dsh/user-settings'
+import { FileListings, listDirs } from '@dsh/workspace-files'
 import { z } from 'zod'
-import { parseWith } from './http.ts'
-import { existingFolder, listDirs, listFiles, rankFiles } from './gateway/files.ts'
+import { errorMessage } from '@dsh/tools'
 import { SocketHub } from './gateway/hub.ts'
 import { applyInteraction } from './gateway/interaction.ts'
 import { applySessionRoutes } from './gateway/session-routes.ts'
-import { checkedSessionId, gatewayRoute } from './gateway/errors.ts'
+import { bodyOf, checkedSessionId, existingFolder, gatewayRoute, badParameter, queryOf } from './gateway/requests.ts'
 import type {} from './server.ts'
 
 export const name = 'web-api'
@@ -182,56 +182,35 @@ export function apply(ctx: Context, config: WebApiConfig) {
     }
   })
 
-  const listings = new Map<string, { at: number; listing: Promise<{ files: string[]; truncated: boolean }> }>()
+  const listings = new FileListings({
+    cacheMs: config.filesCacheMs,
+    maxOutputBytes: config.filesMaxOutputBytes,
+    timeoutMs: config.filesTimeoutMs,
+  })
   route('GET', '/api/files', async (request) => {
-    const q = parseWith(FilesQuery, Object.fromEntries(request.query), 'query')
-    const cwd = q.cwd ? await existingFolder(q.cwd, 'cwd') : launchCwd
-    let cached = listings.get(cwd)
-    if (!cached || Date.now() - cached.at > config.filesCacheMs) {
-      cached = {
-        at: Date.now(),
-        listing: listFiles(cwd, { maxOutputBytes: config.filesMaxOutputBytes, timeoutMs: config.filesTimeoutMs }),
-      }
-      listings.set(cwd, cached)
-      cached.listing.catch(() => listings.delete(cwd))
-    }
-    const { files, truncated } = await cached.listing
-    return { files: rankFiles(files, q.query, q.limit), truncated }
+    const q = queryOf(FilesQuery, request)
+    return listings.find(q.cwd ? await existingFolder(q.cwd, 'cwd') : launchCwd, q.query, q.limit)
   })
 
   route('GET', '/api/commands', async (request) => {
-    const q = parseWith(CommandsQuery, Object.fromEntries(request.query), 'query')
-    const cwd = q.cwd ? await existingFolder(q.cwd, 'cwd') : launchCwd
-    return { commands: ctx.conversations.commands({ cwd }) }
+    const q = queryOf(CommandsQuery, request)
+    return { commands: ctx.conversations.commands({ cwd: q.cwd ? await existingFolder(q.cwd, 'cwd') : launchCwd }) }
   })
 
   route('GET', '/api/dirs', async (request) => {
-    const q = parseWith(DirsQuery, Object.fromEntries(request.query), 'query')
+    const q = queryOf(DirsQuery, request)
     const dir = q.path ? await existingFolder(q.path, 'path') : launchCwd
-    return listDirs(dir, q.hidden === '1' || q.hidden === 'true')
+    return listDirs(dir, q.hidden === '1' || q.hidden === 'true').catch((error: unknown) => {
+      throw badParameter('path', `cannot read ${dir}: ${errorMessage(error)}`)
+    })
   })
 
-  route('GET', '/api/workspaces', async () => {
-    const catalog = ctx.get('sessionCatalog')
-    const persistence = ctx.get('sessionPersistence')
-    const cwds = catalog
-      ? (await catalog.list({ limit: 500 })).sessions.map((s) => s.cwd)
-      : persistence
-        ? (await persistence.list()).map((s) => s.cwd)
-        : []
-    const live = ctx.sessions
-      .list()
-      .sort((a, b) => (b.events.at(-1)?.time ?? b.meta.createdAt) - (a.events.at(-1)?.time ?? a.meta.createdAt))
-      .map((s) => s.meta.cwd)
-    return { workspaces: [...new Set([...live, ...cwds, launchCwd])] }
-  })
+  route('GET', '/api/workspaces', async () => ({ workspaces: await sessions.workspaces(launchCwd) }))
 
   route('GET', '/api/settings', () => settings.read())
-  route('PUT', '/api/settings', async (request) =>
-    settings.write(parseWith(SettingsChange, (await request.body()) ?? {}, 'settings')),
-  )
+  route('PUT', '/api/settings', async (request) => settings.write(await bodyOf(SettingsChange, request, 'settings')))
   route('POST', '/api/settings/test', () => settings.test())
   route('POST', '/api/settings/models', async (request) =>
-    settings.models(parseWith(ModelsRequest, (await request.body()) ?? {}, 'models request')),
+    settings.models(await bodyOf(ModelsRequest, request, 'models request')),
   )
 }

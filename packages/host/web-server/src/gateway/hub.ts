@@ -8,7 +8,7 @@ import { z } from 'zod'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { HttpError } from '../http.ts'
 import { displayed } from './presentation.ts'
-import { httpError } from './errors.ts'
+import { httpError } from './requests.ts'
 
 /** A frame the server sends (see API.md). */
 export type ServerFrame = { type: string; sessionId?: string } & Record<string, unknown>

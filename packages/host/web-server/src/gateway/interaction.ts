@@ -4,7 +4,7 @@ import type { QuestionAnswer } from '@dsh/questions'
 import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
 import type { SocketHub } from './hub.ts'
-import type { Route } from './errors.ts'
+import type { Route } from './requests.ts'
 
 const ApprovalBody = z.object({
   decision: z.enum(['allow-once', 'allow-session', 'reject']),

@@ -8,10 +8,9 @@ import type { WebSettings } from '@dsh/user-settings'
 import { z } from 'zod'
 import { parseWith } from '../http.ts'
 import { type ApiRequest, JsonReply } from '../server.ts'
-import { absolutePath, existingFolder } from './files.ts'
 import type { SocketHub } from './hub.ts'
 import { displayedAll } from './presentation.ts'
-import { checkedSessionId, described, type Route } from './errors.ts'
+import { absolutePath, bodyOf, checkedSessionId, described, existingFolder, queryOf, type Route } from './requests.ts'
 
 const effort = z.enum(REASONING_EFFORTS)
 const preset = z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]])
@@ -104,7 +103,7 @@ export function applySessionRoutes(
   const conversations = ctx.conversations
 
   route('GET', '/api/sessions', async (request) => {
-    const q = parseWith(ListQuery, Object.fromEntries(request.query), 'query')
+    const q = queryOf(ListQuery, request)
     const cwd = q.cwd ? absolutePath(q.cwd, 'cwd') : undefined
     return sessions.list({
       limit: q.limit,
@@ -115,7 +114,7 @@ export function applySessionRoutes(
   })
 
   route('POST', '/api/sessions', async (request) => {
-    const body = parseWith(CreateBody, (await request.body()) ?? {}, 'new session')
+    const body = await bodyOf(CreateBody, request, 'new session')
     // The web settings name the preset and network of new sessions (when the permission plugin can apply them).
     const defaults = ctx.get('permission') ? web.defaults() : {}
     const preset = body.permissionPreset ?? defaults.permissionPreset
@@ -132,7 +131,7 @@ export function applySessionRoutes(
   })
 
   route('GET', '/api/sessions/:id', async (request) => {
-    const q = parseWith(DetailQuery, Object.fromEntries(request.query), 'query')
+    const q = queryOf(DetailQuery, request)
     const id = idOf(request)
     // Both go through the recent reads: a stored log is read once.
     const [shown, view] = await Promise.all([
@@ -145,7 +144,7 @@ export function applySessionRoutes(
   })
 
   route('GET', '/api/sessions/:id/events', async (request) => {
-    const q = parseWith(EventsQuery, Object.fromEntries(request.query), 'query')
+    const q = queryOf(EventsQuery, request)
     const { events, meta } = await sessions.view(idOf(request))
     return {
       events: displayedAll(
@@ -195,7 +194,7 @@ export function applySessionRoutes(
 
   route('POST', '/api/sessions/:id/fork', async (request) => {
     const id = idOf(request)
-    const body = parseWith(ForkBody, (await request.body()) ?? {}, 'fork')
+    const body = await bodyOf(ForkBody, request, 'fork')
     const fork = await conversations.fork(id, body.turn !== undefined ? { turn: body.turn } : {})
     // Closed: it opens like any other stored session, and resumes when sent to.
     await conversations.close(fork.id)
@@ -205,7 +204,7 @@ export function applySessionRoutes(
 
   route('POST', '/api/sessions/:id/rewind', async (request) => {
     const id = idOf(request)
-    const body = parseWith(RewindBody, (await request.body()) ?? {}, 'rewind')
+    const body = await bodyOf(RewindBody, request, 'rewind')
     const checkpoints = ctx.get('checkpoints')
     if (!checkpoints)
       throw new ConversationError('unavailable', 'rewind is not available: this profile has no checkpoints plugin')
@@ -218,7 +217,7 @@ export function applySessionRoutes(
   })
 
   route('PATCH', '/api/sessions/:id', async (request) => {
-    const body = parseWith(PatchBody, (await request.body()) ?? {}, 'session update')
+    const body = await bodyOf(PatchBody, request, 'session update')
     const agent = await sessions.agent(idOf(request))
     await conversations.configure(agent.id, {
       ...(body.model ? { model: body.model } : {}),

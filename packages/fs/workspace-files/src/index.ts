@@ -2,25 +2,8 @@ import type { Dirent } from 'node:fs'
 import { readdir, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { nullSeparated, runRipgrep } from '@dsh/tool-fs'
-import { HttpError } from '../http.ts'
 
 const VCS_FOLDERS = ['.git', '.svn', '.hg', '.bzr', '.jj', '.sl']
-
-/** `value` as a normalized absolute path, or a 400 naming the parameter. */
-export function absolutePath(value: string, parameter: string): string {
-  if (!path.isAbsolute(value))
-    throw new HttpError(400, 'bad-request', `${parameter} must be an absolute path, got ${JSON.stringify(value)}`)
-  return path.resolve(value)
-}
-
-/** An absolute path to an existing folder, or a 400 naming the parameter. */
-export async function existingFolder(value: string, parameter: string): Promise<string> {
-  const resolved = absolutePath(value, parameter)
-  const info = await stat(resolved).catch(() => undefined)
-  if (!info) throw new HttpError(400, 'bad-request', `${parameter}: ${resolved} does not exist`)
-  if (!info.isDirectory()) throw new HttpError(400, 'bad-request', `${parameter}: ${resolved} is not a folder`)
-  return resolved
-}
 
 /** Every file under `cwd` that git would not ignore (bundled ripgrep: .gitignore, .ignore, hidden files listed, VCS folders not). */
 export async function listFiles(
@@ -35,9 +18,7 @@ export async function listFiles(
   })
   const files = nullSeparated(outcome.stdout, outcome.overflow).map((f) => f.replace(/^\.\//, ''))
   if (outcome.code !== 0 && outcome.code !== 1 && files.length === 0) {
-    throw new HttpError(
-      500,
-      'internal',
+    throw new Error(
       `listing the files of ${cwd} failed: ${outcome.stderr.trim() || `ripgrep exit code ${outcome.code}`}`,
     )
   }
@@ -85,21 +66,12 @@ async function isFolder(dir: string, entry: Dirent): Promise<boolean> {
   return (await stat(path.join(dir, entry.name)).catch(() => undefined))?.isDirectory() ?? false
 }
 
-/** The sub-folders of `dir` by name, for the workspace picker. */
+/** The sub-folders of `dir` by name, for a workspace picker; a folder that cannot be read throws. */
 export async function listDirs(
   dir: string,
   hidden: boolean,
 ): Promise<{ path: string; parent?: string; dirs: string[] }> {
-  let entries: Dirent[]
-  try {
-    entries = await readdir(dir, { withFileTypes: true })
-  } catch (error) {
-    throw new HttpError(
-      400,
-      'bad-request',
-      `path: cannot read ${dir}: ${error instanceof Error ? error.message : String(error)}`,
-    )
-  }
+  const entries = await readdir(dir, { withFileTypes: true })
   const dirs: string[] = []
   for (const entry of entries) {
     if (!hidden && entry.name.startsWith('.')) continue
@@ -108,4 +80,33 @@ export async function listDirs(
   dirs.sort((a, b) => a.localeCompare(b))
   const parent = path.dirname(dir)
   return { path: dir, ...(parent !== dir ? { parent } : {}), dirs }
+}
+
+export interface ListingOptions {
+  /** How long a listing of a folder is reused. */
+  cacheMs: number
+  maxOutputBytes: number
+  timeoutMs: number
+}
+
+/** Workspace listings for @-mentions, each reused for `cacheMs` (a failed one is not kept). */
+export class FileListings {
+  private readonly listings = new Map<
+    string,
+    { at: number; listing: Promise<{ files: string[]; truncated: boolean }> }
+  >()
+
+  constructor(private readonly options: ListingOptions) {}
+
+  /** The files of `cwd` best matching `query`, at most `limit`, and whether the listing was cut. */
+  async find(cwd: string, query: string, limit: number): Promise<{ files: string[]; truncated: boolean }> {
+    let cached = this.listings.get(cwd)
+    if (!cached || Date.now() - cached.at > this.options.cacheMs) {
+      cached = { at: Date.now(), listing: listFiles(cwd, this.options) }
+      this.listings.set(cwd, cached)
+      cached.listing.catch(() => this.listings.delete(cwd))
+    }
+    const { files, truncated } = await cached.listing
+    return { files: rankFiles(files, query, limit), truncated }
+  }
 }

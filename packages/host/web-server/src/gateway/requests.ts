@@ -1,13 +1,42 @@
+import { stat } from 'node:fs/promises'
+import path from 'node:path'
 import { ConversationError, type SessionView as Shown } from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { SettingsFileError } from '@dsh/user-settings'
-import { HttpError } from '../http.ts'
-import type { RouteHandler } from '../server.ts'
+import type { z } from 'zod'
+import { HttpError, parseWith } from '../http.ts'
+import type { ApiRequest, RouteHandler } from '../server.ts'
 
 /** A 400 naming `parameter`, in the shape `parseWith` gives (`details.issues`). */
 export function badParameter(parameter: string, message: string): HttpError {
   return new HttpError(400, 'bad-request', `${parameter}: ${message}`, { issues: [{ path: parameter, message }] })
+}
+
+/** `value` as a normalized absolute path, or a 400 naming the parameter. */
+export function absolutePath(value: string, parameter: string): string {
+  if (!path.isAbsolute(value))
+    throw new HttpError(400, 'bad-request', `${parameter} must be an absolute path, got ${JSON.stringify(value)}`)
+  return path.resolve(value)
+}
+
+/** An absolute path to an existing folder, or a 400 naming the parameter. */
+export async function existingFolder(value: string, parameter: string): Promise<string> {
+  const resolved = absolutePath(value, parameter)
+  const info = await stat(resolved).catch(() => undefined)
+  if (!info) throw new HttpError(400, 'bad-request', `${parameter}: ${resolved} does not exist`)
+  if (!info.isDirectory()) throw new HttpError(400, 'bad-request', `${parameter}: ${resolved} is not a folder`)
+  return resolved
+}
+
+/** The request's query parameters checked with `schema` (a 400 names each bad one). */
+export function queryOf<S extends z.ZodType>(schema: S, request: ApiRequest): z.output<S> {
+  return parseWith(schema, Object.fromEntries(request.query), 'query')
+}
+
+/** The request's JSON body (none counts as `{}`) checked with `schema`; a 400 names `what` and each bad field. */
+export async function bodyOf<S extends z.ZodType>(schema: S, request: ApiRequest, what: string): Promise<z.output<S>> {
+  return parseWith(schema, (await request.body()) ?? {}, what)
 }
 
 /** `id` when it can name a session, else a 400 naming the parameter it came in (a path like `../../etc/passwd`, a wrong shape). */
