@@ -1,8 +1,10 @@
 export {
   COMPATIBLE_ROUTE,
   checkedModel,
+  choice,
   ModelsRequest,
   SettingsChange,
+  SettingsConfig,
   SettingsFileError,
   type SettingsOptions,
   SettingsStore,

@@ -1,7 +1,7 @@
 import { chmod, mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { readAgentSettings, readSettingsDocument } from '@dsh/agent'
-import type { Context } from '@dsh/cordis'
+import { type Context, Schema } from '@dsh/cordis'
 import { type LlmFailure, REASONING_EFFORTS } from '@dsh/llm'
 import { isPlainObject, stringifyYaml } from '@dsh/loader/compose'
 import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS, readRuleSection } from '@dsh/permission'
@@ -22,14 +22,45 @@ export interface WebSettings {
   theme?: Theme
 }
 
-export interface SettingsOptions {
-  settingsFile: string
+/** Where keys are stored and how long a connection test may take: config fields of the row that uses the store. */
+export interface SettingsConfig {
   apiKeyName: string
   baseUrlName: string
   /** The credentials of the OpenAI-compatible route: its key and its address. */
   compatibleKeyName: string
   compatibleBaseUrlName: string
   testTimeoutMs: number
+}
+
+export const SettingsConfig: Schema<SettingsConfig> = Schema.object({
+  apiKeyName: Schema.string()
+    .default('DEEPSEEK_API_KEY')
+    .description('The credential the settings page stores the API key under.'),
+  baseUrlName: Schema.string()
+    .default('DEEPSEEK_BASE_URL')
+    .description('The credential the settings page stores the base URL under.'),
+  compatibleKeyName: Schema.string()
+    .default('OPENAI_COMPATIBLE_API_KEY')
+    .description("The credential the settings page stores the OpenAI-compatible server's key under."),
+  compatibleBaseUrlName: Schema.string()
+    .default('OPENAI_COMPATIBLE_BASE_URL')
+    .description("The credential the settings page stores the OpenAI-compatible server's address under."),
+  testTimeoutMs: Schema.natural()
+    .min(1)
+    .default(30_000)
+    .description('How long the connection test waits for the provider.'),
+})
+
+export interface SettingsOptions extends SettingsConfig {
+  settingsFile: string
+}
+
+/** The per-session choices as a request names them (one definition for the settings and the session routes). */
+export const choice = {
+  model: z.string().trim().min(1, 'must not be empty').max(200),
+  reasoningEffort: z.enum(REASONING_EFFORTS),
+  permissionPreset: z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]]),
+  network: z.enum(NETWORK_MODES as [NetworkMode, ...NetworkMode[]]),
 }
 
 /** The route the settings page's OpenAI-compatible section configures (`@dsh/llm-pi-ai`). */
@@ -56,10 +87,7 @@ export const SettingsChange = z
     provider: z.string().trim().min(1, 'must not be empty').max(100),
     allowRules: z.array(z.string().trim().min(1, 'must not be empty').max(1000)).max(500),
     denyRules: z.array(z.string().trim().min(1, 'must not be empty').max(1000)).max(500),
-    model: z.string().trim().min(1, 'must not be empty').max(200),
-    reasoningEffort: z.enum(REASONING_EFFORTS),
-    permissionPreset: z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]]),
-    network: z.enum(NETWORK_MODES as [NetworkMode, ...NetworkMode[]]),
+    ...choice,
     theme: z.enum(THEMES),
   })
   .partial()

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import { scrubEnvironment } from '@dsh/subprocess'
+import { errorMessage } from '@dsh/tools'
 
 /** Whether this process runs in an SSH session, where a local browser would open on the wrong machine. */
 export function inSshSession(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -30,6 +31,6 @@ export function openInBrowser(url: string): void {
     child.on('error', (error) => complain(error.message))
     child.unref()
   } catch (error) {
-    complain(error instanceof Error ? error.message : String(error))
+    complain(errorMessage(error))
   }
 }

@@ -7,7 +7,7 @@ import { REASONING_EFFORTS } from '@dsh/llm'
 import { IdleUnloader, SessionAccess, sessionActivity } from '@dsh/conversations'
 import { PRESETS } from '@dsh/permission'
 import type {} from '@dsh/session-catalog'
-import { ModelsRequest, SettingsChange, SettingsStore } from '@dsh/user-settings'
+import { ModelsRequest, SettingsChange, SettingsConfig, SettingsStore } from '@dsh/user-settings'
 import { FileListings, listDirs } from '@dsh/workspace-files'
 import { z } from 'zod'
 import { errorMessage } from '@dsh/tools'
@@ -20,15 +20,10 @@ import type {} from './server.ts'
 export const name = 'web-api'
 export const inject = ['webServer', 'agents', 'sessions', 'conversations']
 
-export interface WebApiConfig {
+export interface WebApiConfig extends SettingsConfig {
   launchCwd?: string
   home?: string
   settingsFile?: string
-  apiKeyName: string
-  baseUrlName: string
-  compatibleKeyName: string
-  compatibleBaseUrlName: string
-  testTimeoutMs: number
   filesCacheMs: number
   filesMaxOutputBytes: number
   filesTimeoutMs: number
@@ -37,52 +32,39 @@ export interface WebApiConfig {
   activityOutputBytes: number
 }
 
-export const Config: Schema<WebApiConfig> = Schema.object({
-  launchCwd: Schema.string().description(
-    'The default workspace of new sessions. Default: the folder dsh was started in.',
-  ),
-  home: Schema.string().description('The dsh home shown to the app. Default: $DSH_HOME, else ~/.dsh.'),
-  settingsFile: Schema.string().description(
-    "The settings document (agent: and web: sections). Default: the agent row's settingsFile.",
-  ),
-  apiKeyName: Schema.string()
-    .default('DEEPSEEK_API_KEY')
-    .description('The credential the settings page stores the API key under.'),
-  baseUrlName: Schema.string()
-    .default('DEEPSEEK_BASE_URL')
-    .description('The credential the settings page stores the base URL under.'),
-  compatibleKeyName: Schema.string()
-    .default('OPENAI_COMPATIBLE_API_KEY')
-    .description("The credential the settings page stores the OpenAI-compatible server's key under."),
-  compatibleBaseUrlName: Schema.string()
-    .default('OPENAI_COMPATIBLE_BASE_URL')
-    .description("The credential the settings page stores the OpenAI-compatible server's address under."),
-  testTimeoutMs: Schema.natural()
-    .min(1)
-    .default(30_000)
-    .description('How long the connection test waits for the provider.'),
-  filesCacheMs: Schema.natural()
-    .default(5_000)
-    .description('How long a workspace file listing (for @ mentions) is reused.'),
-  filesMaxOutputBytes: Schema.natural()
-    .min(1024)
-    .default(16 * 1024 * 1024)
-    .description('Largest file listing read from ripgrep; past it the listing is cut.'),
-  filesTimeoutMs: Schema.natural().min(1).default(10_000).description('How long listing a workspace may take.'),
-  maxFrameBytes: Schema.natural()
-    .min(1024)
-    .default(64 * 1024)
-    .description('Largest WebSocket frame a client may send.'),
-  idleUnloadMs: Schema.natural()
-    .default(60_000)
-    .description(
-      'An agent of a top-level session is unloaded (its session closed, its log sealed and its lease given up, so other dsh processes may open it) this long after it went idle with no tab watching it; the next message resumes it from the log. 0 keeps agents until exit.',
+export const Config: Schema<WebApiConfig> = Schema.intersect([
+  Schema.object({
+    launchCwd: Schema.string().description(
+      'The default workspace of new sessions. Default: the folder dsh was started in.',
     ),
-  activityOutputBytes: Schema.natural()
-    .min(256)
-    .default(16 * 1024)
-    .description("The newest output of each background job and terminal a session's activity shows (bytes)."),
-})
+    home: Schema.string().description('The dsh home shown to the app. Default: $DSH_HOME, else ~/.dsh.'),
+    settingsFile: Schema.string().description(
+      "The settings document (agent: and web: sections). Default: the agent row's settingsFile.",
+    ),
+    filesCacheMs: Schema.natural()
+      .default(5_000)
+      .description('How long a workspace file listing (for @ mentions) is reused.'),
+    filesMaxOutputBytes: Schema.natural()
+      .min(1024)
+      .default(16 * 1024 * 1024)
+      .description('Largest file listing read from ripgrep; past it the listing is cut.'),
+    filesTimeoutMs: Schema.natural().min(1).default(10_000).description('How long listing a workspace may take.'),
+    maxFrameBytes: Schema.natural()
+      .min(1024)
+      .default(64 * 1024)
+      .description('Largest WebSocket frame a client may send.'),
+    idleUnloadMs: Schema.natural()
+      .default(60_000)
+      .description(
+        'An agent of a top-level session is unloaded (its session closed, its log sealed and its lease given up, so other dsh processes may open it) this long after it went idle with no tab watching it; the next message resumes it from the log. 0 keeps agents until exit.',
+      ),
+    activityOutputBytes: Schema.natural()
+      .min(256)
+      .default(16 * 1024)
+      .description("The newest output of each background job and terminal a session's activity shows (bytes)."),
+  }),
+  SettingsConfig,
+])
 
 function installedVersion(): string {
   for (const file of ['../../../../apps/cli/package.json', '../package.json']) {
@@ -116,14 +98,7 @@ export function apply(ctx: Context, config: WebApiConfig) {
     throw new Error(
       'web-api: no settings file: set settingsFile on the agent row (the base bundle does) or on this row',
     )
-  const settings = new SettingsStore(ctx, {
-    settingsFile,
-    apiKeyName: config.apiKeyName,
-    baseUrlName: config.baseUrlName,
-    compatibleKeyName: config.compatibleKeyName,
-    compatibleBaseUrlName: config.compatibleBaseUrlName,
-    testTimeoutMs: config.testTimeoutMs,
-  })
+  const settings = new SettingsStore(ctx, { ...config, settingsFile })
   const webDefaults = () => {
     try {
       return settings.web()

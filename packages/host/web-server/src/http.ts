@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { errorMessage } from '@dsh/tools'
 import type { z } from 'zod'
 
 /** An API failure with its HTTP status and error code (see API.md). */
@@ -79,7 +80,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   try {
     return JSON.parse(text)
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error)
+    const detail = errorMessage(error)
     const position = /position (\d+)/.exec(detail)?.[1]
     throw new HttpError(
       400,

@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { type Context, Schema, ScopedRegistry, Service } from '@dsh/cordis'
 import type {} from '@dsh/loader'
+import { errorMessage } from '@dsh/tools'
 import { inSshSession, openInBrowser } from './browser.ts'
 import { HttpError, readJsonBody, sendError, sendJson } from './http.ts'
 import { hasBuild, missingBuildText, serveStatic } from './static.ts'
@@ -262,22 +263,9 @@ export class WebServer extends Service {
       await serveStatic(req, res, this.staticDir, url.pathname)
     } catch (error) {
       if (error instanceof HttpError) return sendError(res, error)
-      this.home
-        .logger('web-server')
-        .error(
-          '%s %s failed: %s',
-          method,
-          url.pathname,
-          error instanceof Error ? (error.stack ?? error.message) : String(error),
-        )
-      sendError(
-        res,
-        new HttpError(
-          500,
-          'internal',
-          `${method} ${url.pathname} failed: ${error instanceof Error ? error.message : String(error)}`,
-        ),
-      )
+      // The logger prints an Error with its stack.
+      this.home.logger('web-server').error('%s %s failed: %s', method, url.pathname, error)
+      sendError(res, new HttpError(500, 'internal', `${method} ${url.pathname} failed: ${errorMessage(error)}`))
     }
   }
 
@@ -338,13 +326,7 @@ export class WebServer extends Service {
       if (!handler) throw new HttpError(404, 'not-found', `no WebSocket endpoint at ${url.pathname}`)
     } catch (error) {
       if (!(error instanceof HttpError))
-        this.home
-          .logger('web-server')
-          .error(
-            'upgrade of %s failed: %s',
-            url.pathname,
-            error instanceof Error ? (error.stack ?? error.message) : String(error),
-          )
+        this.home.logger('web-server').error('upgrade of %s failed: %s', url.pathname, error)
       rejectUpgrade(socket, error instanceof HttpError ? error : new HttpError(500, 'internal', String(error)))
       return
     }

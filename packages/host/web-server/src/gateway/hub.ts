@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream'
 import type { SessionAccess } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent } from '@dsh/session'
+import { errorMessage } from '@dsh/tools'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { z } from 'zod'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
@@ -135,7 +136,7 @@ export class SocketHub {
     try {
       raw = JSON.parse(data.toString('utf8'))
     } catch (error) {
-      return fail('bad-json', `the frame is not valid JSON: ${error instanceof Error ? error.message : String(error)}`)
+      return fail('bad-json', `the frame is not valid JSON: ${errorMessage(error)}`)
     }
     const parsed = ClientFrame.safeParse(raw)
     if (!parsed.success) {
@@ -156,18 +157,8 @@ export class SocketHub {
       const error = httpError(thrown)
       if (error instanceof HttpError) fail(error.code, error.message, frame.sessionId)
       else {
-        this.ctx
-          .logger('web-api')
-          .error(
-            'subscribing to %s failed: %s',
-            frame.sessionId,
-            error instanceof Error ? (error.stack ?? error.message) : String(error),
-          )
-        fail(
-          'internal',
-          `subscribing to ${frame.sessionId} failed: ${error instanceof Error ? error.message : String(error)}`,
-          frame.sessionId,
-        )
+        this.ctx.logger('web-api').error('subscribing to %s failed: %s', frame.sessionId, error)
+        fail('internal', `subscribing to ${frame.sessionId} failed: ${errorMessage(error)}`, frame.sessionId)
       }
     })
   }

@@ -1,10 +1,9 @@
 import type {} from '@dsh/checkpoints'
 import { ConversationError, recentHistory, type SessionAccess } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
-import { type ContentBlock, type Message, REASONING_EFFORTS } from '@dsh/llm'
-import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS } from '@dsh/permission'
+import type { ContentBlock, Message } from '@dsh/llm'
 import { newMessageId } from '@dsh/session'
-import type { WebSettings } from '@dsh/user-settings'
+import { choice, type WebSettings } from '@dsh/user-settings'
 import { z } from 'zod'
 import { parseWith } from '../http.ts'
 import { type ApiRequest, JsonReply } from '../server.ts'
@@ -12,20 +11,11 @@ import type { SocketHub } from './hub.ts'
 import { displayedAll } from './presentation.ts'
 import { absolutePath, bodyOf, checkedSessionId, described, existingFolder, queryOf, type Route } from './requests.ts'
 
-const effort = z.enum(REASONING_EFFORTS)
-const preset = z.enum(PRESETS as [PermissionPreset, ...PermissionPreset[]])
-const model = z.string().trim().min(1, 'must not be empty').max(200)
-const network = z.enum(NETWORK_MODES as [NetworkMode, ...NetworkMode[]])
 const base64 = /^[A-Za-z0-9+/]*={0,2}$/
 
 const CreateBody = z
-  .object({
-    cwd: z.string().min(1).optional(),
-    model: model.optional(),
-    reasoningEffort: effort.optional(),
-    permissionPreset: preset.optional(),
-    network: network.optional(),
-  })
+  .object({ cwd: z.string().min(1), ...choice })
+  .partial()
   .strict()
 
 const MessageBody = z
@@ -62,14 +52,8 @@ const RewindBody = z
   .strict()
 
 const PatchBody = z
-  .object({
-    title: z.string().trim().min(1, 'must not be empty').max(200).optional(),
-    model: model.optional(),
-    reasoningEffort: effort.optional(),
-    permissionPreset: preset.optional(),
-    network: network.optional(),
-    planMode: z.boolean().optional(),
-  })
+  .object({ title: z.string().trim().min(1, 'must not be empty').max(200), ...choice, planMode: z.boolean() })
+  .partial()
   .strict()
 
 const ListQuery = z.object({
