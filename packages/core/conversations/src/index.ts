@@ -11,6 +11,7 @@ export { recentHistory } from './history.ts'
 export { IdleUnloader } from './idle.ts'
 export type { ConversationSummary, ListPage, ListQuery } from './listing.ts'
 export { type PendingNotice, PendingRequests } from './pending.ts'
+export { EventFeed } from './feed.ts'
 export { RecentReads } from './recent-reads.ts'
 export {
   type CompactOutcome,

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
-import type { SessionAccess } from '@dsh/conversations'
+import { EventFeed, type SessionAccess } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent } from '@dsh/session'
 import { errorMessage } from '@dsh/tools'
@@ -14,16 +14,9 @@ import { httpError } from './requests.ts'
 /** A frame the server sends (see API.md). */
 export type ServerFrame = { type: string; sessionId?: string } & Record<string, unknown>
 
-interface Subscription {
-  /** The highest seq sent to this client for the session; -1 before any. */
-  lastSeq: number
-  /** False while the replay is being read; live events wait for it. */
-  ready: boolean
-}
-
 interface Client {
   socket: WebSocket
-  subscriptions: Map<string, Subscription>
+  subscriptions: Map<string, EventFeed>
 }
 
 const sessionId = z.string().superRefine((id, context) => {
@@ -94,7 +87,7 @@ export class SocketHub {
   toSubscribers(sessionId: string, frame: ServerFrame, related?: (subscribed: string) => boolean): void {
     for (const client of this.clients) {
       for (const [id, sub] of client.subscriptions) {
-        if (sub.ready && (id === sessionId || related?.(id))) {
+        if (sub.live && (id === sessionId || related?.(id))) {
           this.send(client, frame)
           break
         }
@@ -102,21 +95,9 @@ export class SocketHub {
     }
   }
 
-  /** A durable event was appended: forward it to subscribers, filling any gap from the live log. */
+  /** A durable event was appended: forward it to subscribers (each feed fills its own gaps). */
   onEvent(sessionId: string, event: SessionEvent): void {
-    const cwd = this.ctx.sessions.get(sessionId)?.meta.cwd ?? ''
-    for (const client of this.clients) {
-      const sub = client.subscriptions.get(sessionId)
-      if (!sub?.ready || event.seq <= sub.lastSeq) continue
-      if (event.seq > sub.lastSeq + 1) {
-        const log = this.ctx.sessions.get(sessionId)?.events ?? []
-        for (const missed of log)
-          if (missed.seq > sub.lastSeq && missed.seq < event.seq)
-            this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, missed, cwd) })
-      }
-      this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, event, cwd) })
-      sub.lastSeq = event.seq
-    }
+    for (const client of this.clients) client.subscriptions.get(sessionId)?.push(event)
     if (event.type === 'turn/end') {
       const session = this.ctx.sessions.get(sessionId)
       if (session) this.toSubscribers(sessionId, this.usageFrame(sessionId, this.ctx.sessions.publishedEvents(session)))
@@ -169,35 +150,23 @@ export class SocketHub {
     return false
   }
 
-  /**
-   * Replays the events after `afterSeq`, then goes live. The log is read (a
-   * stored one asynchronously), and the replay and the switch to live
-   * delivery happen in one synchronous step, so an event appended meanwhile
-   * is either in the replay or delivered live, never both, never neither.
-   */
+  /** Replays the events after `afterSeq`, then goes live (`EventFeed`); then the state frames. */
   private async subscribe(client: Client, sessionId: string, afterSeq: number): Promise<void> {
-    const sub: Subscription = { lastSeq: afterSeq, ready: false }
-    client.subscriptions.set(sessionId, sub)
+    const feed = new EventFeed(this.ctx, sessionId, afterSeq, (event, cwd) =>
+      this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, event, cwd) }),
+    )
+    client.subscriptions.set(sessionId, feed)
     this.watchers.watched(sessionId)
-    let view: Awaited<ReturnType<SessionAccess['view']>>
-    try {
-      view = await this.sessions.view(sessionId)
-    } catch (error) {
-      if (client.subscriptions.get(sessionId) === sub) client.subscriptions.delete(sessionId)
-      throw error
-    }
-    if (client.subscriptions.get(sessionId) !== sub) return // unsubscribed or subscribed again meanwhile
-    const live = this.ctx.sessions.get(sessionId)
-    const events = live ? this.ctx.sessions.publishedEvents(live) : view.events
-    for (const event of events) {
-      if (event.seq <= sub.lastSeq) continue
-      this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, event, view.meta.cwd) })
-      sub.lastSeq = event.seq
-    }
-    sub.ready = true
+    const read = await feed
+      .start(this.sessions, () => client.subscriptions.get(sessionId) === feed)
+      .catch((error) => {
+        if (client.subscriptions.get(sessionId) === feed) client.subscriptions.delete(sessionId)
+        throw error
+      })
+    if (!read) return // unsubscribed or subscribed again meanwhile
     const running = this.sessions.live(sessionId)?.status === 'running'
-    this.send(client, { type: 'subscribed', sessionId, lastSeq: events.at(-1)?.seq ?? -1, running })
-    this.send(client, this.usageFrame(sessionId, events))
+    this.send(client, { type: 'subscribed', sessionId, lastSeq: read.events.at(-1)?.seq ?? -1, running })
+    this.send(client, this.usageFrame(sessionId, read.events))
     for (const frame of this.pendingFrames(sessionId)) this.send(client, frame)
   }
 }
