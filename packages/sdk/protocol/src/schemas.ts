@@ -3,7 +3,8 @@ import type * as Wire from '@dsh/wire-types'
 import { z } from 'zod'
 import { sessionIdProblem } from './session-id.ts'
 
-const sessionId = z.string().superRefine((id, context) => {
+/** A string that can name a session (`sessionIdProblem`). */
+export const sessionId = z.string().superRefine((id, context) => {
   const problem = sessionIdProblem(id)
   if (problem) context.addIssue({ code: 'custom', message: problem })
 })

@@ -6,7 +6,7 @@ import type { SessionEvent } from '@dsh/session'
 import { errorMessage } from '@dsh/tools'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { z } from 'zod'
-import { sessionIdProblem } from '@dsh/sdk-protocol'
+import { schemas } from '@dsh/sdk-protocol'
 import { HttpError } from '../http.ts'
 import { displayed } from './presentation.ts'
 import { httpError } from './requests.ts'
@@ -19,10 +19,7 @@ interface Client {
   subscriptions: Map<string, EventFeed>
 }
 
-const sessionId = z.string().superRefine((id, context) => {
-  const problem = sessionIdProblem(id)
-  if (problem) context.addIssue({ code: 'custom', message: problem })
-})
+const { sessionId } = schemas
 
 const ClientFrame = z.discriminatedUnion('type', [
   z.object({ type: z.literal('subscribe'), sessionId, afterSeq: z.number().int().min(-1).optional() }),

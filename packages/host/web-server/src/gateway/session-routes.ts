@@ -84,6 +84,13 @@ export function applySessionRoutes(
   web: { launchCwd: string; defaults: () => WebSettings },
 ): void {
   const changed = () => hub.broadcast({ type: 'sessions-changed' })
+  /** A session was made (created, forked, rewound): every tab's list changes; the answer is 201. */
+  const made = (body: object) => {
+    changed()
+    return new JsonReply(201, body)
+  }
+  /** The live agent of the path's session, resumed if needed. */
+  const agentOf = async (request: ApiRequest) => sessions.agent(idOf(request))
   const conversations = ctx.conversations
 
   route('GET', '/api/sessions', async (request) => {
@@ -110,8 +117,7 @@ export function applySessionRoutes(
       ...(preset ? { preset } : {}),
       ...(network ? { network } : {}),
     })
-    changed()
-    return new JsonReply(201, { sessionId: agent.id })
+    return made({ sessionId: agent.id })
   })
 
   route('GET', '/api/sessions/:id', async (request) => {
@@ -151,7 +157,7 @@ export function applySessionRoutes(
   // A message is a prompt of its own: it runs now, or is queued behind the running work (`queued: true`).
   route('POST', '/api/sessions/:id/messages', async (request) => {
     const message = await messageOf(request)
-    const agent = await sessions.agent(idOf(request))
+    const agent = await agentOf(request)
     let queued = false
     conversations
       .prompt(agent.id, message, { onQueued: () => (queued = true) })
@@ -162,7 +168,7 @@ export function applySessionRoutes(
   // A steer joins the running turn at its next step; a session that runs no turn is refused (400).
   route('POST', '/api/sessions/:id/steer', async (request) => {
     const message = await messageOf(request)
-    conversations.steer((await sessions.agent(idOf(request))).id, message)
+    conversations.steer((await agentOf(request)).id, message)
     return new JsonReply(202, {})
   })
 
@@ -172,8 +178,7 @@ export function applySessionRoutes(
   })
 
   route('POST', '/api/sessions/:id/compact', async (request) => {
-    const agent = await sessions.agent(idOf(request))
-    return conversations.compact(agent.id)
+    return conversations.compact((await agentOf(request)).id)
   })
 
   route('POST', '/api/sessions/:id/fork', async (request) => {
@@ -182,8 +187,7 @@ export function applySessionRoutes(
     const fork = await conversations.fork(id, body.turn !== undefined ? { turn: body.turn } : {})
     // Closed: it opens like any other stored session, and resumes when sent to.
     await conversations.close(fork.id)
-    changed()
-    return new JsonReply(201, { sessionId: fork.id })
+    return made({ sessionId: fork.id })
   })
 
   route('POST', '/api/sessions/:id/rewind', async (request) => {
@@ -196,13 +200,12 @@ export function applySessionRoutes(
     if (!result.sessionId) return result
     // Closed, like a fork: it opens like any other stored session.
     await conversations.close(result.sessionId)
-    changed()
-    return new JsonReply(201, result)
+    return made(result)
   })
 
   route('PATCH', '/api/sessions/:id', async (request) => {
     const body = await bodyOf(PatchBody, request, 'session update')
-    const agent = await sessions.agent(idOf(request))
+    const agent = await agentOf(request)
     await conversations.configure(agent.id, {
       ...(body.model ? { model: body.model } : {}),
       ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}),
