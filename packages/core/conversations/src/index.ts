@@ -10,7 +10,7 @@ export { ConversationError, type ConversationErrorKind } from './errors.ts'
 export { recentHistory } from './history.ts'
 export { IdleUnloader } from './idle.ts'
 export type { ConversationSummary, ListPage, ListQuery } from './listing.ts'
-export { type PendingNotice, PendingRequests } from './pending.ts'
+export { PendingInteractions, type PendingNotice, PendingRequests } from './pending.ts'
 export { EventFeed } from './feed.ts'
 export { RecentReads } from './recent-reads.ts'
 export {

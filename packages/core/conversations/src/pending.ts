@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto'
+import type { Context } from '@dsh/cordis'
+import type { QuestionAnswer } from '@dsh/questions'
+import { within } from './access.ts'
+import type { ApprovalReply } from './broker.ts'
 
 /** How a pending request, or its withdrawal (`<kind>-resolved`), is announced to the user's surface. */
 export type PendingNotice = { type: string; requestId: string; sessionId: string } & Record<string, unknown>
@@ -74,5 +78,51 @@ export class PendingRequests<A> {
   /** Fails every pending request (the API is going away). */
   rejectAll(reason: string): void {
     for (const requestId of [...this.entries.keys()]) this.settle(requestId)?.reject(new Error(reason))
+  }
+}
+
+/**
+ * Everything a surface that answers asynchronously (a later request carries
+ * the answer) has open: it becomes the broker's approver and asker for
+ * `ctx`'s plugin, announces each approval (`toolCall` with how its tool
+ * presents it, `reason`, `preset`) and question (`callId`, `questions`) to
+ * the watchers of the session or an ancestor, and rejects what is still open
+ * when the plugin goes.
+ */
+export class PendingInteractions {
+  readonly approvals: PendingRequests<ApprovalReply>
+  readonly questions: PendingRequests<QuestionAnswer[]>
+
+  constructor(
+    private readonly ctx: Context,
+    announce: (notice: PendingNotice) => void,
+    /** Why what is still open fails when the plugin goes ("the web API stopped"). */
+    stopped: string,
+  ) {
+    this.approvals = new PendingRequests('approval', announce)
+    this.questions = new PendingRequests('question', announce)
+    ctx.effect(
+      () => () => {
+        this.approvals.rejectAll(stopped)
+        this.questions.rejectAll(stopped)
+      },
+      'pending approvals and questions',
+    )
+    const { broker } = ctx.conversations
+    broker.setApprover(ctx, ({ sessionId, cwd, call, reason, preset }, signal) => {
+      const tools = ctx.get('tools')
+      const presentation = tools ? { presentation: tools.present(call, cwd) } : {}
+      const toolCall = { callId: call.callId, name: call.name, arguments: call.arguments, ...presentation }
+      return this.approvals.ask(sessionId, { toolCall, reason, ...(preset ? { preset } : {}) }, signal)
+    })
+    broker.setAsker(ctx, (request, signal) =>
+      this.questions.ask(request.sessionId, { callId: request.callId, questions: request.questions }, signal),
+    )
+  }
+
+  /** The open requests a watcher of `sessionId` sees: its own and its subagents'. */
+  openFor(sessionId: string): PendingNotice[] {
+    const matches = (asking: string) => within(this.ctx, asking, sessionId)
+    return [...this.approvals.frames(matches), ...this.questions.frames(matches)]
   }
 }

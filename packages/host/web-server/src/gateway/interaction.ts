@@ -1,6 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import { type ApprovalReply, PendingRequests, within } from '@dsh/conversations'
-import type { QuestionAnswer } from '@dsh/questions'
+import { PendingInteractions, within } from '@dsh/conversations'
 import { z } from 'zod'
 import { HttpError, parseWith } from '../http.ts'
 import type { SocketHub } from './hub.ts'
@@ -23,42 +22,13 @@ const QuestionBody = z.object({
  * the frames they send, and the routes that answer them.
  */
 export function applyInteraction(ctx: Context, route: Route, hub: SocketHub): void {
-  const announce = (frame: { sessionId: string; type: string }) =>
-    hub.toSubscribers(frame.sessionId, frame, (subscribed) => within(ctx, frame.sessionId, subscribed))
-  const approvals = new PendingRequests<ApprovalReply>('approval', announce)
-  const questions = new PendingRequests<QuestionAnswer[]>('question', announce)
-  hub.pendingFrames = (subscribed) => {
-    const matches = (sessionId: string) => within(ctx, sessionId, subscribed)
-    return [...approvals.frames(matches), ...questions.frames(matches)]
-  }
-  ctx.effect(
-    () => () => {
-      approvals.rejectAll('the web API stopped')
-      questions.rejectAll('the web API stopped')
-    },
-    'pending web requests',
+  const pending = new PendingInteractions(
+    ctx,
+    (notice) => hub.toSubscribers(notice.sessionId, notice, (subscribed) => within(ctx, notice.sessionId, subscribed)),
+    'the web API stopped',
   )
-
-  const { broker } = ctx.conversations
-  broker.setApprover(ctx, ({ sessionId, cwd, call, reason, preset }, signal) =>
-    approvals.ask(
-      sessionId,
-      {
-        toolCall: {
-          callId: call.callId,
-          name: call.name,
-          arguments: call.arguments,
-          ...presentationOf(ctx, call, cwd),
-        },
-        reason,
-        ...(preset ? { preset } : {}),
-      },
-      signal,
-    ),
-  )
-  broker.setAsker(ctx, (request, signal) =>
-    questions.ask(request.sessionId, { callId: request.callId, questions: request.questions }, signal),
-  )
+  const { approvals, questions } = pending
+  hub.pendingFrames = (subscribed) => pending.openFor(subscribed)
 
   route('POST', '/api/approvals/:requestId', async (request) => {
     const body = parseWith(ApprovalBody, await request.body(), 'approval answer')
@@ -89,10 +59,4 @@ function notPending(kind: string, id: string): HttpError {
     'not-found',
     `${kind} ${JSON.stringify(id)} is not pending: it was answered already (maybe in another tab) or its call was cancelled`,
   )
-}
-
-/** How the call's tool shows it, for the approval dialog (`presentation`, absent without `ctx.tools`). */
-function presentationOf(ctx: Context, call: { name: string; arguments: string }, cwd: string) {
-  const tools = ctx.get('tools')
-  return tools ? { presentation: tools.present(call, cwd) } : {}
 }
