@@ -8,17 +8,15 @@ import type {} from '@dsh/fs'
 import type {} from '@dsh/llm'
 import type {} from '@dsh/permission'
 import type { AcpServerConfig } from './config.ts'
-import { oversizedLineGuard } from './guard.ts'
-import { AcpServer } from './server.ts'
+import { oversizedLineGuard } from '@dsh/sdk-protocol'
+import { AcpServer, OVERSIZED_METHOD } from './server.ts'
 
-export { AcpServer } from './server.ts'
+export { AcpServer, OVERSIZED_METHOD } from './server.ts'
 export { Config, type AcpServerConfig } from './config.ts'
-export { oversizedLineGuard, OVERSIZED_METHOD } from './guard.ts'
 export { promptMessage, type PromptLimits } from './prompt.ts'
 export { fence, ToolViews, type ToolCallView } from './tool-view.ts'
 export { SessionUpdates } from './updates.ts'
-export { mcpConfig, McpLinks } from './mcp.ts'
-export { routeFilesThroughClient, type ClientFiles } from './client-fs.ts'
+export { mcpConfig } from './mcp.ts'
 
 export const name = 'acp-server'
 export const inject = ['acpAppStartup', 'agents', 'sessions', 'conversations', 'permission', 'tools', 'appExit']
@@ -29,7 +27,7 @@ const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 /** The ACP connection over this process's stdin and stdout. */
 function stdio(maxMessageBytes: number): Stream {
   const input = (Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>).pipeThrough(
-    oversizedLineGuard(maxMessageBytes),
+    oversizedLineGuard(maxMessageBytes, OVERSIZED_METHOD),
   )
   const output = Writable.toWeb(process.stdout) as WritableStream<Uint8Array>
   return ndJsonStream(output, input, { maxMessageBytes: maxMessageBytes + 4096 })

@@ -2,27 +2,25 @@ import path from 'node:path'
 // The unstable entry: session/fork and session/set_title are typed there (a superset of the stable API).
 import * as acp from '@agentclientprotocol/sdk/unstable'
 import type { Agent } from '@dsh/agent'
-import { type ApprovalPrompt, type ApprovalReply, ConversationError } from '@dsh/conversations'
-import { assertNever, type Context } from '@dsh/cordis'
 import {
-  NETWORK_EVENT,
-  NETWORK_MODES,
-  type NetworkMode,
-  PRESET_EVENT,
-  PRESETS,
-  type PermissionPreset,
-} from '@dsh/permission'
+  type ApprovalPrompt,
+  type ApprovalReply,
+  ConversationError,
+  optionSettings,
+  type SessionOptionId,
+  type SessionSettings,
+  sessionOptions,
+} from '@dsh/conversations'
+import { assertNever, type Context } from '@dsh/cordis'
+import { NETWORK_EVENT, NETWORK_MODES, type NetworkMode, PRESET_EVENT } from '@dsh/permission'
 import { SETTINGS_EVENT } from '@dsh/conversations'
-import type {} from '@dsh/plan-mode'
 import type { SessionEvent } from '@dsh/session'
 import type {} from '@dsh/checkpoints'
 import { schemas, sessionIdProblem } from '@dsh/sdk-protocol'
-import { routeFilesThroughClient } from './client-fs.ts'
-import { ConfigOptionProblem, configOptions, requestedSetting } from './config-options.ts'
+import { routeFilesThroughClient } from '@dsh/fs'
 import type { AcpServerConfig } from './config.ts'
-import { OVERSIZED_METHOD, REWIND_METHOD } from './guard.ts'
-import type { McpServerConfig } from '@dsh/mcp'
-import { mcpConfig, McpLinks, mcpOf } from './mcp.ts'
+import { type McpServerConfig, SessionServers } from '@dsh/mcp'
+import { mcpConfig, mcpError } from './mcp.ts'
 import { promptMessage } from './prompt.ts'
 import { ToolViews } from './tool-view.ts'
 import { SessionUpdates, usageUpdate } from './updates.ts'
@@ -44,15 +42,20 @@ const PERMISSION_OPTIONS: acp.PermissionOption[] = [
   { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
 ]
 
-const MODE_NAMES: Record<PermissionPreset, string> = {
-  'read-only': 'Read only',
-  'workspace-write': 'Workspace write',
-  'danger-full-access': 'Full access',
+/** ACP's config option category of each session option. */
+const CATEGORIES: Record<SessionOptionId, string> = {
+  model: 'model',
+  reasoning_effort: 'thought_level',
+  mode: 'mode',
+  network: '_network',
 }
-/** The session mode that is plan mode (the others are the permission presets). */
-const PLAN_MODE = 'plan'
 /** The logged events that change a session's config options. */
 const CONFIG_EVENTS = new Set<string>([SETTINGS_EVENT, PRESET_EVENT, NETWORK_EVENT, 'plan/mode'])
+
+/** The method an oversized input line is replaced by (`oversizedLineGuard` of `@dsh/sdk-protocol`); answered with -32600. */
+export const OVERSIZED_METHOD = '_dsh/oversized'
+/** dsh's extension method: rewind a session (params and result as the SDK's `session/rewind`). */
+const REWIND_METHOD = '_dsh/session/rewind'
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
@@ -65,7 +68,7 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  */
 export class AcpServer {
   private readonly sessions = new Map<string, AcpSession>()
-  private readonly links: McpLinks
+  private readonly links: SessionServers
   private readonly connection: acp.AgentConnection
   private capabilities: acp.ClientCapabilities = {}
   /** Ids of the client's requests not answered yet. */
@@ -79,7 +82,7 @@ export class AcpServer {
     stream: acp.Stream,
     private readonly version: string,
   ) {
-    this.links = new McpLinks(ctx)
+    this.links = new SessionServers(ctx)
     const app = acp
       .agent({ name: 'dsh' })
       .onRequest(acp.methods.agent.initialize, ({ params }) => this.initialize(params))
@@ -198,10 +201,12 @@ export class AcpServer {
       // Plan mode or the preset changed (by set_mode, set_config_option, or an approved plan): so did the mode.
       if (event.type === 'plan/mode' || event.type === PRESET_EVENT)
         this.send(state, [
-          { sessionUpdate: 'current_mode_update', currentModeId: this.modes(session.id).currentModeId },
+          { sessionUpdate: 'current_mode_update', currentModeId: this.shown(state.agent).modes.currentModeId },
         ])
       if (CONFIG_EVENTS.has(event.type))
-        this.send(state, [{ sessionUpdate: 'config_option_update', configOptions: this.configOptions(state.agent) }])
+        this.send(state, [
+          { sessionUpdate: 'config_option_update', configOptions: this.shown(state.agent).configOptions },
+        ])
     })
     ctx.on('agent/delta', (agent, delta) => {
       const state = this.sessions.get(agent.id)
@@ -261,7 +266,7 @@ export class AcpServer {
       agentCapabilities: {
         loadSession: true,
         promptCapabilities: { image: this.modelTakesImages(), audio: false, embeddedContext: true },
-        mcpCapabilities: { http: mcpOf(this.ctx) !== undefined, sse: false },
+        mcpCapabilities: { http: this.ctx.get('mcp') !== undefined, sse: false },
         sessionCapabilities: { close: {}, list: {}, resume: {}, fork: {}, title: {}, delete: {} },
       },
       authMethods: [],
@@ -277,26 +282,27 @@ export class AcpServer {
     }
   }
 
-  private modes(sessionId: string): acp.SessionModeState {
-    const asks = this.ctx.permission.approvalPolicy() === 'ask' ? 'asks before' : 'refuses'
-    const describe: Record<PermissionPreset, string> = {
-      'read-only': `Reads anywhere; ${asks} any write or escalated command. Commands run in a read-only sandbox.`,
-      'workspace-write': `Reads anywhere and writes inside the workspace; ${asks} anything else. Commands run sandboxed.`,
-      'danger-full-access': 'Does everything without asking; commands run unconfined.',
-    }
-    const planMode = this.ctx.get('planMode')
-    const plan = planMode
-      ? [
-          {
-            id: PLAN_MODE,
-            name: 'Plan',
-            description: `Only read-only tools run until you approve the agent's plan; then it works under ${MODE_NAMES[this.ctx.permission.preset(sessionId)]}.`,
-          },
-        ]
-      : []
+  /**
+   * The session's settings as ACP shows them (`sessionOptions` of the
+   * conversation service): each a select config option, and the `mode` one
+   * also as the session modes.
+   */
+  private shown(agent: Agent): { modes: acp.SessionModeState; configOptions: acp.SessionConfigOption[] } {
+    const options = sessionOptions(this.ctx, agent)
+    const mode = options.find((o) => o.id === 'mode')
     return {
-      currentModeId: planMode?.isActive(sessionId) ? PLAN_MODE : this.ctx.permission.preset(sessionId),
-      availableModes: [...PRESETS.map((id) => ({ id, name: MODE_NAMES[id], description: describe[id] })), ...plan],
+      modes: {
+        currentModeId: mode?.current ?? '',
+        availableModes: (mode?.choices ?? []).map(({ value, ...rest }) => ({ id: value, ...rest })),
+      },
+      configOptions: options.map((o) => ({
+        type: 'select',
+        id: o.id,
+        name: o.name,
+        category: CATEGORIES[o.id],
+        currentValue: o.current,
+        options: o.choices,
+      })),
     }
   }
 
@@ -342,7 +348,7 @@ export class AcpServer {
       await this.links.attach(state.agent.id, servers)
     } catch (error) {
       await this.drop(state)
-      throw error
+      throw mcpError(error)
     }
   }
 
@@ -356,7 +362,7 @@ export class AcpServer {
     const state = this.adopt(agent)
     await this.connectMcp(state, servers)
     this.announceCommands(state)
-    return { sessionId: agent.id, modes: this.modes(agent.id), configOptions: this.configOptions(agent) }
+    return { sessionId: agent.id, ...this.shown(agent) }
   }
 
   private async loadSession(params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
@@ -373,7 +379,7 @@ export class AcpServer {
     this.send(state, usageUpdate(this.ctx.conversations.meter(events)))
     await this.connectMcp(state, servers)
     this.announceCommands(state)
-    return { modes: this.modes(id), configOptions: this.configOptions(state.agent) }
+    return this.shown(state.agent)
   }
 
   private async prompt(params: acp.PromptRequest, signal: AbortSignal): Promise<acp.PromptResponse> {
@@ -413,26 +419,12 @@ export class AcpServer {
 
   /** A preset mode leaves plan mode; the plan mode keeps the preset for after the plan. */
   private async setMode(params: acp.SetSessionModeRequest): Promise<acp.SetSessionModeResponse> {
-    this.require(params.sessionId)
-    const modes = this.modes(params.sessionId).availableModes.map((m) => m.id)
+    const options = sessionOptions(this.ctx, this.require(params.sessionId).agent)
+    const modes = options.find((o) => o.id === 'mode')?.choices.map((c) => c.value) ?? []
     if (!modes.includes(params.modeId))
       throw invalid(`unknown mode "${params.modeId}"; the modes are ${modes.join(', ')}`, { modeId: params.modeId })
-    await this.applyMode(params.sessionId, params.modeId, modes)
+    await this.ctx.conversations.configure(params.sessionId, optionSettings(options, 'mode', params.modeId))
     return {}
-  }
-
-  private async applyMode(sessionId: string, modeId: string, modes: string[]): Promise<void> {
-    const hasPlan = modes.includes(PLAN_MODE)
-    await this.ctx.conversations.configure(
-      sessionId,
-      modeId === PLAN_MODE
-        ? { plan: true }
-        : { preset: modeId as PermissionPreset, ...(hasPlan ? { plan: false } : {}) },
-    )
-  }
-
-  private configOptions(agent: Agent): acp.SessionConfigOption[] {
-    return configOptions(this.ctx, agent, this.modes(agent.id))
   }
 
   /**
@@ -444,23 +436,18 @@ export class AcpServer {
   private async setConfigOption(
     params: acp.SetSessionConfigOptionRequest,
   ): Promise<acp.SetSessionConfigOptionResponse> {
-    const state = this.require(params.sessionId)
-    const options = this.configOptions(state.agent)
-    let request: ReturnType<typeof requestedSetting>
+    const { agent } = this.require(params.sessionId)
+    let settings: SessionSettings
     try {
-      request = requestedSetting(options, params.configId, params.value)
+      settings = optionSettings(sessionOptions(this.ctx, agent), params.configId, params.value)
     } catch (error) {
-      if (error instanceof ConfigOptionProblem)
-        throw invalid(`${error.field}: ${error.message}`, { field: error.field, [error.field]: params[error.field] })
+      const field = error instanceof ConversationError ? error.details.field : undefined
+      if (field === 'configId' || field === 'value')
+        throw invalid(`${field}: ${message(error)}`, { field, [field]: params[field] })
       throw error
     }
-    if (request.id === 'mode') {
-      const modes = this.modes(params.sessionId).availableModes.map((m) => m.id)
-      await this.applyMode(params.sessionId, request.value, modes)
-    } else if (Object.keys(request.settings).length) {
-      await this.ctx.conversations.configure(params.sessionId, request.settings)
-    }
-    return { configOptions: this.configOptions(state.agent) }
+    if (Object.keys(settings).length) await this.ctx.conversations.configure(params.sessionId, settings)
+    return { configOptions: this.shown(agent).configOptions }
   }
 
   /** Stored sessions, newest first, a page at a time; subagent sessions are left out. */
@@ -505,11 +492,11 @@ export class AcpServer {
 
   /** Like `session/load` without the replay: the client already shows the history. */
   private async resumeSession(params: acp.ResumeSessionRequest): Promise<acp.ResumeSessionResponse> {
-    const { id, open, agent } = await this.reopen(params, 'resume')
+    const { open, agent } = await this.reopen(params, 'resume')
     const state = open ?? this.adopt(agent)
     await this.connectMcp(state, this.mcpServers(params.mcpServers ?? [], agent.session.meta.cwd))
     this.send(state, usageUpdate(this.ctx.conversations.meter(agent.session.events)))
-    return { modes: this.modes(id), configOptions: this.configOptions(state.agent) }
+    return this.shown(state.agent)
   }
 
   /** A copy of the whole session (open or stored, between turns) as a new session of this connection. */
@@ -521,7 +508,7 @@ export class AcpServer {
     const agent = await this.ctx.conversations.fork(id)
     const state = this.adopt(agent)
     await this.connectMcp(state, this.mcpServers(params.mcpServers ?? [], agent.session.meta.cwd))
-    return { sessionId: agent.id, modes: this.modes(agent.id), configOptions: this.configOptions(agent) }
+    return { sessionId: agent.id, ...this.shown(agent) }
   }
 
   /**

@@ -3,7 +3,7 @@ import type { ToolCallId } from '@dsh/llm'
 import type { SessionEvent } from '@dsh/session'
 import { callTarget, presentCall, textArgument, type ToolDefinition } from '@dsh/tools'
 import { describe, expect, it } from 'vitest'
-import { fence, oversizedLineGuard, promptMessage, SessionUpdates, ToolViews } from '../src/index.ts'
+import { fence, promptMessage, SessionUpdates, ToolViews } from '../src/index.ts'
 
 const limits = { images: false, model: 'text-model', maxBytes: 1000 }
 
@@ -250,40 +250,5 @@ describe('session updates', () => {
     expect(updates.started(callId)).toEqual([
       { sessionUpdate: 'tool_call_update', toolCallId: callId, status: 'in_progress' },
     ])
-  })
-})
-
-describe('the input guard', () => {
-  async function through(limit: number, chunks: string[]): Promise<string> {
-    const encoder = new TextEncoder()
-    const source = new ReadableStream<Uint8Array>({
-      start(controller) {
-        for (const chunk of chunks) controller.enqueue(encoder.encode(chunk))
-        controller.close()
-      },
-    })
-    let out = ''
-    const decoder = new TextDecoder()
-    for await (const piece of source.pipeThrough(oversizedLineGuard(limit)) as unknown as AsyncIterable<Uint8Array>)
-      out += decoder.decode(piece)
-    return out
-  }
-
-  it('passes lines through whole, however they arrive, and replaces a long one by an error request with its id', async () => {
-    const big = `{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"text":"${'x'.repeat(300)}"}}`
-    const out = await through(100, ['{"a":1}\n{"b"', ':2}\n', big.slice(0, 150), `${big.slice(150)}\n`, '{"c":3}'])
-    expect(out.split('\n')).toEqual([
-      '{"a":1}',
-      '{"b":2}',
-      JSON.stringify({ jsonrpc: '2.0', id: 7, method: '_dsh/oversized', params: { bytes: big.length, limit: 100 } }),
-      '{"c":3}',
-      '',
-    ])
-  })
-
-  it('gives the error request a null id when the long line shows no top-level id', async () => {
-    const big = `{"jsonrpc":"2.0","method":"session/prompt","params":{"id":5,"text":"${'x'.repeat(300)}"}}`
-    const out = await through(100, [`${big}\n`])
-    expect(JSON.parse(out.split('\n')[0] as string)).toMatchObject({ id: null, method: '_dsh/oversized' })
   })
 })

@@ -14,6 +14,14 @@ export { PendingInteractions, type PendingNotice, PendingRequests } from './pend
 export { EventFeed } from './feed.ts'
 export { RecentReads } from './recent-reads.ts'
 export {
+  type OptionChoice,
+  optionSettings,
+  PLAN_MODE,
+  type SessionOption,
+  type SessionOptionId,
+  sessionOptions,
+} from './options.ts'
+export {
   type CompactOutcome,
   Conversations,
   type CreateOptions,

@@ -26,6 +26,7 @@ export {
 export { fromNodeError, LocalFileSystem } from './local.ts'
 export { isWithin } from './resolve.ts'
 export { checkedReal, recordChecked } from './checked.ts'
+export { type ClientFiles, routeFilesThroughClient } from './client-files.ts'
 export { DenyListError } from './deny.ts'
 
 export const name = 'fs'

@@ -13,6 +13,7 @@ export {
 export type { McpServerInfo, McpServerStatus } from './connection.ts'
 export { toolName } from './convert.ts'
 export { McpService } from './service.ts'
+export { SessionServerError, SessionServers } from './session-servers.ts'
 
 export const name = 'mcp'
 export const inject = ['tools', 'subprocess']

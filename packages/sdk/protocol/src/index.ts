@@ -1,4 +1,5 @@
 export { ConnectionClosedError, type ErrorCode, ErrorCodes, PROTOCOL_VERSION, RpcError } from './codes.ts'
+export { oversizedLineGuard } from './line-guard.ts'
 export { LineSplitter } from './lines.ts'
 export {
   DEFAULT_MAX_LINE_BYTES,

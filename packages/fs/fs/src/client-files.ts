@@ -1,10 +1,10 @@
 import { open, stat } from 'node:fs/promises'
 import type { Context } from '@dsh/cordis'
-import type { WriteResult } from '@dsh/fs'
+import type { WriteResult } from './seam.ts'
 
-/** The client's file methods, when it offers them, for the sessions it drives. */
+/** A client's file methods (an editor's), when it offers them, for the sessions it drives. */
 export interface ClientFiles {
-  /** The client offers `fs/read_text_file` and drives this session. */
+  /** The client offers to read text files and drives this session. */
   canRead(sessionId: string | undefined): boolean
   canWrite(sessionId: string | undefined): boolean
   read(sessionId: string, path: string): Promise<string>
@@ -42,10 +42,10 @@ async function looksBinary(file: string): Promise<boolean> {
 }
 
 /**
- * Routes the text file reads and writes of the client's sessions through its
- * `fs/read_text_file` and `fs/write_text_file`, so the model sees the editor's
- * unsaved buffers and its writes land in the editor (with its undo). Binary
- * files, and the sessions of other surfaces, stay on disk.
+ * Routes the text file reads and writes of a client's sessions through its
+ * own file methods (`fs/read-content`, `fs/write-content`), so the model sees
+ * an editor's unsaved buffers and its writes land in the editor (with its
+ * undo). Binary files, and the sessions of other surfaces, stay on disk.
  */
 export function routeFilesThroughClient(ctx: Context, files: ClientFiles): void {
   ctx.on('fs/read-content', async (request, next) => {

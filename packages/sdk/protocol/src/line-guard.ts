@@ -1,23 +1,19 @@
-import { peekRequestId, REQUEST_ID_SCAN_CHARS } from '@dsh/sdk-protocol'
-
-/** The method an oversized line is replaced by; the server answers it with an error. */
-export const OVERSIZED_METHOD = '_dsh/oversized'
-/** dsh's extension method: rewind a session (params and result as the SDK's `session/rewind`). */
-export const REWIND_METHOD = '_dsh/session/rewind'
+import { peekRequestId, REQUEST_ID_SCAN_CHARS } from './request-id.ts'
 
 const NEWLINE = 0x0a
 /** How much of an oversized line is kept to find its request id. */
 const HEAD_BYTES = REQUEST_ID_SCAN_CHARS
 
 /**
- * Passes newline-delimited input through, except a line longer than `limit`
- * bytes: it is dropped as it streams (never held whole) and replaced by a
- * small `_dsh/oversized` request carrying the dropped line's id when it
- * appears near the start, so the sender gets an error for that request and
- * the connection stays up. (The ACP library closes the connection on an
- * oversized line.)
+ * Passes newline-delimited JSON-RPC input through, except a line longer than
+ * `limit` bytes: it is dropped as it streams (never held whole) and replaced
+ * by a small request of `method` (params `{bytes, limit}`) carrying the
+ * dropped line's id when it appears near the start, so a server that answers
+ * `method` with an error answers the sender's request and the connection
+ * stays up. For JSON-RPC libraries that close the connection on an oversized
+ * line (the ACP library does).
  */
-export function oversizedLineGuard(limit: number): TransformStream<Uint8Array, Uint8Array> {
+export function oversizedLineGuard(limit: number, method: string): TransformStream<Uint8Array, Uint8Array> {
   let parts: Uint8Array[] = []
   let size = 0
   let dropping = false
@@ -38,7 +34,7 @@ export function oversizedLineGuard(limit: number): TransformStream<Uint8Array, U
       const request = {
         jsonrpc: '2.0',
         id: peekRequestId(head),
-        method: OVERSIZED_METHOD,
+        method,
         params: { bytes: size, limit },
       }
       controller.enqueue(encoder.encode(`${JSON.stringify(request)}\n`))
