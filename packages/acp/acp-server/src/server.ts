@@ -16,7 +16,7 @@ import { NETWORK_EVENT, NETWORK_MODES, type NetworkMode, PRESET_EVENT } from '@d
 import { SETTINGS_EVENT } from '@dsh/conversations'
 import type { SessionEvent } from '@dsh/session'
 import type {} from '@dsh/checkpoints'
-import { schemas, sessionIdProblem } from '@dsh/sdk-protocol'
+import { answeredBeforeEnd, schemas, sessionIdProblem } from '@dsh/sdk-protocol'
 import { routeFilesThroughClient } from '@dsh/fs'
 import type { AcpServerConfig } from './config.ts'
 import { type McpServerConfig, SessionServers } from '@dsh/mcp'
@@ -71,11 +71,6 @@ export class AcpServer {
   private readonly links: SessionServers
   private readonly connection: acp.AgentConnection
   private capabilities: acp.ClientCapabilities = {}
-  /** Ids of the client's requests not answered yet. */
-  private readonly inFlight = new Set<acp.RequestId>()
-  /** Called whenever a request in flight has been answered. */
-  private answered: () => void = () => {}
-
   constructor(
     private readonly ctx: Context,
     private readonly config: AcpServerConfig,
@@ -127,53 +122,22 @@ export class AcpServer {
    * pending prompt answers `cancelled` (bounded by `drainTimeoutMs`).
    */
   private drainedAtEnd(stream: acp.Stream): acp.Stream {
-    const isRequest = (m: acp.AnyMessage): m is acp.AnyMessage & { id: acp.RequestId } =>
-      'method' in m && 'id' in m && m.id !== undefined
-    const isResponse = (m: acp.AnyMessage): m is acp.AnyMessage & { id: acp.RequestId } => !('method' in m) && 'id' in m
-    const readable = stream.readable.pipeThrough(
-      new TransformStream<acp.AnyMessage, acp.AnyMessage>({
-        transform: (message, controller) => {
-          if (isRequest(message)) this.inFlight.add(message.id)
-          controller.enqueue(message)
-        },
-        flush: () => this.inputEnded(),
-      }),
-    )
-    const writer = stream.writable.getWriter()
-    const writable = new WritableStream<acp.AnyMessage>({
-      write: async (message) => {
-        await writer.write(message)
-        if (isResponse(message) && this.inFlight.delete(message.id)) this.answered()
+    return answeredBeforeEnd(stream, {
+      timeoutMs: this.config.drainTimeoutMs,
+      onEnd: () => {
+        for (const state of this.sessions.values()) {
+          if (state.prompts === 0) continue
+          state.cancelled = true
+          state.agent.cancel('shutdown')
+        }
       },
-      close: () => writer.close(),
-      abort: (reason) => writer.abort(reason),
+      onTimeout: (unanswered) =>
+        this.ctx.logger.warn(
+          'acp: input ended; %d request(s) still unanswered after %d ms',
+          unanswered,
+          this.config.drainTimeoutMs,
+        ),
     })
-    return { readable, writable }
-  }
-
-  /** The client closed its input: cancel running turns and wait (bounded) until every request in flight is answered. */
-  private async inputEnded(): Promise<void> {
-    for (const state of this.sessions.values()) {
-      if (state.prompts === 0) continue
-      state.cancelled = true
-      state.agent.cancel('shutdown')
-    }
-    if (this.inFlight.size === 0) return
-    let timer: NodeJS.Timeout | undefined
-    await new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, this.config.drainTimeoutMs)
-      this.answered = () => {
-        if (this.inFlight.size === 0) resolve()
-      }
-    })
-    clearTimeout(timer)
-    this.answered = () => {}
-    if (this.inFlight.size > 0)
-      this.ctx.logger.warn(
-        'acp: input ended; %d request(s) still unanswered after %d ms',
-        this.inFlight.size,
-        this.config.drainTimeoutMs,
-      )
   }
 
   /** Resolves when the client has gone (stdin closed) or the connection was closed. */

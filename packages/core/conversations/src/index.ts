@@ -14,6 +14,14 @@ export { PendingInteractions, type PendingNotice, PendingRequests } from './pend
 export { EventFeed } from './feed.ts'
 export { RecentReads } from './recent-reads.ts'
 export {
+  type CommandReply,
+  type PromptInput,
+  promptBytes,
+  promptText,
+  runCommand,
+  userMessage,
+} from './prompts.ts'
+export {
   type OptionChoice,
   optionSettings,
   PLAN_MODE,

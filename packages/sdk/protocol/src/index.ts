@@ -1,3 +1,4 @@
+export { type AnsweredEndOptions, answeredBeforeEnd, type MessageStreams } from './answered-end.ts'
 export { ConnectionClosedError, type ErrorCode, ErrorCodes, PROTOCOL_VERSION, RpcError } from './codes.ts'
 export { oversizedLineGuard } from './line-guard.ts'
 export { LineSplitter } from './lines.ts'
@@ -13,6 +14,7 @@ export { peekRequestId, REQUEST_ID_SCAN_CHARS } from './request-id.ts'
 /** The zod schema of every params, result, notification and shared shape, by the type's name. */
 export * as schemas from './schemas.ts'
 export { sessionIdProblem } from './session-id.ts'
+export { type ProtocolStdio, protocolStdio } from './stdio.ts'
 export { CANCEL_REQUEST, ClientMethods, ServerNotifications, ServerRequests } from './schemas.ts'
 export type * from './types.ts'
 export { type FieldIssue, fieldIssues, invalidField, parseParams } from './validate.ts'

@@ -1,6 +1,13 @@
 import type {} from '@dsh/cmdline'
 import type {} from '@dsh/checkpoints'
-import { type CompactOutcome, ConversationError, type ConversationSummary } from '@dsh/conversations'
+import {
+  ConversationError,
+  type ConversationSummary,
+  promptBytes,
+  promptText,
+  runCommand,
+  userMessage,
+} from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
 import { noUsage } from '@dsh/llm'
 import {
@@ -10,6 +17,7 @@ import {
   invalidField,
   JsonRpcPeer,
   PROTOCOL_VERSION,
+  type ProtocolStdio,
   type RequestContext,
   type PromptResult,
   parseParams,
@@ -18,17 +26,14 @@ import {
   type SessionSummary,
   schemas,
 } from '@dsh/sdk-protocol'
+import { errorMessage } from '@dsh/tools'
 import type { z } from 'zod'
 import manifest from '../package.json' with { type: 'json' }
 import type { SdkServerConfig } from './config.ts'
-import { promptBytes, promptText, turnResult, userMessage } from './turns.ts'
+import { turnResult } from './turns.ts'
 
-export interface SdkStreams {
-  /** Where requests arrive (stdin). */
-  input: NodeJS.ReadableStream
-  /** Where answers and notifications go (stdout). */
-  output: NodeJS.WritableStream
-}
+/** Where requests arrive (stdin) and where answers and notifications go (stdout). */
+export type SdkStreams = Pick<ProtocolStdio, 'input' | 'output'>
 
 interface LoaderLike {
   settle(timeoutMs: number): Promise<unknown>
@@ -72,7 +77,6 @@ function rpcError(method: string, error: unknown): unknown {
       return assertNever(error.kind)
   }
 }
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /**
  * The SDK protocol on one pair of streams: JSON-RPC requests in, answers and
@@ -104,7 +108,7 @@ export class SdkServer {
       onRequest: (method, params, request) => this.dispatch(method, params, request),
       onNotification: (method, params) => {
         this.dispatch(method, params).catch((error) =>
-          this.logger.warn('notification %s failed: %s', method, describe(error)),
+          this.logger.warn('notification %s failed: %s', method, errorMessage(error)),
         )
       },
       onInputEnd: () => {
@@ -242,8 +246,23 @@ export class SdkServer {
     }
     this.initializing = true
     await (this.ctx.get('loader') as LoaderLike | undefined)?.settle(this.config.settleTimeoutMs)
-    if (p.capabilities?.approvals) this.granted.approvals = this.offer('approvals', () => this.takeApprovals())
-    if (p.capabilities?.questions) this.granted.questions = this.offer('questions', () => this.takeQuestions())
+    const { broker } = this.conversations
+    if (p.capabilities?.approvals)
+      this.granted.approvals = this.offer('approvals', () =>
+        broker.setApprover(this.ctx, ({ sessionId, call, reason, preset }, signal) => {
+          const toolCall = { callId: call.callId, name: call.name, arguments: call.arguments }
+          const params = { sessionId, toolCall, preset: preset ?? null, reason }
+          return this.ask('approval/request', params, schemas.ApprovalResult, '{decision, message?}', signal)
+        }),
+      )
+    if (p.capabilities?.questions && this.ctx.get('questions'))
+      this.granted.questions = this.offer('questions', () =>
+        broker.setAsker(this.ctx, async ({ sessionId, callId, questions }, signal) => {
+          const expected = '{answers: [{question, selected, text?}]}'
+          const params = { sessionId, callId, questions }
+          return (await this.ask('question/ask', params, schemas.QuestionAskResult, expected, signal)).answers
+        }),
+      )
     this.initialized = true
     const defaults = this.ctx.agents.defaults()
     return {
@@ -256,49 +275,23 @@ export class SdkServer {
   }
 
   /** Takes a capability the client offered; false (and a warning) when this profile cannot use it. */
-  private offer(what: string, take: () => boolean): boolean {
+  private offer(what: string, take: () => unknown): boolean {
     try {
-      return take()
+      take()
+      return true
     } catch (error) {
-      this.logger.warn('the client offered %s, but they cannot be routed to it: %s', what, describe(error))
+      this.logger.warn('the client offered %s, but they cannot be routed to it: %s', what, errorMessage(error))
       return false
     }
   }
 
-  private takeApprovals(): boolean {
-    this.conversations.broker.setApprover(this.ctx, async (prompt, signal) => {
-      const { sessionId, call, reason, preset } = prompt
-      const params = {
-        sessionId,
-        toolCall: { callId: call.callId, name: call.name, arguments: call.arguments },
-        preset: preset ?? null,
-        reason,
-      }
-      const answer = await this.peer.request('approval/request', params, { signal })
-      const parsed = schemas.ApprovalResult.safeParse(answer)
-      if (!parsed.success)
-        throw new Error(`the client answered approval/request with ${JSON.stringify(answer)}, not {decision, message?}`)
-      return parsed.data
-    })
-    return true
-  }
-
-  private takeQuestions(): boolean {
-    if (!this.ctx.get('questions')) return false
-    this.conversations.broker.setAsker(this.ctx, async (request, signal) => {
-      const answer = await this.peer.request(
-        'question/ask',
-        { sessionId: request.sessionId, callId: request.callId, questions: request.questions },
-        { signal },
-      )
-      const parsed = schemas.QuestionAskResult.safeParse(answer)
-      if (!parsed.success)
-        throw new Error(
-          `the client answered question/ask with ${JSON.stringify(answer)}, not {answers: [{question, selected, text?}]}`,
-        )
-      return parsed.data.answers
-    })
-    return true
+  /** Asks the client; an answer that does not fit `schema` throws, naming what was `expected`. */
+  private async ask<T>(method: string, params: object, schema: z.ZodType<T>, expected: string, signal: AbortSignal) {
+    const answer = await this.peer.request(method, params, { signal })
+    const parsed = schema.safeParse(answer)
+    if (!parsed.success)
+      throw new Error(`the client answered ${method} with ${JSON.stringify(answer)}, not ${expected}`)
+    return parsed.data
   }
 
   /** The user message of a prompt or a steer; too big or empty is -32602 naming `content`. */
@@ -319,52 +312,24 @@ export class SdkServer {
   /**
    * Runs a prompt's turn and answers when it ends. On a busy session it is
    * queued: `session/queued` says so at once, and the answer comes when its
-   * own turn ends. `/compact` and `/plan` are commands, not turns.
+   * own turn ends. `/compact` and `/plan` are the service's commands, not turns.
    */
   private async prompt(p: Params<'session/prompt'>, request?: RequestContext): Promise<PromptResult> {
     const agent = this.conversations.agent(p.sessionId, NOT_OPEN)
     const message = this.message('session/prompt', p.content)
     const text = promptText(p.content)?.trim()
-    if (text === '/compact') return this.compact(agent.id)
-    if (text === '/plan' || text === '/plan off') return this.plan(agent.id, text === '/plan')
+    // Not awaited for other text: it reaches conversations.prompt in the tick it arrived (an await here broke
+    // the cancel of a queued prompt, see the sdk-client tests).
+    const command = text === undefined ? undefined : runCommand(this.conversations, agent.id, text)
+    if (command) {
+      const { text: answer, error } = await command
+      return { stopReason: error ? 'error' : 'completed', text: answer, usage: noUsage(), ...(error ? { error } : {}) }
+    }
     const onQueued = (position: number) => {
       if (request) this.peer.notify('session/queued', { sessionId: agent.id, id: request.id, position })
     }
     const events = await this.conversations.prompt(agent.id, message, { onQueued })
     return turnResult(events, this.conversations.meter(events))
-  }
-
-  /** `/plan` and `/plan off`: `session/configure {planMode}`; the answer says what changed. */
-  private async plan(id: string, on: boolean): Promise<PromptResult> {
-    await this.handlers['session/configure']({ sessionId: id, planMode: on })
-    const text = on
-      ? 'Plan mode is on: only read-only tools run until you approve a plan (or send /plan off).'
-      : "Plan mode is off: tools run under the session's permission preset again."
-    return { stopReason: 'completed', text, usage: noUsage() }
-  }
-
-  /** `/compact`: the answer says what the compaction did. */
-  private async compact(id: string): Promise<PromptResult> {
-    const failed = (code: string, message: string): PromptResult => ({
-      stopReason: 'error',
-      text: message,
-      usage: noUsage(),
-      error: { code, message },
-    })
-    let outcome: CompactOutcome
-    try {
-      outcome = await this.conversations.compact(id)
-    } catch (error) {
-      if (error instanceof ConversationError && error.kind === 'unavailable') {
-        return failed('COMPACTION_UNAVAILABLE', '/compact is not available: this profile has no compaction plugin')
-      }
-      throw error
-    }
-    if (outcome.error) return failed('COMPACTION_FAILED', `compaction failed: ${outcome.error}`)
-    const text = outcome.compacted
-      ? `Compacted the conversation: ${outcome.replaced} earlier messages were replaced by a summary.`
-      : 'Nothing to compact: the conversation is already short.'
-    return { stopReason: 'completed', text, usage: noUsage() }
   }
 
   /**

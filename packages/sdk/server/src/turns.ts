@@ -1,30 +1,6 @@
 import { summarizeTurns } from '@dsh/agent'
-import type { Message } from '@dsh/llm'
-import type { PromptContent as Content, PromptResult, StopReason } from '@dsh/sdk-protocol'
-import { newMessageId, type SessionEvent, type TurnEndReason } from '@dsh/session'
-import type { UsageReport } from '@dsh/sdk-protocol'
-
-/** The prompt as the content blocks of one user message. */
-export function userMessage(content: Content): Message {
-  const blocks = typeof content === 'string' ? [{ type: 'text' as const, text: content }] : content
-  return { id: newMessageId(), role: 'user', content: blocks, source: { kind: 'user' } }
-}
-
-/** UTF-8 bytes of the text plus the base64 characters of the images. */
-export function promptBytes(content: Content): number {
-  if (typeof content === 'string') return Buffer.byteLength(content)
-  return content.reduce(
-    (sum, block) => sum + (block.type === 'text' ? Buffer.byteLength(block.text) : block.data.length),
-    0,
-  )
-}
-
-/** The prompt's text when it is text only, else undefined. */
-export function promptText(content: Content): string | undefined {
-  if (typeof content === 'string') return content
-  if (content.some((block) => block.type !== 'text')) return undefined
-  return content.map((block) => (block.type === 'text' ? block.text : '')).join('')
-}
+import type { PromptResult, StopReason, UsageReport } from '@dsh/sdk-protocol'
+import type { SessionEvent, TurnEndReason } from '@dsh/session'
 
 const STOP_REASONS: Record<TurnEndReason, StopReason> = {
   completed: 'completed',
