@@ -1,10 +1,9 @@
 import type { ToolCallContent, ToolCallLocation, ToolKind } from '@agentclientprotocol/sdk'
 import type { ContentBlock } from '@dsh/llm'
 import {
-  diagnosticCounts,
-  formatDiagnostic,
+  type FileChange,
   parseCallArguments,
-  resultDiagnostics,
+  presentResult,
   type ToolCallPresentation,
   type ToolRuntime,
 } from '@dsh/tools'
@@ -43,17 +42,17 @@ export class ToolViews {
       kind: this.kinds[name] ?? shown.kind,
       locations: shown.locations.map((path) => ({ path })),
       // What a call shows before it runs: the diff of a file change.
-      content: change ? [{ type: 'diff', path: change.path, oldText: change.oldText, newText: change.newText }] : [],
+      content: change ? [diffOf(change)] : [],
       rawInput: args ?? rawArguments,
     }
   }
 
   /**
-   * What a finished call shows. A successful call of a `diff` tool keeps its
-   * diff (undefined: leave the content as it is), unless its result's `meta`
-   * carries the `oldText` it replaced (`write` over a file): then the diff is
-   * sent again with that old text. The output of `terminal` and `read` tools
-   * is fenced.
+   * What a finished call shows (`presentResult` of `@dsh/tools`). A
+   * successful call of a `diff` tool keeps its diff (undefined: leave the
+   * content as it is), unless its result's `meta` carries the `oldText` it
+   * replaced (`write` over a file): then the diff is sent again with that old
+   * text. Output the view marks as code (`terminal` and `read` tools) is fenced.
    */
   resultContent(
     name: string,
@@ -61,41 +60,24 @@ export class ToolViews {
     failed: boolean,
     call: { arguments: string; meta?: unknown } = { arguments: '' },
   ): ToolCallContent[] | undefined {
-    const { view } = this.present(name, '')
-    if (!failed && view === 'diff') {
-      const oldText = (call.meta as { oldText?: unknown } | undefined)?.oldText
-      const { change } = this.present(name, call.arguments)
-      const diff: ToolCallContent[] | undefined =
-        typeof oldText === 'string' && change
-          ? [{ type: 'diff', path: change.path, oldText, newText: change.newText }]
-          : undefined
+    const shown = this.present(name, call.arguments)
+    const result = presentResult(shown, { content: blocks, failed, meta: call.meta }, this.cwd)
+    const text = (text: string): ToolCallContent => ({ type: 'content', content: { type: 'text', text } })
+    if (!failed && shown.view === 'diff') {
+      const diff = result.change ? [diffOf(result.change)] : undefined
       // The language server's findings go under the diff (content replaces the whole list).
-      const found = resultDiagnostics(call.meta)
-      if (!found?.length) return diff
-      const lines = found.map((item) => formatDiagnostic(item, this.cwd))
-      const text = `Language server: ${diagnosticCounts(found)}\n${lines.join('\n')}`
-      return [
-        ...(diff ?? this.view(name, call.arguments).content),
-        { type: 'content', content: { type: 'text', text } },
-      ]
+      if (!result.diagnostics) return diff
+      return [...(diff ?? this.view(name, call.arguments).content), text(result.diagnostics)]
     }
     const out: ToolCallContent[] = []
-    const texts = blocks.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text)
-    const joined = texts.join('\n')
-    if (joined.length > 0) {
-      const fenced = !failed && (view === 'terminal' || view === 'read')
-      out.push({
-        type: 'content',
-        content: { type: 'text', text: fenced ? fence(joined, view === 'read' ? '' : 'console') : joined },
-      })
-    }
-    for (const block of blocks) {
-      if (block.type === 'image')
-        out.push({ type: 'content', content: { type: 'image', mimeType: block.mediaType, data: block.data } })
-    }
+    if (result.text) out.push(text(result.code === undefined ? result.text : fence(result.text, result.code)))
+    for (const { mediaType, data } of result.images)
+      out.push({ type: 'content', content: { type: 'image', mimeType: mediaType, data } })
     return out
   }
 }
+
+const diffOf = ({ path, oldText, newText }: FileChange): ToolCallContent => ({ type: 'diff', path, oldText, newText })
 
 /** A Markdown code block around `body`, with a fence longer than any run of backticks inside it. */
 export function fence(body: string, language: string): string {

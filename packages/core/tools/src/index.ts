@@ -17,6 +17,7 @@ export {
   textArgument,
 } from './describe.ts'
 export { capResult, failure, formatIssues, textOf } from './result.ts'
+export { presentResult, type ToolResultView } from './result-view.ts'
 export { Config, ToolRuntime, type ToolsConfig } from './runtime.ts'
 
 export const name = 'tools'
