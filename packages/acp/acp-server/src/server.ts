@@ -7,17 +7,18 @@ import {
   type ApprovalReply,
   ConversationError,
   optionSettings,
+  SETTINGS_EVENT,
   type SessionOptionId,
   type SessionSettings,
   sessionOptions,
 } from '@dsh/conversations'
 import { assertNever, type Context } from '@dsh/cordis'
 import { NETWORK_EVENT, NETWORK_MODES, type NetworkMode, PRESET_EVENT } from '@dsh/permission'
-import { SETTINGS_EVENT } from '@dsh/conversations'
 import type { SessionEvent } from '@dsh/session'
 import type {} from '@dsh/checkpoints'
 import { answeredBeforeEnd, schemas, sessionIdProblem } from '@dsh/sdk-protocol'
 import { routeFilesThroughClient } from '@dsh/fs'
+import { errorMessage } from '@dsh/tools'
 import type { AcpServerConfig } from './config.ts'
 import { type McpServerConfig, SessionServers } from '@dsh/mcp'
 import { mcpConfig, mcpError } from './mcp.ts'
@@ -56,8 +57,6 @@ const CONFIG_EVENTS = new Set<string>([SETTINGS_EVENT, PRESET_EVENT, NETWORK_EVE
 export const OVERSIZED_METHOD = '_dsh/oversized'
 /** dsh's extension method: rewind a session (params and result as the SDK's `session/rewind`). */
 const REWIND_METHOD = '_dsh/session/rewind'
-
-const message = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /**
  * The Agent Client Protocol agent of dsh over one connection: every session
@@ -205,7 +204,7 @@ export class AcpServer {
       this.connection.client
         .notify(acp.methods.client.session.update, { sessionId: state.agent.id, update })
         .catch((error: unknown) => {
-          this.ctx.logger.debug('acp: a session/update was not delivered: %s', message(error))
+          this.ctx.logger.debug('acp: a session/update was not delivered: %s', errorMessage(error))
         })
     }
   }
@@ -317,9 +316,7 @@ export class AcpServer {
   }
 
   private async newSession(params: acp.NewSessionRequest): Promise<acp.NewSessionResponse> {
-    const cwd = absolute(params.cwd)
-    if (params.additionalDirectories?.length)
-      throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
+    const cwd = folderOf(params)
     const servers = this.mcpServers(params.mcpServers, cwd)
     const network = networkOf(params._meta)
     const agent = await this.ctx.conversations.create({ cwd, ...(network ? { network } : {}) })
@@ -377,7 +374,7 @@ export class AcpServer {
     }
     if (state.prompts > 0) state.cancelled = true
     this.ctx.conversations.cancel(sessionId).catch((error: unknown) => {
-      this.ctx.logger.debug('acp: session/cancel of %s failed: %s', sessionId, message(error))
+      this.ctx.logger.debug('acp: session/cancel of %s failed: %s', sessionId, errorMessage(error))
     })
   }
 
@@ -407,7 +404,7 @@ export class AcpServer {
     } catch (error) {
       const field = error instanceof ConversationError ? error.details.field : undefined
       if (field === 'configId' || field === 'value')
-        throw invalid(`${field}: ${message(error)}`, { field, [field]: params[field] })
+        throw invalid(`${field}: ${errorMessage(error)}`, { field, [field]: params[field] })
       throw error
     }
     if (Object.keys(settings).length) await this.ctx.conversations.configure(params.sessionId, settings)
@@ -443,9 +440,7 @@ export class AcpServer {
     verb: 'load' | 'resume',
   ): Promise<{ id: string; open: AcpSession | undefined; agent: Agent }> {
     const id = checkSessionId(params.sessionId)
-    absolute(params.cwd)
-    if (params.additionalDirectories?.length)
-      throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
+    folderOf(params)
     const open = this.sessions.get(id)
     if (open && open.prompts > 0)
       throw invalid(`session ${id} is running a prompt; ${verb} it again once the prompt has ended`, { sessionId: id })
@@ -466,9 +461,7 @@ export class AcpServer {
   /** A copy of the whole session (open or stored, between turns) as a new session of this connection. */
   private async forkSession(params: acp.ForkSessionRequest): Promise<acp.ForkSessionResponse> {
     const id = checkSessionId(params.sessionId)
-    absolute(params.cwd)
-    if (params.additionalDirectories?.length)
-      throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
+    folderOf(params)
     const agent = await this.ctx.conversations.fork(id)
     const state = this.adopt(agent)
     await this.connectMcp(state, this.mcpServers(params.mcpServers ?? [], agent.session.meta.cwd))
@@ -559,7 +552,7 @@ async function explained<T>(handler: () => Promise<T>): Promise<T> {
   } catch (error) {
     if (error instanceof acp.RequestError) throw error
     if (error instanceof ConversationError) throw acpError(error)
-    throw acp.RequestError.internalError(undefined, message(error))
+    throw acp.RequestError.internalError(undefined, errorMessage(error))
   }
 }
 
@@ -605,6 +598,14 @@ function checkSessionId(id: string): string {
 function absolute(cwd: string): string {
   if (!path.isAbsolute(cwd)) throw invalid(`cwd must be an absolute path, got ${JSON.stringify(cwd)}`, { cwd })
   return path.resolve(cwd)
+}
+
+/** The folder of a request that opens a session, checked; `additionalDirectories` are refused. */
+function folderOf(params: { cwd: string; additionalDirectories?: string[] | null }): string {
+  const cwd = absolute(params.cwd)
+  if (params.additionalDirectories?.length)
+    throw invalid('additionalDirectories is not supported: dsh works in one folder (cwd) per session')
+  return cwd
 }
 
 /** The ACP stop reason of a prompt's turn. A failed turn rejects the prompt with the failure. */

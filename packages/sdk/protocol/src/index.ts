@@ -1,6 +1,7 @@
 export { type AnsweredEndOptions, answeredBeforeEnd, type MessageStreams } from './answered-end.ts'
 export { ConnectionClosedError, type ErrorCode, ErrorCodes, PROTOCOL_VERSION, RpcError } from './codes.ts'
 export { oversizedLineGuard } from './line-guard.ts'
+export { MethodDispatcher, type MethodHandlers, type ParsedParams } from './dispatcher.ts'
 export { LineSplitter } from './lines.ts'
 export {
   DEFAULT_MAX_LINE_BYTES,

@@ -12,15 +12,15 @@ import { assertNever, type Context } from '@dsh/cordis'
 import { noUsage } from '@dsh/llm'
 import {
   type ClientMethod,
-  ClientMethods,
   ErrorCodes,
   invalidField,
   JsonRpcPeer,
+  MethodDispatcher,
+  type ParsedParams as Params,
   PROTOCOL_VERSION,
   type ProtocolStdio,
-  type RequestContext,
   type PromptResult,
-  parseParams,
+  type RequestContext,
   type ResultOf,
   RpcError,
   type SessionSummary,
@@ -38,9 +38,6 @@ export type SdkStreams = Pick<ProtocolStdio, 'input' | 'output'>
 interface LoaderLike {
   settle(timeoutMs: number): Promise<unknown>
 }
-
-type Params<M extends ClientMethod> = z.output<(typeof ClientMethods)[M]['params']>
-type Handlers = { [M in ClientMethod]: (params: Params<M>, request?: RequestContext) => Promise<ResultOf<M>> }
 
 const NOT_OPEN = ' (not open here: session/new creates one, session/resume opens a stored one)'
 
@@ -86,11 +83,8 @@ function rpcError(method: string, error: unknown): unknown {
 export class SdkServer {
   private readonly peer: JsonRpcPeer
   private readonly logger: ReturnType<Context['logger']>
-  private initialized = false
   private initializing = false
   private closing: Promise<void> | undefined
-  /** Requests being handled, but `shutdown`: stopping waits for them to answer. */
-  private readonly inflight = new Set<Promise<unknown>>()
   private readonly granted = { approvals: false, questions: false }
 
   constructor(
@@ -105,11 +99,11 @@ export class SdkServer {
       input: streams.input,
       output: streams.output,
       maxLineBytes: config.maxLineBytes,
-      onRequest: (method, params, request) => this.dispatch(method, params, request),
+      onRequest: (method, params, request) => this.methods.dispatch(method, params, request),
       onNotification: (method, params) => {
-        this.dispatch(method, params).catch((error) =>
-          this.logger.warn('notification %s failed: %s', method, errorMessage(error)),
-        )
+        this.methods
+          .dispatch(method, params)
+          .catch((error) => this.logger.warn('notification %s failed: %s', method, errorMessage(error)))
       },
       onInputEnd: () => {
         this.peer.close()
@@ -118,7 +112,7 @@ export class SdkServer {
       log: (message) => this.logger.warn(message),
     })
     const notify = (method: string, params: object) => {
-      if (this.initialized) this.peer.notify(method, params)
+      if (this.methods.initialized) this.peer.notify(method, params)
     }
     ctx.on('session/published', (session, event) => notify('session/event', { sessionId: session.id, event }))
     ctx.on('agent/delta', (agent, d) =>
@@ -135,88 +129,73 @@ export class SdkServer {
     ctx.effect(() => () => this.peer.close(), 'sdk connection')
   }
 
-  private async dispatch(method: string, params: unknown, request?: RequestContext): Promise<unknown> {
-    if (!Object.hasOwn(ClientMethods, method))
-      throw new RpcError(ErrorCodes.MethodNotFound, `unknown method: ${method}`)
-    const name = method as ClientMethod
-    if (this.closing && name !== 'shutdown') throw new RpcError(ErrorCodes.ShuttingDown, 'the server is shutting down')
-    if (!this.initialized && name !== 'initialize' && name !== 'shutdown') {
-      throw new RpcError(ErrorCodes.NotInitialized, `${name}: call initialize first`)
-    }
-    const parsed = parseParams(name, ClientMethods[name].params, params)
-    const handler = this.handlers[name] as (p: unknown, r?: RequestContext) => Promise<unknown>
-    const run = handler(parsed, request).catch((error: unknown) => {
-      throw rpcError(name, error)
-    })
-    if (name === 'shutdown') return run
-    this.inflight.add(run)
-    return run.finally(() => this.inflight.delete(run))
-  }
-
-  private readonly handlers: Handlers = {
-    initialize: (p) => this.initialize(p),
-    'session/new': async (p) => {
-      const agent = await this.conversations.create({
-        cwd: p.cwd,
-        ...(p.model ? { model: p.model } : {}),
-        ...(p.permissionPreset ? { preset: p.permissionPreset } : {}),
-        ...(p.network ? { network: p.network } : {}),
-      })
-      return { sessionId: agent.id }
+  private readonly methods = new MethodDispatcher(
+    {
+      initialize: (p) => this.initialize(p),
+      'session/new': async (p) => {
+        const agent = await this.conversations.create({
+          cwd: p.cwd,
+          ...(p.model ? { model: p.model } : {}),
+          ...(p.permissionPreset ? { preset: p.permissionPreset } : {}),
+          ...(p.network ? { network: p.network } : {}),
+        })
+        return { sessionId: agent.id }
+      },
+      'session/resume': async (p) => {
+        const { problems } = await this.conversations.resume(p.sessionId)
+        return problems.length ? { sessionId: p.sessionId, problems } : { sessionId: p.sessionId }
+      },
+      'session/fork': async (p) => ({
+        sessionId: (await this.conversations.fork(p.sessionId, p.turn === undefined ? {} : { turn: p.turn })).id,
+      }),
+      'session/list': async (p) => {
+        if (p.limit !== undefined && p.limit > this.config.maxListLimit)
+          throw invalidField('session/list', 'limit', `must be at most ${this.config.maxListLimit}`)
+        const page = await this.conversations.list({ ...p, limit: p.limit ?? this.config.listLimit })
+        return { sessions: page.sessions.map(summary), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
+      },
+      'session/prompt': (p, request) => this.prompt(p, request),
+      'session/steer': async (p) => {
+        this.conversations.steer(p.sessionId, this.message('session/steer', p.content))
+        return {}
+      },
+      'session/configure': async ({ sessionId, model, reasoningEffort, preset, network, planMode }) => {
+        await this.conversations.configure(sessionId, {
+          ...(model ? { model } : {}),
+          ...(reasoningEffort ? { reasoningEffort } : {}),
+          ...(preset ? { preset } : {}),
+          ...(network ? { network } : {}),
+          ...(planMode !== undefined ? { plan: planMode } : {}),
+        })
+        return this.settings(sessionId)
+      },
+      'session/cancel': async (p) => {
+        this.conversations.agent(p.sessionId, NOT_OPEN)
+        await this.conversations.cancel(p.sessionId)
+        return {}
+      },
+      'session/events': async (p) => ({ events: await this.conversations.events(p.sessionId, p.afterSeq) }),
+      'session/usage': (p) => this.conversations.usage(p.sessionId),
+      'session/close': async (p) => {
+        await this.conversations.close(p.sessionId)
+        return {}
+      },
+      'session/commands': async (p) => ({ commands: this.conversations.commands({ sessionId: p.sessionId }) }),
+      'session/rewind': (p) => {
+        const checkpoints = this.ctx.get('checkpoints')
+        if (!checkpoints)
+          throw new ConversationError('unavailable', 'rewind is not available: this profile has no checkpoints plugin')
+        const { sessionId, ...options } = p
+        return checkpoints.rewind(sessionId, options)
+      },
+      shutdown: async () => {
+        await this.stop()
+        setImmediate(this.onStopped)
+        return {}
+      },
     },
-    'session/resume': async (p) => {
-      const { problems } = await this.conversations.resume(p.sessionId)
-      return problems.length ? { sessionId: p.sessionId, problems } : { sessionId: p.sessionId }
-    },
-    'session/fork': async (p) => ({
-      sessionId: (await this.conversations.fork(p.sessionId, p.turn === undefined ? {} : { turn: p.turn })).id,
-    }),
-    'session/list': async (p) => {
-      if (p.limit !== undefined && p.limit > this.config.maxListLimit)
-        throw invalidField('session/list', 'limit', `must be at most ${this.config.maxListLimit}`)
-      const page = await this.conversations.list({ ...p, limit: p.limit ?? this.config.listLimit })
-      return { sessions: page.sessions.map(summary), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
-    },
-    'session/prompt': (p, request) => this.prompt(p, request),
-    'session/steer': async (p) => {
-      this.conversations.steer(p.sessionId, this.message('session/steer', p.content))
-      return {}
-    },
-    'session/configure': async ({ sessionId, model, reasoningEffort, preset, network, planMode }) => {
-      await this.conversations.configure(sessionId, {
-        ...(model ? { model } : {}),
-        ...(reasoningEffort ? { reasoningEffort } : {}),
-        ...(preset ? { preset } : {}),
-        ...(network ? { network } : {}),
-        ...(planMode !== undefined ? { plan: planMode } : {}),
-      })
-      return this.settings(sessionId)
-    },
-    'session/cancel': async (p) => {
-      this.conversations.agent(p.sessionId, NOT_OPEN)
-      await this.conversations.cancel(p.sessionId)
-      return {}
-    },
-    'session/events': async (p) => ({ events: await this.conversations.events(p.sessionId, p.afterSeq) }),
-    'session/usage': (p) => this.conversations.usage(p.sessionId),
-    'session/close': async (p) => {
-      await this.conversations.close(p.sessionId)
-      return {}
-    },
-    'session/commands': async (p) => ({ commands: this.conversations.commands({ sessionId: p.sessionId }) }),
-    'session/rewind': (p) => {
-      const checkpoints = this.ctx.get('checkpoints')
-      if (!checkpoints)
-        throw new ConversationError('unavailable', 'rewind is not available: this profile has no checkpoints plugin')
-      const { sessionId, ...options } = p
-      return checkpoints.rewind(sessionId, options)
-    },
-    shutdown: async () => {
-      await this.stop()
-      setImmediate(this.onStopped)
-      return {}
-    },
-  }
+    rpcError,
+  )
 
   /** What `session/configure` answers: the settings the session's next request uses. */
   private async settings(id: string): Promise<ResultOf<'session/configure'>> {
@@ -235,7 +214,7 @@ export class SdkServer {
   }
 
   private async initialize(p: Params<'initialize'>): Promise<ResultOf<'initialize'>> {
-    if (this.initialized || this.initializing)
+    if (this.methods.initialized || this.initializing)
       throw new RpcError(ErrorCodes.AlreadyInitialized, 'initialize was already called')
     if (p.protocolVersion !== PROTOCOL_VERSION) {
       throw invalidField(
@@ -263,7 +242,7 @@ export class SdkServer {
           return (await this.ask('question/ask', params, schemas.QuestionAskResult, expected, signal)).answers
         }),
       )
-    this.initialized = true
+    this.methods.initialized = true
     const defaults = this.ctx.agents.defaults()
     return {
       protocolVersion: PROTOCOL_VERSION,
@@ -337,12 +316,10 @@ export class SdkServer {
    * requests being handled to answer, then closes every session, which saves it.
    */
   private stop(): Promise<void> {
+    this.methods.stopping = true
     this.closing ??= (async () => {
       for (const agent of this.ctx.agents.list()) agent.cancel('shutdown')
-      let timer: NodeJS.Timeout | undefined
-      const limit = new Promise((resolve) => (timer = setTimeout(resolve, this.config.drainTimeoutMs)))
-      await Promise.race([Promise.allSettled([...this.inflight]), limit])
-      clearTimeout(timer)
+      await this.methods.settled(this.config.drainTimeoutMs)
       await this.ctx.agents.disposeAll()
     })()
     return this.closing
