@@ -4,7 +4,7 @@ import type {} from '@dsh/tools'
 import { Conversations } from './service.ts'
 
 export { type LogView, SessionAccess, within } from './access.ts'
-export { type OutputTail, type SessionActivity, sessionActivity } from './activity.ts'
+export { sessionActivity } from './activity.ts'
 export { type ApprovalPrompt, type ApprovalReply, type Approver, InteractionBroker } from './broker.ts'
 export { ConversationError, type ConversationErrorKind } from './errors.ts'
 export { recentHistory } from './history.ts'
