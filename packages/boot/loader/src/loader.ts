@@ -105,16 +105,25 @@ export class Loader extends Service {
   async settle(timeoutMs = 10_000): Promise<Health> {
     await this.queue
     if (this.isLoading()) {
-      // Checked again on every fiber state change rather than polled, so the tree is seen settled at once.
+      // Checked after fiber state changes rather than polled, so the tree is seen settled at once. The check waits
+      // for the microtasks a change sets off: cordis reports a fiber started before it hands its services on, and
+      // the plugins waiting for them start loading only then.
       await new Promise<void>((resolve) => {
+        let queued = false
         const done = () => {
           clearTimeout(timer)
           stop()
           resolve()
         }
+        const check = () => {
+          queued = false
+          if (!this.isLoading()) done()
+        }
         const timer = setTimeout(done, timeoutMs)
         const stop = this.home.on('internal/status', () => {
-          if (!this.isLoading()) done()
+          if (queued) return
+          queued = true
+          setImmediate(check)
         })
       })
     }

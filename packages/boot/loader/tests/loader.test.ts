@@ -21,6 +21,7 @@ let loader: Loader
 
 beforeEach(async () => {
   log().length = 0
+  gates().clear()
   root = new Context()
   await root.plugin(Loader, { resolveModule })
   loader = root.loader
@@ -72,6 +73,26 @@ describe('Loader.apply', () => {
     await loader.apply(rows('- insert: [{ id: c, name: gated, config: { label: c } }]'))
     expect(await loader.settle(20)).toEqual({ failed: [], pending: [{ id: 'c', message: 'still starting' }] })
     gates().get('c')?.()
+  })
+
+  it('does not call the tree settled while a plugin waiting for a service it just got is starting', async () => {
+    await loader.apply(
+      rows(
+        '- insert: [{ id: a, name: gated-provider, config: { label: a } }, ' +
+          '{ id: b, name: gated, inject: [greeting], config: { label: b } }]',
+      ),
+    )
+    let settled = false
+    const health = loader.settle().then((h) => {
+      settled = true
+      return h
+    })
+    gates().get('a')?.()
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve))
+    expect(settled).toBe(false)
+    expect(gates().has('b')).toBe(true)
+    gates().get('b')?.()
+    expect(await health).toEqual({ failed: [], pending: [] })
   })
 
   it('flips disabled both ways', async () => {
