@@ -9,18 +9,15 @@
  * `KEEP` calls (a call the policy refused never comes to collect its entry).
  */
 
+import { sharedMap } from '@dsh/cordis'
+
 const KEY = 'fs:checked-paths'
 const KEEP = 32
 
 type Checked = Map<string, Map<string, string>>
 
 function table(sessionState: Map<string, unknown>): Checked {
-  let checked = sessionState.get(KEY)
-  if (!(checked instanceof Map)) {
-    checked = new Map()
-    sessionState.set(KEY, checked)
-  }
-  return checked as Checked
+  return sharedMap(sessionState, KEY)
 }
 
 /** Records that the policy checked `absolute` of call `callId` as leading to `real`. */

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream'
-import { type Context, Service } from '@dsh/cordis'
+import { type Context, ProviderService } from '@dsh/cordis'
 import { type DenyRule, deniedBy, denialReason, denyRules, patternsBelow } from './deny.ts'
 
 declare module '@dsh/cordis' {
@@ -197,16 +197,13 @@ export class FileSystemError extends Error {
  * `authorize`, then acts on the real location. The seam itself never refuses
  * a path for lying outside the workspace: that is a policy's decision.
  */
-export abstract class FileSystem extends Service {
-  /** The provider's own context (cordis hands methods the caller's `ctx`). */
-  protected readonly home: Context
+export abstract class FileSystem extends ProviderService {
   /** The deny-read list, checked before every policy listener. */
   protected readonly denied: readonly DenyRule[]
 
   /** Throws a `DenyListError` naming the field and entry when the deny list holds a relative path. */
   constructor(ctx: Context, config: DenyListConfig = {}) {
     super(ctx, 'fs')
-    this.home = ctx
     this.denied = [...denyRules('secretFiles', config.secretFiles), ...denyRules('denyRead', config.denyRead)]
   }
 

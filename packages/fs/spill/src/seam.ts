@@ -1,4 +1,4 @@
-import { type Context, Service } from '@dsh/cordis'
+import { providerService } from '@dsh/cordis'
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -27,15 +27,7 @@ export interface SpillFile {
  * `ctx.spill`: keeps large tool output in private files the model can page
  * through with `read`. Providers keep the files unreadable to other users.
  */
-export abstract class SpillStore extends Service {
-  /** The provider's own context (cordis hands methods the caller's `ctx`). */
-  protected readonly home: Context
-
-  constructor(ctx: Context) {
-    super(ctx, 'spill')
-    this.home = ctx
-  }
-
+export abstract class SpillStore extends providerService('spill') {
   /** Stores `text` in a new file and says where. Rejects when the text cannot be stored. */
   abstract save(request: SpillRequest): Promise<SpillFile>
 }

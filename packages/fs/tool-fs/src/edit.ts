@@ -1,6 +1,7 @@
 import type { Context } from '@dsh/cordis'
 import type { WriteResult } from '@dsh/fs'
 import { callTarget, defineTool, ToolError } from '@dsh/tools'
+import { pathTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { editDiff, type Replacement } from './diff.ts'
@@ -23,10 +24,7 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
     presentation: {
       kind: 'edit',
       view: 'diff',
-      title: (args, shown) => {
-        const target = callTarget(args)
-        return target ? `Edit ${shown(target)}` : 'Edit'
-      },
+      title: pathTitle('Edit'),
       change: (args) => {
         const target = callTarget(args)
         const { old_string: oldText, new_string: newText } = args

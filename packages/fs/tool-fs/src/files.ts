@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
-import { assertNever, type Context } from '@dsh/cordis'
+import { assertNever, type Context, sharedMap } from '@dsh/cordis'
 import { checkedReal, type FileStat, type FsCallOptions, FileSystemError } from '@dsh/fs'
 import type { SpillStore } from '@dsh/spill'
 import { ToolError, type ToolRunContext } from '@dsh/tools'
@@ -20,12 +20,7 @@ export const MAX_PATH_LENGTH = 4096
 
 /** The session's read records, keyed by the file's real path. */
 export function readRecords(sessionState: Map<string, unknown>): Map<string, ReadRecord> {
-  let records = sessionState.get(READS)
-  if (!(records instanceof Map)) {
-    records = new Map<string, ReadRecord>()
-    sessionState.set(READS, records)
-  }
-  return records as Map<string, ReadRecord>
+  return sharedMap(sessionState, READS)
 }
 
 export function sha256(data: Uint8Array | string): string {

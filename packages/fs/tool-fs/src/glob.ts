@@ -1,5 +1,6 @@
 import type { Context } from '@dsh/cordis'
-import { callTarget, defineTool, textArgument, ToolError } from '@dsh/tools'
+import { defineTool, textArgument, ToolError } from '@dsh/tools'
+import { searchTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { MAX_PATH_LENGTH } from './files.ts'
@@ -20,10 +21,7 @@ export function globTool(ctx: Context, config: FsToolsConfig) {
     presentation: {
       kind: 'search',
       view: 'search',
-      title: (args, shown) => {
-        const target = callTarget(args)
-        return `Find ${textArgument(args, 'pattern') ?? ''}${target ? ` in ${shown(target)}` : ''}`.trim()
-      },
+      title: searchTitle((args) => `Find ${textArgument(args, 'pattern') ?? ''}`),
     },
     description:
       'Find files by name pattern, e.g. `**/*.ts` or `src/**/test_*.py`. A pattern without `/` matches file names at any depth; ' +

@@ -1,5 +1,6 @@
 import type { Context } from '@dsh/cordis'
-import { callTarget, defineTool, textArgument, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { defineTool, textArgument, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { searchTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { MAX_PATH_LENGTH } from './files.ts'
@@ -24,10 +25,7 @@ export function grepTool(ctx: Context, config: FsToolsConfig) {
     presentation: {
       kind: 'search',
       view: 'search',
-      title: (args, shown) => {
-        const target = callTarget(args)
-        return `Search ${JSON.stringify(textArgument(args, 'pattern') ?? '')}${target ? ` in ${shown(target)}` : ''}`
-      },
+      title: searchTitle((args) => `Search ${JSON.stringify(textArgument(args, 'pattern') ?? '')}`),
     },
     description:
       'Search file contents with a regular expression (ripgrep, Rust regex syntax: escape literal braces and parentheses, e.g. `interface\\{\\}`). ' +

@@ -47,14 +47,7 @@ export function globMatcher(pattern: string): RegExp {
 export function lsTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'ls',
-    presentation: {
-      kind: 'read',
-      view: 'generic',
-      title: (args, shown) => {
-        const target = callTarget(args)
-        return `List ${target ? shown(target) : '.'}`
-      },
-    },
+    presentation: { kind: 'read', view: 'generic', title: (args, shown) => `List ${shown(callTarget(args) ?? '.')}` },
     description:
       `List a directory as a tree, ${config.lsMaxDepth} levels deep and at most ${config.lsMaxEntries} entries, shallow entries first. ` +
       'Directories end with `/`, symlinks with `@` (not followed); a directory shown as `name/ …` was not opened (list it to see inside). ' +

@@ -1,7 +1,8 @@
 import type { AgentOptions } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import type {} from '@dsh/llm'
-import { callTarget, defineTool, ToolError, type ToolOutput } from '@dsh/tools'
+import { defineTool, ToolError, type ToolOutput } from '@dsh/tools'
+import { pathTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { MAX_PATH_LENGTH } from './files.ts'
@@ -16,14 +17,7 @@ import { imageOutput, openFile, sniff } from './read.ts'
 export function readImageTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'read_image',
-    presentation: {
-      kind: 'read',
-      view: 'read',
-      title: (args, shown) => {
-        const target = callTarget(args)
-        return target ? `Read image ${shown(target)}` : 'Read image'
-      },
-    },
+    presentation: { kind: 'read', view: 'read', title: pathTitle('Read image') },
     description:
       'Read a PNG, JPEG, WebP or GIF file and see the image itself. The format is told by the file content, so a path ' +
       `without an extension works too. Images up to ${config.maxImageBytes} bytes. Use it instead of installing image ` +

@@ -3,7 +3,8 @@ import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import type { Context } from '@dsh/cordis'
 import type { FileStat } from '@dsh/fs'
-import { callTarget, defineTool, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { type CallArguments, defineTool, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { pathTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, shownArgument, toolErrorOf } from './files.ts'
@@ -12,24 +13,18 @@ import { type ImageMediaType, imageName, imageType } from './image.ts'
 /** How much of the start of a file decides whether it is text, an image or other binary data. */
 const SNIFF_BYTES = 8192
 
+/** The lines a read asks for, when it names an offset or a limit: ` (from line 10, 5 lines)`. */
+function lineRange(args: CallArguments): string {
+  const from = typeof args.offset === 'number' ? args.offset : undefined
+  const count = typeof args.limit === 'number' ? args.limit : undefined
+  if (from === undefined && count === undefined) return ''
+  return ` (from line ${from ?? 1}${count !== undefined ? `, ${count} lines` : ''})`
+}
+
 export function readTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'read',
-    presentation: {
-      kind: 'read',
-      view: 'read',
-      title: (args, shown) => {
-        const target = callTarget(args)
-        if (!target) return 'Read'
-        const from = typeof args.offset === 'number' ? args.offset : undefined
-        const count = typeof args.limit === 'number' ? args.limit : undefined
-        const range =
-          from !== undefined || count !== undefined
-            ? ` (from line ${from ?? 1}${count !== undefined ? `, ${count} lines` : ''})`
-            : ''
-        return `Read ${shown(target)}${range}`
-      },
-    },
+    presentation: { kind: 'read', view: 'read', title: pathTitle('Read', lineRange) },
     description:
       `Read a file. Text comes back as lines numbered like \`cat -n\` (line number, a tab, the text). ` +
       `Reads up to ${config.readLimit} lines from \`offset\` (1-based, default 1); use offset and limit to page through longer files. ` +

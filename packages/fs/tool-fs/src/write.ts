@@ -1,6 +1,7 @@
 import type { Context } from '@dsh/cordis'
 import type { FsCallOptions, WriteResult } from '@dsh/fs'
 import { callTarget, defineTool, type ToolRunContext, ToolError } from '@dsh/tools'
+import { pathTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { replacementDiff } from './diff.ts'
@@ -21,10 +22,7 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
     presentation: {
       kind: 'edit',
       view: 'diff',
-      title: (args, shown) => {
-        const target = callTarget(args)
-        return target ? `Write ${shown(target)}` : 'Write'
-      },
+      title: pathTitle('Write'),
       change: (args) => {
         const target = callTarget(args)
         return target && typeof args.content === 'string'

@@ -1,4 +1,4 @@
-import { type Branded, type Context, Service } from '@dsh/cordis'
+import { type Branded, providerService } from '@dsh/cordis'
 import type { ProcessHandle } from '@dsh/subprocess'
 import type { JobStatus } from '@dsh/wire-types'
 
@@ -85,15 +85,7 @@ export class JobLimitError extends Error {
  * buffer of its output. A provider extends this class; disposing it kills
  * every job and awaits it.
  */
-export abstract class Jobs extends Service {
-  /** The context the provider was mounted on (`this.ctx` is the caller's inside methods). */
-  protected readonly home: Context
-
-  constructor(ctx: Context) {
-    super(ctx, 'jobs')
-    this.home = ctx
-  }
-
+export abstract class Jobs extends providerService('jobs') {
   /**
    * Takes over a running process as a job of `sessionId`. Throws
    * `JobLimitError` (after killing the process) when the session has too

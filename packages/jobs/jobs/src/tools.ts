@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type {} from '@dsh/agent'
-import { assertNever, type Context, Schema } from '@dsh/cordis'
+import { assertNever, type Context, Schema, sharedMap } from '@dsh/cordis'
 import { textMessage } from '@dsh/session'
 import { defineTool, textArgument, ToolError, type ToolRunContext } from '@dsh/tools'
 import { z } from 'zod'
@@ -182,12 +182,7 @@ export function apply(ctx: Context, config: JobToolsConfig) {
 }
 
 function cursorsOf(run: ToolRunContext): Map<string, number> {
-  let cursors = run.sessionState.get(CURSORS)
-  if (!(cursors instanceof Map)) {
-    cursors = new Map<string, number>()
-    run.sessionState.set(CURSORS, cursors)
-  }
-  return cursors as Map<string, number>
+  return sharedMap(run.sessionState, CURSORS)
 }
 
 async function notFoundAsToolError<T>(id: string, read: () => T | Promise<T>): Promise<T> {

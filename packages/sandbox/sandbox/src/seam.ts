@@ -1,4 +1,4 @@
-import { type Context, Service } from '@dsh/cordis'
+import { providerService } from '@dsh/cordis'
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -72,15 +72,7 @@ export type SandboxAvailability = { ok: true } | { ok: false; reason: string }
  * policy. A provider that cannot confine refuses instead of running the
  * command unconfined; only mode `off` passes through untouched.
  */
-export abstract class Sandbox extends Service {
-  /** The context the provider was mounted on (`this.ctx` is the caller's inside methods). */
-  protected readonly home: Context
-
-  constructor(ctx: Context) {
-    super(ctx, 'sandbox')
-    this.home = ctx
-  }
-
+export abstract class Sandbox extends providerService('sandbox') {
   /**
    * The command line that runs `argv` in `cwd` under `policy`, or a refusal
    * with a reason meant for people. Call `release` (when given) after the command ends.
@@ -136,14 +128,7 @@ declare module '@dsh/cordis' {
  * `ctx.sandboxNetwork`: the network namespaces confined commands join for
  * network `proxy` and `on`, and the filtering proxy behind `proxy`.
  */
-export abstract class SandboxNetwork extends Service {
-  protected readonly home: Context
-
-  constructor(ctx: Context) {
-    super(ctx, 'sandboxNetwork')
-    this.home = ctx
-  }
-
+export abstract class SandboxNetwork extends providerService('sandboxNetwork') {
   /** Registers one command's grant and returns the token its proxy settings carry. */
   abstract grant(request: NetworkGrantRequest): string
 

@@ -1,4 +1,4 @@
-import { type Context, Service } from '@dsh/cordis'
+import { providerService } from '@dsh/cordis'
 import type { SandboxPolicy } from '@dsh/sandbox'
 import type { ProcessHandle } from '@dsh/subprocess'
 
@@ -42,15 +42,7 @@ export class ShellError extends Error {
  * `ctx.shell`: runs one command line in a fresh shell, confined by a sandbox
  * policy. A provider extends this class.
  */
-export abstract class Shell extends Service {
-  /** The context the provider was mounted on (`this.ctx` is the caller's inside methods). */
-  protected readonly home: Context
-
-  constructor(ctx: Context) {
-    super(ctx, 'shell')
-    this.home = ctx
-  }
-
+export abstract class Shell extends providerService('shell') {
   /**
    * Starts the command. Rejects with a `ShellError` when the working
    * directory is unusable or the sandbox refuses (the command is then never

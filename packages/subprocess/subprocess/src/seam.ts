@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream'
-import { type Context, Service } from '@dsh/cordis'
+import { providerService } from '@dsh/cordis'
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -69,15 +69,7 @@ export interface ProcessHandle {
  * them as a whole tree. A provider extends this class; disposing it kills and
  * awaits every process it started.
  */
-export abstract class Subprocess extends Service {
-  /** The context the provider was mounted on (`this.ctx` is the caller's inside methods). */
-  protected readonly home: Context
-
-  constructor(ctx: Context) {
-    super(ctx, 'subprocess')
-    this.home = ctx
-  }
-
+export abstract class Subprocess extends providerService('subprocess') {
   /**
    * Starts `spec.argv`. Throws at once for a malformed spec, a missing
    * working directory, or after disposal; a failure to start the program

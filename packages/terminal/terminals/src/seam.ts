@@ -1,4 +1,4 @@
-import { type Branded, type Context, Service } from '@dsh/cordis'
+import { type Branded, providerService } from '@dsh/cordis'
 
 declare module '@dsh/cordis' {
   interface Context {
@@ -120,15 +120,7 @@ export class TerminalError extends Error {
  * The service does not check who calls: a consumer that serves a session
  * (a tool) compares `get(id).sessionId` with its caller's session.
  */
-export abstract class Terminals extends Service {
-  /** The provider's own context (cordis swaps `ctx` for the caller's on access). */
-  protected readonly home: Context
-
-  constructor(ctx: Context) {
-    super(ctx, 'terminals')
-    this.home = ctx
-  }
-
+export abstract class Terminals extends providerService('terminals') {
   /**
    * Starts a terminal. Throws `TerminalError` with `LIMIT` when the session
    * has as many terminals as allowed (and none that has exited to make room

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import type { Context, JsonValue } from '@dsh/cordis'
+import { type Context, type JsonValue, sharedMap } from '@dsh/cordis'
 import {
   describeExit,
   TerminalError,
@@ -330,12 +330,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
 }
 
 function names(run: ToolRunContext): Map<string, string> {
-  let map = run.sessionState.get(NAMES)
-  if (!(map instanceof Map)) {
-    map = new Map<string, string>()
-    run.sessionState.set(NAMES, map)
-  }
-  return map as Map<string, string>
+  return sharedMap(run.sessionState, NAMES)
 }
 
 /** The process group in the foreground of the terminal whose shell is `pid`: field 8 (tpgid) of /proc/<pid>/stat. */
@@ -348,12 +343,7 @@ async function foregroundGroup(pid: number): Promise<number> {
 }
 
 function cursors(run: ToolRunContext): Map<string, number> {
-  let map = run.sessionState.get(CURSORS)
-  if (!(map instanceof Map)) {
-    map = new Map<string, number>()
-    run.sessionState.set(CURSORS, map)
-  }
-  return map as Map<string, number>
+  return sharedMap(run.sessionState, CURSORS)
 }
 
 /** The output for the model: a note on bytes lost to the buffer, the newest `maxChars` characters. */
