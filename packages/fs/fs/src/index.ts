@@ -2,27 +2,7 @@ import { type Context, Schema } from '@dsh/cordis'
 import { LocalFileSystem } from './local.ts'
 import type { DenyListConfig } from './seam.ts'
 
-export {
-  type DenyListConfig,
-  type DirEntry,
-  type FileStat,
-  FileSystem,
-  FileSystemError,
-  type FileType,
-  type FsAccessRequest,
-  type FsCallOptions,
-  type FsDecision,
-  type FsErrorCode,
-  type FsOperation,
-  type FsWriteContentRequest,
-  type HeldPath,
-  type ReadFileOptions,
-  type ReadStreamOptions,
-  type ResolvedPath,
-  type ResolveOptions,
-  type WriteFileOptions,
-  type WriteResult,
-} from './seam.ts'
+export * from './seam.ts'
 export { fromNodeError, LocalFileSystem } from './local.ts'
 export { isWithin } from './resolve.ts'
 export { checkedReal, recordChecked } from './checked.ts'

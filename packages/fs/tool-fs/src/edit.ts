@@ -1,7 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import type { WriteResult } from '@dsh/fs'
 import { callTarget, defineTool, ToolError } from '@dsh/tools'
-import { pathTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { editDiff, type Replacement } from './diff.ts'
@@ -14,7 +12,9 @@ import {
   shownArgument,
   statOrUndefined,
   toolErrorOf,
+  writeKnown,
 } from './files.ts'
+import { pathTitle } from './presentation.ts'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
@@ -125,18 +125,7 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       after += before.slice(cursor)
 
       const data = Buffer.from(after, 'utf8')
-      let written: WriteResult
-      try {
-        written = await ctx.fs.writeFile(args.file_path, data, options)
-      } catch (error) {
-        throw toolErrorOf(error, shown, run.signal)
-      }
-      records.set(written.path.real, {
-        path: written.path.absolute,
-        mtimeMs: written.mtimeMs,
-        size: written.bytes,
-        sha256: sha256(data),
-      })
+      const written = await writeKnown(ctx, args.file_path, data, options, run, shown)
 
       const replacements: Replacement[] = positions.map((start) => ({
         start,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { assertNever, type Context, sharedMap } from '@dsh/cordis'
-import { checkedReal, type FileStat, type FsCallOptions, FileSystemError } from '@dsh/fs'
+import { checkedReal, type FileStat, type FsCallOptions, FileSystemError, type WriteResult } from '@dsh/fs'
 import type { SpillStore } from '@dsh/spill'
 import { ToolError, type ToolRunContext } from '@dsh/tools'
 
@@ -110,6 +110,34 @@ export function toolErrorOf(error: unknown, shown: string, signal: AbortSignal, 
 }
 
 /** Stats a path; undefined when nothing is there. Other failures become tool errors. */
+/**
+ * Writes `data` through `ctx.fs` and records its hash as seen by the session:
+ * the model knows what it just wrote, so it may edit the file without reading it again.
+ */
+export async function writeKnown(
+  ctx: Context,
+  given: string,
+  data: Buffer,
+  options: FsCallOptions,
+  run: ToolRunContext,
+  shown: string,
+  wording: ErrorWording = {},
+): Promise<WriteResult> {
+  let written: WriteResult
+  try {
+    written = await ctx.fs.writeFile(given, data, options)
+  } catch (error) {
+    throw toolErrorOf(error, shown, run.signal, wording)
+  }
+  readRecords(run.sessionState).set(written.path.real, {
+    path: written.path.absolute,
+    mtimeMs: written.mtimeMs,
+    size: written.bytes,
+    sha256: sha256(data),
+  })
+  return written
+}
+
 export async function statOrUndefined(
   ctx: Context,
   given: string,

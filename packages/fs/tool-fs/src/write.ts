@@ -1,20 +1,11 @@
 import type { Context } from '@dsh/cordis'
-import type { FsCallOptions, WriteResult } from '@dsh/fs'
+import type { FsCallOptions } from '@dsh/fs'
 import { callTarget, defineTool, type ToolRunContext, ToolError } from '@dsh/tools'
-import { pathTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { replacementDiff } from './diff.ts'
-import {
-  displayPath,
-  fsOptions,
-  MAX_PATH_LENGTH,
-  readRecords,
-  sha256,
-  shownArgument,
-  statOrUndefined,
-  toolErrorOf,
-} from './files.ts'
+import { displayPath, fsOptions, MAX_PATH_LENGTH, shownArgument, statOrUndefined, writeKnown } from './files.ts'
+import { pathTitle } from './presentation.ts'
 
 export function writeTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
@@ -62,22 +53,10 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
       const options = fsOptions(run, args.file_path)
       const writeOptions = before ? { ...options, expectReal: options.expectReal ?? before.path.real } : options
       const previous = before ? await previousText(ctx, args.file_path, writeOptions, run, config) : undefined
-      let written: WriteResult
-      try {
-        written = await ctx.fs.writeFile(args.file_path, data, writeOptions)
-      } catch (error) {
-        throw toolErrorOf(error, shown, run.signal, {
-          NOT_DIRECTORY: `cannot create ${shown}: a part of its folder path is a file, not a folder.`,
-        })
-      }
-      shown = displayPath(run.cwd, written.path.absolute)
-      // The model knows what it just wrote, so it may edit the file without reading it again.
-      readRecords(run.sessionState).set(written.path.real, {
-        path: written.path.absolute,
-        mtimeMs: written.mtimeMs,
-        size: written.bytes,
-        sha256: sha256(data),
+      const written = await writeKnown(ctx, args.file_path, data, writeOptions, run, shown, {
+        NOT_DIRECTORY: `cannot create ${shown}: a part of its folder path is a file, not a folder.`,
       })
+      shown = displayPath(run.cwd, written.path.absolute)
       const verb = written.created ? 'Created' : 'Overwrote'
       const summary = `${verb} ${shown} (${written.bytes} bytes written).`
       const meta = {

@@ -3,18 +3,7 @@ import { type LocalJobsConfig, LocalJobs } from './local.ts'
 
 export { Config, LocalJobs, type LocalJobsConfig } from './local.ts'
 export { incompleteTail, leadingContinuation, OutputRing } from './ring.ts'
-export {
-  type JobId,
-  type JobInfo,
-  JobLimitError,
-  JobNotFoundError,
-  type JobOutput,
-  type JobOwner,
-  Jobs,
-  type JobStartSpec,
-  type JobStatus,
-  type JobWaitOptions,
-} from './seam.ts'
+export * from './seam.ts'
 
 export const name = 'jobs-local'
 

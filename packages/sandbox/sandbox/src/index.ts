@@ -4,23 +4,7 @@ import { BwrapSandbox, type BwrapSandboxConfig } from './bwrap.ts'
 export { BwrapSandbox, type BwrapSandboxConfig, Config } from './bwrap.ts'
 export { bwrapArguments, type HiddenPaths } from './profile.ts'
 export { buildSeccompFilter, DENIED_SYSCALLS, SECCOMP_ARCHITECTURES, seccompSupported } from './seccomp.ts'
-export {
-  NETWORK_MODES,
-  type NetworkAttachment,
-  type NetworkDecision,
-  type NetworkGrantRequest,
-  type NetworkMode,
-  type NetworkTarget,
-  SANDBOX_MODES,
-  Sandbox,
-  type SandboxAvailability,
-  SandboxNetwork,
-  type SandboxMode,
-  type SandboxPolicy,
-  unconfinedPolicy,
-  type WrapOptions,
-  type WrapResult,
-} from './seam.ts'
+export * from './seam.ts'
 
 export const name = 'sandbox-bwrap'
 
