@@ -11,6 +11,7 @@ import * as shellPlugin from '@dsh/shell'
 import type { BashShellConfig, SandboxPolicy } from '@dsh/shell'
 import * as tools from '@dsh/tools'
 import type { ToolResult, ToolRunOptions, ToolsConfig } from '@dsh/tools'
+import { LEAKY_ENVIRONMENT, withEnvironment } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { liveWithMarker } from '../../shell/tests/processes.ts'
 // tool-bash does not depend on the lower seams; the test mounts their providers from the workspace.
@@ -183,25 +184,13 @@ describe('bash', () => {
 
   it('scrubs credential-like variables from the environment', async () => {
     await boot()
-    const saved = { ...process.env }
-    Object.assign(process.env, {
-      FOO_TOKEN: 'leak-1',
-      my_api_key: 'leak-2',
-      DB_PASSWORD: 'leak-3',
-      AWS_SECRET_ACCESS_KEY: 'leak-4',
-      PLAIN_SETTING: 'visible',
-    })
-    try {
-      const out = text(await bash({ command: 'env' }))
-      expect(out).not.toMatch(/leak-/)
-      expect(out).toContain('PLAIN_SETTING=visible')
-      expect(out).toContain(`HOME=${process.env.HOME}`)
-      expect(out).toContain('NO_COLOR=1')
-    } finally {
-      for (const key of ['FOO_TOKEN', 'my_api_key', 'DB_PASSWORD', 'AWS_SECRET_ACCESS_KEY', 'PLAIN_SETTING'])
-        delete process.env[key]
-      Object.assign(process.env, saved)
-    }
+    const out = await withEnvironment({ ...LEAKY_ENVIRONMENT, PLAIN_SETTING: 'visible' }, async () =>
+      text(await bash({ command: 'env' })),
+    )
+    expect(out).not.toMatch(/leak-/)
+    expect(out).toContain('PLAIN_SETTING=visible')
+    expect(out).toContain(`HOME=${process.env.HOME}`)
+    expect(out).toContain('NO_COLOR=1')
   })
 
   it('keeps the tail of long output and says how much was dropped', async () => {

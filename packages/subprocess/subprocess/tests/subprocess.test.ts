@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { Context } from '@dsh/cordis'
+import { LEAKY_ENVIRONMENT, withEnvironment } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as subprocessPlugin from '../src/index.ts'
 import { isRunning, type LocalSubprocessConfig, type ProcessHandle } from '../src/index.ts'
@@ -106,17 +107,15 @@ describe('ctx.subprocess (local)', () => {
         set: { FROM_SET: 'set' },
       },
     })
-    const saved = { ...process.env }
-    Object.assign(process.env, {
-      FOO_TOKEN: 'leak-1',
-      my_api_key: 'leak-2',
+    const inherited = {
+      ...LEAKY_ENVIRONMENT,
       MYSQL_PWD: 'leak-3',
       DATABASE_URL: 'postgres://u:leak-4@h/db',
       DSH_HOME: '/leak-5',
       PLAIN_SETTING: 'leak-6',
       NORMAL_SETTING: 'visible',
-    })
-    try {
+    }
+    await withEnvironment(inherited, async () => {
       const handle = root.subprocess.run({ argv: ['env'], cwd: dir, env: { EXTRA: 'yes', GIVEN_TOKEN: 'explicit' } })
       const out = collect(handle.stdout)
       await handle.done
@@ -131,10 +130,7 @@ describe('ctx.subprocess (local)', () => {
         FROM_SET: 'set',
         EXTRA: 'yes',
       })
-    } finally {
-      for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key]
-      Object.assign(process.env, saved)
-    }
+    })
   })
 
   it('kills the whole tree on timeout and resolves only when no process of it runs', async () => {

@@ -1,9 +1,10 @@
-import { mkdtemp, readFile, realpath, rm } from 'node:fs/promises'
+import { mkdtemp, realpath, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context, type Fiber } from '@dsh/cordis'
 import * as subprocess from '@dsh/subprocess'
 import type { LocalSubprocessConfig } from '@dsh/subprocess'
+import { LEAKY_ENVIRONMENT, withEnvironment } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as terminals from '../src/index.ts'
 import { type LocalTerminalsConfig, TerminalError, type TerminalId } from '../src/index.ts'
@@ -34,16 +35,6 @@ async function boot(config: Partial<LocalTerminalsConfig> = {}): Promise<Fiber> 
   const fiber = root.plugin(terminals, { ...QUICK_BASH, ...config } as LocalTerminalsConfig)
   await fiber
   return fiber
-}
-
-/** Whether a process still runs: present in /proc and not a zombie (orphans here may never be reaped). */
-async function alive(pid: number): Promise<boolean> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z'
-  } catch {
-    return false
-  }
 }
 
 /** Runs a shell line in the terminal and returns the number it prints after `PID=`. */
@@ -82,7 +73,7 @@ describe('terminals', () => {
     expect(root.terminals.readRaw(id).text).toContain('hi\r\n')
     const [info] = root.terminals.list('s1')
     expect(info).toMatchObject({ id, sessionId: 's1', command: 'bash', cwd: dir, cols: 160, rows: 40 })
-    expect(await alive(info!.pid)).toBe(true)
+    expect(await subprocess.isRunning(info!.pid)).toBe(true)
   })
 
   it("runs the user's shell by default", async () => {
@@ -171,33 +162,21 @@ describe('terminals', () => {
 
   it('scrubs credential-like variables from the environment and adds the configured ones', async () => {
     await boot({ env: { PAGER: 'cat', CONFIGURED: 'from-config' } })
-    const saved = { ...process.env }
-    Object.assign(process.env, {
-      FOO_TOKEN: 'leak-1',
-      my_api_key: 'leak-2',
-      DB_PASSWORD: 'leak-3',
-      AWS_SECRET_ACCESS_KEY: 'leak-4',
-      PLAIN_SETTING: 'visible',
-    })
-    try {
+    const lines = await withEnvironment({ ...LEAKY_ENVIRONMENT, PLAIN_SETTING: 'visible' }, async () => {
       const id = await root.terminals.create({ sessionId: 's1', cwd: dir, command: 'env', env: { EXPLICIT: 'given' } })
       await root.terminals.waitFor(id, { timeoutMs: LONG })
-      const lines = root.terminals.read(id).text.split('\n')
-      expect(lines.join('\n')).not.toMatch(/leak-/)
-      expect(lines).toEqual(
-        expect.arrayContaining([
-          'PLAIN_SETTING=visible',
-          'CONFIGURED=from-config',
-          'EXPLICIT=given',
-          'TERM=xterm-256color',
-          'PAGER=cat',
-        ]),
-      )
-    } finally {
-      for (const key of ['FOO_TOKEN', 'my_api_key', 'DB_PASSWORD', 'AWS_SECRET_ACCESS_KEY', 'PLAIN_SETTING'])
-        delete process.env[key]
-      Object.assign(process.env, saved)
-    }
+      return root.terminals.read(id).text.split('\n')
+    })
+    expect(lines.join('\n')).not.toMatch(/leak-/)
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'PLAIN_SETTING=visible',
+        'CONFIGURED=from-config',
+        'EXPLICIT=given',
+        'TERM=xterm-256color',
+        'PAGER=cat',
+      ]),
+    )
   })
 
   it('waits for quiet output, gives up at the timeout, and rejects on abort', async () => {
@@ -220,12 +199,12 @@ describe('terminals', () => {
     const id = await root.terminals.create({ sessionId: 's1', cwd: dir })
     const shell = root.terminals.get(id)!.pid
     const job = await startedPid(id, 'sleep 1000 & echo "PID=$!"')
-    expect(await alive(job)).toBe(true)
+    expect(await subprocess.isRunning(job)).toBe(true)
     const waiting = root.terminals.waitFor(id, { pattern: /never/, timeoutMs: LONG })
     await root.terminals.kill(id)
     expect(await waiting).toMatchObject({ reason: 'exit' })
-    expect(await alive(shell)).toBe(false)
-    expect(await alive(job)).toBe(false)
+    expect(await subprocess.isRunning(shell)).toBe(false)
+    expect(await subprocess.isRunning(job)).toBe(false)
     expect(root.terminals.list('s1')).toEqual([])
     expect(await code(root.terminals.kill(id))).toBe('NOT_FOUND')
   })
@@ -241,8 +220,8 @@ describe('terminals', () => {
     const child = Number(result.match?.[1])
     const shell = root.terminals.get(id)!.pid
     await root.terminals.kill(id)
-    expect(await alive(child)).toBe(false)
-    expect(await alive(shell)).toBe(false)
+    expect(await subprocess.isRunning(child)).toBe(false)
+    expect(await subprocess.isRunning(shell)).toBe(false)
   })
 
   it('stops background jobs left behind when the shell exits by itself', async () => {
@@ -255,7 +234,7 @@ describe('terminals', () => {
       exited: { code: 4, signal: null },
     })
     // Nobody kills the terminal: the job goes because its shell went.
-    while (await alive(job)) await new Promise((resolve) => setTimeout(resolve, 20))
+    while (await subprocess.isRunning(job)) await new Promise((resolve) => setTimeout(resolve, 20))
     expect(root.terminals.get(id)?.exited).toEqual({ code: 4, signal: null })
   })
 
@@ -275,7 +254,7 @@ describe('terminals', () => {
     const pidsOfA = root.terminals.list('a').map((t) => t.pid)
     await root.terminals.killSession('a')
     expect(root.terminals.list('a')).toEqual([])
-    for (const pid of pidsOfA) expect(await alive(pid)).toBe(false)
+    for (const pid of pidsOfA) expect(await subprocess.isRunning(pid)).toBe(false)
     expect(root.terminals.list('b').map((t) => t.id)).toEqual([b2, b3])
   })
 
@@ -300,10 +279,10 @@ describe('terminals', () => {
     const nested = await root.terminals.waitFor(command, { pattern: /PID=(\d+)/, since: 0, timeoutMs: LONG })
     pids.push(root.terminals.get(command)!.pid, Number(nested.match?.[1]))
     expect(new Set(pids).size).toBe(5)
-    for (const pid of pids) expect(await alive(pid)).toBe(true)
+    for (const pid of pids) expect(await subprocess.isRunning(pid)).toBe(true)
 
     await fiber.dispose()
-    for (const pid of pids) expect(await alive(pid)).toBe(false)
+    for (const pid of pids) expect(await subprocess.isRunning(pid)).toBe(false)
     expect(root.get('terminals')).toBeUndefined()
   })
 })

@@ -81,16 +81,6 @@ async function open(
   return { id: meta(result).terminalId as string, result }
 }
 
-/** Whether a process still runs: present in /proc and not a zombie (orphans here may never be reaped). */
-async function alive(pid: number): Promise<boolean> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
-
 /** Reads the terminal's held output until `done` says it is complete. */
 async function readUntil(id: string, done: (held: string) => boolean, run: ToolRunOptions = A()): Promise<string> {
   for (;;) {
@@ -208,10 +198,10 @@ describe('terminal tools', () => {
     await call('terminal_send', { sessionId: id, text: 'sleep 1000 & echo "PID=$!"' })
     const started = await readUntil(id, (held) => /PID=\d+/.test(held))
     const job = Number(/PID=(\d+)/.exec(started)?.[1])
-    expect(await alive(job)).toBe(true)
+    expect(await subprocess.isRunning(job)).toBe(true)
     const closed = await call('terminal_close', { sessionId: id })
     expect(text(closed)).toContain(`[terminal ${id} closed; all its processes have stopped]`)
-    expect(await alive(job)).toBe(false)
+    expect(await subprocess.isRunning(job)).toBe(false)
     expect((await call('terminal_read', { sessionId: id })).error?.code).toBe('TERMINAL_NOT_FOUND')
     expect(text(await call('terminal_list', {}))).toBe('(no terminals)')
   })
@@ -227,9 +217,9 @@ describe('terminal tools', () => {
       root.terminals.get(shell as terminals.TerminalId)!.pid,
       root.terminals.get(other as terminals.TerminalId)!.pid,
     ]
-    for (const pid of pids) expect(await alive(pid)).toBe(true)
+    for (const pid of pids) expect(await subprocess.isRunning(pid)).toBe(true)
     await terminalsFiber.dispose()
-    for (const pid of pids) expect(await alive(pid)).toBe(false)
+    for (const pid of pids) expect(await subprocess.isRunning(pid)).toBe(false)
     expect(root.tools.get('terminal_send')).toBeUndefined()
   })
 

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { format } from 'node:util'
 
 export { chromiumArgs, chromiumPath } from './chromium.ts'
+export { LEAKY_ENVIRONMENT, withEnvironment } from './environment.ts'
 export { type PathFlipper, startPathFlipper } from './flipper.ts'
 export { type HttpTestHost, startHttpTestHost } from './http-host.ts'
 export { chatMessage, STEP_OPENING, textBlock } from './messages.ts'
