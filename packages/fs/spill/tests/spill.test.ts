@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Context } from '@dsh/cordis'
+import { disposeTestRoot, mountPlugin } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as spill from '../src/index.ts'
 import type { LocalSpillConfig } from '../src/index.ts'
@@ -14,14 +15,10 @@ beforeEach(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'dsh-spill-test-'))
 })
 
-afterEach(async () => {
-  await root.fiber.dispose()
-  await rm(scratch, { recursive: true, force: true })
-})
+afterEach(() => disposeTestRoot(root, scratch))
 
 async function start(config: Partial<LocalSpillConfig> = {}) {
-  const fiber = root.plugin(spill, config as LocalSpillConfig)
-  await fiber
+  const fiber = await mountPlugin(root, spill, config)
   const store = root.get('spill') as spill.LocalSpillStore | undefined
   if (!store) throw new Error('ctx.spill was not provided')
   return { fiber, store }

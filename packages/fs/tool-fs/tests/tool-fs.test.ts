@@ -6,6 +6,7 @@ import type { ToolCallId } from '@dsh/llm'
 import * as fsPlugin from '@dsh/fs'
 import * as tools from '@dsh/tools'
 import type { ToolResult, ToolRunOptions, ToolsConfig } from '@dsh/tools'
+import { disposeTestRoot, mountPlugin } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as fsTools from '../src/index.ts'
 import type { FsToolsConfig } from '../src/index.ts'
@@ -23,16 +24,9 @@ beforeEach(async () => {
   await root.plugin(fsPlugin, {})
 })
 
-afterEach(async () => {
-  await root.fiber.dispose()
-  await rm(dir, { recursive: true, force: true })
-})
+afterEach(() => disposeTestRoot(root, dir))
 
-async function boot(config: Partial<FsToolsConfig> = {}) {
-  const fiber = root.plugin(fsTools, config as FsToolsConfig)
-  await fiber
-  return fiber
-}
+const boot = (config: Partial<FsToolsConfig> = {}) => mountPlugin(root, fsTools, config)
 
 async function run(
   name: string,

@@ -1,4 +1,4 @@
-import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, realpath, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from '@dsh/cordis'
@@ -7,6 +7,7 @@ import * as subprocessPlugin from '@dsh/subprocess'
 import { isRunning, type LocalSubprocessConfig } from '@dsh/subprocess'
 import * as toolsPlugin from '@dsh/tools'
 import type { ToolResult, ToolRunOptions, ToolsConfig } from '@dsh/tools'
+import { disposeTestRoot, mountPlugin } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as jobsPlugin from '../src/index.ts'
 import { type JobInfo, JobLimitError, JobNotFoundError, type LocalJobsConfig, OutputRing } from '../src/index.ts'
@@ -22,16 +23,9 @@ beforeEach(async () => {
   await root.plugin(subprocessPlugin, { drainMs: 200 } as LocalSubprocessConfig)
 })
 
-afterEach(async () => {
-  await root.fiber.dispose()
-  await rm(dir, { recursive: true, force: true })
-})
+afterEach(() => disposeTestRoot(root, dir))
 
-async function boot(config: Partial<LocalJobsConfig> = {}) {
-  const fiber = root.plugin(jobsPlugin, config as LocalJobsConfig)
-  await fiber
-  return fiber
-}
+const boot = (config: Partial<LocalJobsConfig> = {}) => mountPlugin(root, jobsPlugin, config)
 
 function start(script: string, sessionId = 'session-a', label = script) {
   const handle = root.subprocess.run({ argv: ['bash', '-c', script], cwd: dir })

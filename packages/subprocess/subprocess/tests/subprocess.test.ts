@@ -1,9 +1,9 @@
-import { mkdtemp, realpath, rm } from 'node:fs/promises'
+import { mkdtemp, realpath } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { Context } from '@dsh/cordis'
-import { LEAKY_ENVIRONMENT, withEnvironment } from '@dsh/testkit'
+import { disposeTestRoot, LEAKY_ENVIRONMENT, mountPlugin, withEnvironment } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as subprocessPlugin from '../src/index.ts'
 import { isRunning, type LocalSubprocessConfig, type ProcessHandle } from '../src/index.ts'
@@ -16,16 +16,9 @@ beforeEach(async () => {
   dir = await realpath(await mkdtemp(join(tmpdir(), 'dsh-subprocess-')))
 })
 
-afterEach(async () => {
-  await root.fiber.dispose()
-  await rm(dir, { recursive: true, force: true })
-})
+afterEach(() => disposeTestRoot(root, dir))
 
-async function boot(config: Partial<LocalSubprocessConfig> = {}) {
-  const fiber = root.plugin(subprocessPlugin, config as LocalSubprocessConfig)
-  await fiber
-  return fiber
-}
+const boot = (config: Partial<LocalSubprocessConfig> = {}) => mountPlugin(root, subprocessPlugin, config)
 
 function bash(script: string, extra: Partial<Parameters<Context['subprocess']['run']>[0]> = {}): ProcessHandle {
   return root.subprocess.run({ argv: ['bash', '-c', script], cwd: dir, ...extra })

@@ -11,6 +11,7 @@ export { LEAKY_ENVIRONMENT, withEnvironment } from './environment.ts'
 export { type PathFlipper, startPathFlipper } from './flipper.ts'
 export { type HttpTestHost, startHttpTestHost } from './http-host.ts'
 export { chatMessage, STEP_OPENING, textBlock } from './messages.ts'
+export { disposeTestRoot, mountPlugin } from './plugin.ts'
 
 /** The repository root, found from this file (src/ or lib/ of packages/test-support/testkit). */
 export const repoRoot = path.resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../..')
