@@ -12,12 +12,22 @@ function apply(before: string, oldText: string, newText: string): { after: strin
 const options = { context: 1, maxLines: 100 }
 
 describe('editDiff', () => {
-  it('merges two changes on one line into one block', () => {
-    const before = 'a\nx = x + 1\nb\n'
-    const { after, replacements } = apply(before, 'x', 'y')
-    expect(editDiff('f', before, after, replacements, options)).toBe(
-      '--- f\n+++ f\n@@ -1,3 +1,3 @@\n a\n-x = x + 1\n+y = y + 1\n b',
-    )
+  it.each([
+    {
+      what: 'merges two changes on one line into one block',
+      before: 'a\nx = x + 1\nb\n',
+      change: ['x', 'y'],
+      diff: '--- f\n+++ f\n@@ -1,3 +1,3 @@\n a\n-x = x + 1\n+y = y + 1\n b',
+    },
+    {
+      what: 'shows a multi-line replacement that changes the line count',
+      before: 'start\nold one\nold two\nend\n',
+      change: ['old one\nold two\n', 'new\n'],
+      diff: '--- f\n+++ f\n@@ -1,4 +1,3 @@\n start\n-old one\n-old two\n+new\n end',
+    },
+  ])('$what', ({ before, change: [oldText, newText], diff }) => {
+    const { after, replacements } = apply(before, oldText as string, newText as string)
+    expect(editDiff('f', before, after, replacements, options)).toBe(diff)
   })
 
   it('makes separate hunks for far-apart changes and one hunk for close ones', () => {
@@ -45,14 +55,6 @@ describe('editDiff', () => {
         '+HIT',
         ' l12',
       ].join('\n'),
-    )
-  })
-
-  it('shows a multi-line replacement that changes the line count', () => {
-    const before = 'start\nold one\nold two\nend\n'
-    const { after, replacements } = apply(before, 'old one\nold two\n', 'new\n')
-    expect(editDiff('f', before, after, replacements, options)).toBe(
-      '--- f\n+++ f\n@@ -1,4 +1,3 @@\n start\n-old one\n-old two\n+new\n end',
     )
   })
 

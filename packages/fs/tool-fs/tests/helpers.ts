@@ -7,6 +7,7 @@ import type { ToolCallId } from '@dsh/llm'
 import * as spillPlugin from '@dsh/spill'
 import * as tools from '@dsh/tools'
 import type { ToolResult, ToolRunOptions, ToolsConfig } from '@dsh/tools'
+import { expect } from 'vitest'
 import * as fsTools from '../src/index.ts'
 import type { FsToolsConfig } from '../src/index.ts'
 
@@ -72,4 +73,18 @@ export async function setup(
 
 export function text(result: ToolResult): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
+}
+
+/** Runs each call and checks that it fails with `code` and a message holding each of `says`. */
+export async function expectEachFails(
+  s: Setup,
+  calls: ReadonlyArray<readonly [string, unknown]>,
+  code: string,
+  ...says: string[]
+): Promise<void> {
+  for (const [name, args] of calls) {
+    const result = await s.run(name, args)
+    expect(result.error?.code, name).toBe(code)
+    for (const words of says) expect(text(result), name).toContain(words)
+  }
 }

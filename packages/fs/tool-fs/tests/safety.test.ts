@@ -16,7 +16,7 @@ import {
 } from '@dsh/fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { imageType } from '../src/index.ts'
-import { type Setup, setup, text } from './helpers.ts'
+import { expectEachFails, type Setup, setup, text } from './helpers.ts'
 
 let s: Setup
 afterEach(async () => {
@@ -103,19 +103,20 @@ describe('bad arguments', () => {
 
   it('refuses NUL bytes in paths with a clear error', async () => {
     s = await setup()
-    for (const [name, args] of [
-      ['read', { file_path: 'a\u0000b.txt' }],
-      ['write', { file_path: 'a\u0000b.txt', content: 'x' }],
-      ['edit', { file_path: 'a\u0000b.txt', old_string: 'x', new_string: 'y' }],
-      ['ls', { path: 'a\u0000b' }],
-      ['glob', { pattern: '*', path: 'a\u0000b' }],
-      ['grep', { pattern: 'x', path: 'a\u0000b' }],
-    ] as const) {
-      const result = await s.run(name, args)
-      expect(result.error?.code, name).toBe('FS_INVALID_PATH')
-      expect(text(result)).toContain('NUL byte')
-      expect(text(result)).toContain('a\\x00b')
-    }
+    await expectEachFails(
+      s,
+      [
+        ['read', { file_path: 'a\u0000b.txt' }],
+        ['write', { file_path: 'a\u0000b.txt', content: 'x' }],
+        ['edit', { file_path: 'a\u0000b.txt', old_string: 'x', new_string: 'y' }],
+        ['ls', { path: 'a\u0000b' }],
+        ['glob', { pattern: '*', path: 'a\u0000b' }],
+        ['grep', { pattern: 'x', path: 'a\u0000b' }],
+      ],
+      'FS_INVALID_PATH',
+      'NUL byte',
+      'a\\x00b',
+    )
     expect(await readdir(s.workspace)).toEqual([])
   })
 })
@@ -183,16 +184,17 @@ describe('paths that leave the workspace', () => {
         request.path.insideWorkspace ? next() : { kind: 'deny', reason: 'reads stay in the workspace' },
       )
     })
-    for (const [name, args] of [
-      ['read', { file_path: 'out-link/secret.txt' }],
-      ['ls', { path: '../outside' }],
-      ['glob', { pattern: '*', path: 'out-link' }],
-      ['grep', { pattern: 'secret', path: 'out-link' }],
-    ] as const) {
-      const result = await s.run(name, args)
-      expect(result.error?.code, name).toBe('FS_DENIED')
-      expect(text(result)).toContain('reads stay in the workspace')
-    }
+    await expectEachFails(
+      s,
+      [
+        ['read', { file_path: 'out-link/secret.txt' }],
+        ['ls', { path: '../outside' }],
+        ['glob', { pattern: '*', path: 'out-link' }],
+        ['grep', { pattern: 'secret', path: 'out-link' }],
+      ],
+      'FS_DENIED',
+      'reads stay in the workspace',
+    )
   })
 })
 
