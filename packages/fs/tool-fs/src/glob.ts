@@ -4,7 +4,7 @@ import { searchTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { MAX_PATH_LENGTH } from './files.ts'
-import { cutFooter, nullSeparated, rgFailure, ripgrepIn, searchRoot } from './ripgrep.ts'
+import { cutFooter, nullSeparated, rgFailure, ripgrepIn, searchRoot, searchTraits } from './ripgrep.ts'
 
 /** Version-control folders never listed. */
 const VCS_FOLDERS = ['.git', '.svn', '.hg', '.bzr', '.jj', '.sl']
@@ -40,9 +40,7 @@ export function globTool(ctx: Context, config: FsToolsConfig) {
         .optional()
         .describe('The directory to search in. Default: the workspace.'),
     }),
-    readOnly: true,
-    isConcurrencySafe: () => true,
-    timeoutMs: config.searchTimeoutMs,
+    ...searchTraits(config),
     access: (args) => ({ kind: 'read', paths: [args.path ?? '.'], summary: `glob ${args.pattern}` }),
     async execute(args, run) {
       if (args.pattern.startsWith('!')) {

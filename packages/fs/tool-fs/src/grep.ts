@@ -5,7 +5,15 @@ import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { MAX_PATH_LENGTH } from './files.ts'
 import { MAX_PATTERN_LENGTH } from './glob.ts'
-import { cutFooter, type RgOutcome, rgFailure, ripgrepIn, type SearchRoot, searchRoot } from './ripgrep.ts'
+import {
+  cutFooter,
+  type RgOutcome,
+  rgFailure,
+  ripgrepIn,
+  type SearchRoot,
+  searchRoot,
+  searchTraits,
+} from './ripgrep.ts'
 
 /** One line of output: a match (`12:text`) or a break between distant matches (`--`). */
 interface Line {
@@ -48,9 +56,7 @@ export function grepTool(ctx: Context, config: FsToolsConfig) {
         .optional()
         .describe('Only search files matching this one glob, e.g. `*.ts` or `src/**/*.py`.'),
     }),
-    readOnly: true,
-    isConcurrencySafe: () => true,
-    timeoutMs: config.searchTimeoutMs,
+    ...searchTraits(config),
     access: (args) => ({ kind: 'read', paths: [args.path ?? '.'], summary: `grep ${args.pattern}` }),
     async execute(args, run): Promise<ToolOutput> {
       // A NUL byte cannot pass through a process argument.

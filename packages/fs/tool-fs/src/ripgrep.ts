@@ -5,9 +5,15 @@ import type { HeldPath, ResolvedPath } from '@dsh/fs'
 import { scrubEnvironment } from '@dsh/subprocess'
 import { ToolError, type ToolRunContext } from '@dsh/tools'
 import { rgPath } from '@vscode/ripgrep'
+import type { FsToolsConfig } from './config.ts'
 import { displayPath, fsOptions, shownArgument, spillOf, toolErrorOf } from './files.ts'
 
 /** Keeps at most this much of rg's stderr for messages. */
+/** What glob and grep share as tools: read-only, safe to run side by side, stopped after the search timeout. */
+export function searchTraits(config: FsToolsConfig) {
+  return { readOnly: true, isConcurrencySafe: () => true, timeoutMs: config.searchTimeoutMs } as const
+}
+
 const STDERR_KEEP = 64 * 1024
 
 /** The environment without credentials (the subprocess seam's rule) or dsh's own settings. */

@@ -10,6 +10,7 @@ import {
   type WaitResult,
 } from '@dsh/terminals'
 import {
+  type CallArguments,
   defineTool,
   errorMessage,
   oneLine,
@@ -141,8 +142,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
     presentation: {
       kind: 'execute',
       view: 'terminal',
-      title: (args) =>
-        `Type into ${textArgument(args, 'sessionId') ?? 'a terminal'}: ${oneLine(textArgument(args, 'text') ?? '(Enter)')}`,
+      title: (args) => `Type into ${terminalOf(args)}: ${oneLine(textArgument(args, 'text') ?? '(Enter)')}`,
       command: (args) => textArgument(args, 'text'),
     },
     description:
@@ -193,11 +193,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
 
   const read = defineTool({
     name: 'terminal_read',
-    presentation: {
-      kind: 'read',
-      view: 'terminal',
-      title: (args) => `Read ${textArgument(args, 'sessionId') ?? 'a terminal'}`,
-    },
+    presentation: { kind: 'read', view: 'terminal', title: (args) => `Read ${terminalOf(args)}` },
     description:
       'Return a page of the output a terminal still holds, without typing anything, and whether its program runs. ' +
       `By default the newest ${config.readLines} lines; offset counts lines back from the newest, count sets the page size.`,
@@ -235,11 +231,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
 
   const close = defineTool({
     name: 'terminal_close',
-    presentation: {
-      kind: 'execute',
-      view: 'generic',
-      title: (args) => `Close ${textArgument(args, 'sessionId') ?? 'a terminal'}`,
-    },
+    presentation: { kind: 'execute', view: 'generic', title: (args) => `Close ${terminalOf(args)}` },
     description:
       'Close a terminal: stop its program and every process it started, and return the output you had not seen yet. Its id stops working.',
     parameters: z.object({ sessionId: terminalId }),
@@ -264,8 +256,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
     presentation: {
       kind: 'execute',
       view: 'generic',
-      title: (args) =>
-        `Send ${textArgument(args, 'signal') ?? 'a signal'} to ${textArgument(args, 'sessionId') ?? 'a terminal'}`,
+      title: (args) => `Send ${textArgument(args, 'signal') ?? 'a signal'} to ${terminalOf(args)}`,
     },
     description:
       "Send a signal to the program running in the foreground of a terminal (the shell's current job). SIGKILL is refused " +
@@ -327,6 +318,11 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
   })
 
   return [open, send, read, close, signal, list]
+}
+
+/** The terminal a call names, for its title. */
+function terminalOf(args: CallArguments): string {
+  return textArgument(args, 'sessionId') ?? 'a terminal'
 }
 
 function names(run: ToolRunContext): Map<string, string> {

@@ -91,6 +91,24 @@ async function readUntil(id: string, done: (held: string) => boolean, run: ToolR
   }
 }
 
+describe('presentation', () => {
+  it.each([
+    ['terminal_send', { sessionId: 't1', text: 'ls -la' }, 'Type into t1: ls -la'],
+    ['terminal_send', { sessionId: 't1' }, 'Type into t1: (Enter)'],
+    ['terminal_send', {}, 'Type into a terminal: (Enter)'],
+    ['terminal_read', { sessionId: 't1' }, 'Read t1'],
+    ['terminal_read', {}, 'Read a terminal'],
+    ['terminal_close', { sessionId: 't1' }, 'Close t1'],
+    ['terminal_close', {}, 'Close a terminal'],
+    ['terminal_signal', { sessionId: 't1', signal: 'SIGINT' }, 'Send SIGINT to t1'],
+    ['terminal_signal', {}, 'Send a signal to a terminal'],
+    ['terminal_list', {}, 'List terminals'],
+  ])('%s %j is titled %j', async (name, args, title) => {
+    await boot()
+    expect(root.tools.present({ name, arguments: JSON.stringify(args) }, dir).title).toBe(title)
+  })
+})
+
 describe('terminal tools', () => {
   it("registers the seeds' six tools that declare their access, and removes them when disposed", async () => {
     const fiber = await boot()
