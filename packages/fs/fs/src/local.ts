@@ -25,6 +25,7 @@ import {
 import {
   closeQuietly,
   errno,
+  pathTooLong,
   type HeldDir,
   O_PATH,
   pathChanged,
@@ -55,15 +56,16 @@ export function fromNodeError(error: unknown, target: string): FileSystemError {
     case 'ELOOP':
       return new FileSystemError('LOOP', target, `too many levels of symbolic links in ${target}`, undefined, cause)
     case 'ENAMETOOLONG':
-      return new FileSystemError(
-        'INVALID_PATH',
-        target,
-        `the path is too long: ${target.slice(0, 200)}…`,
-        undefined,
-        cause,
-      )
+      return pathTooLong(target, cause)
     default:
       return new FileSystemError('IO', target, `could not access ${target}: ${message}`, undefined, cause)
+  }
+}
+
+/** Throws `TOO_LARGE` when a file of `size` bytes exceeds the caller's `limit`. */
+function checkSize(absolute: string, size: number, limit: number | undefined): void {
+  if (limit !== undefined && size > limit) {
+    throw new FileSystemError('TOO_LARGE', absolute, `${absolute} is ${size} bytes, more than the ${limit} allowed`)
   }
 }
 
@@ -114,14 +116,7 @@ export class LocalFileSystem extends FileSystem {
     try {
       const supplied = await this.suppliedContent('readFile', target, options)
       if (supplied) {
-        const limit = options.maxBytes
-        if (limit !== undefined && supplied.length > limit) {
-          throw new FileSystemError(
-            'TOO_LARGE',
-            target.absolute,
-            `${target.absolute} is ${supplied.length} bytes, more than the ${limit} allowed`,
-          )
-        }
+        checkSize(target.absolute, supplied.length, options.maxBytes)
         return supplied
       }
       handle = await openFile(held, options)
@@ -131,13 +126,7 @@ export class LocalFileSystem extends FileSystem {
     try {
       const info = await handle.stat()
       const limit = options.maxBytes
-      if (limit !== undefined && info.size > limit) {
-        throw new FileSystemError(
-          'TOO_LARGE',
-          target.absolute,
-          `${target.absolute} is ${info.size} bytes, more than the ${limit} allowed`,
-        )
-      }
+      checkSize(target.absolute, info.size, limit)
       const data = await readAll(handle, limit, options.signal)
       if (limit !== undefined && data.length > limit) {
         throw new FileSystemError(

@@ -50,6 +50,11 @@ export function procPath(fd: number, name?: string): string {
   return name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`
 }
 
+/** The error for a path the system finds too long (ENAMETOOLONG); the message shows its first 200 characters. */
+export function pathTooLong(shown: string, cause: { cause: unknown }): FileSystemError {
+  return new FileSystemError('INVALID_PATH', shown, `the path is too long: ${shown.slice(0, 200)}…`, undefined, cause)
+}
+
 export function errno(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code
 }
@@ -198,13 +203,7 @@ function walkError(error: unknown, shown: string): FileSystemError {
     case 'EPERM':
       return new FileSystemError('PERMISSION', shown, `permission denied: ${shown}`, undefined, cause)
     case 'ENAMETOOLONG':
-      return new FileSystemError(
-        'INVALID_PATH',
-        shown,
-        `the path is too long: ${shown.slice(0, 200)}…`,
-        undefined,
-        cause,
-      )
+      return pathTooLong(shown, cause)
     case 'ELOOP':
       return new FileSystemError('LOOP', shown, `too many levels of symbolic links in ${shown}`, undefined, cause)
     default:

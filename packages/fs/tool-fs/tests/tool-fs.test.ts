@@ -186,6 +186,13 @@ describe('write', () => {
 describe('edit', () => {
   const source = 'function greet() {\n  return "hi"\n}\n\nfunction part() {\n  return "bye"\n}\n'
 
+  /** Boots the tools and has the session read g.ts, holding `source`: the state an edit starts from. */
+  async function readSource(): Promise<void> {
+    await boot()
+    await writeFile(join(dir, 'g.ts'), source)
+    await run('read', { file_path: 'g.ts' })
+  }
+
   it('refuses a file that was not read in this session', async () => {
     await boot()
     await writeFile(join(dir, 'g.ts'), source)
@@ -201,9 +208,7 @@ describe('edit', () => {
   })
 
   it('replaces one exact match and returns a diff', async () => {
-    await boot()
-    await writeFile(join(dir, 'g.ts'), source)
-    await run('read', { file_path: 'g.ts' })
+    await readSource()
     const result = await run('edit', { file_path: 'g.ts', old_string: '  return "hi"', new_string: '  return "hello"' })
     expect(result.isError).toBe(false)
     expect(text(result)).toBe(
@@ -229,9 +234,7 @@ describe('edit', () => {
   })
 
   it('refuses a file changed on disk since it was read', async () => {
-    await boot()
-    await writeFile(join(dir, 'g.ts'), source)
-    await run('read', { file_path: 'g.ts' })
+    await readSource()
     await writeFile(join(dir, 'g.ts'), source.replace('greet', 'welcome'))
     const result = await run('edit', { file_path: 'g.ts', old_string: '"hi"', new_string: '"hello"' })
     expect(result.error?.code).toBe('FS_STALE')
@@ -242,9 +245,7 @@ describe('edit', () => {
   })
 
   it('asks for more context on several matches, and replaces them all with replace_all', async () => {
-    await boot()
-    await writeFile(join(dir, 'g.ts'), source)
-    await run('read', { file_path: 'g.ts' })
+    await readSource()
     const ambiguous = await run('edit', { file_path: 'g.ts', old_string: 'function', new_string: 'const fn =' })
     expect(ambiguous.error?.code).toBe('FS_AMBIGUOUS_EDIT')
     expect(text(ambiguous)).toContain('occurs 2 times')
@@ -260,9 +261,7 @@ describe('edit', () => {
   })
 
   it('explains a missing match and refuses a no-op', async () => {
-    await boot()
-    await writeFile(join(dir, 'g.ts'), source)
-    await run('read', { file_path: 'g.ts' })
+    await readSource()
     const missing = await run('edit', { file_path: 'g.ts', old_string: 'return "hey"', new_string: 'x' })
     expect(missing.error?.code).toBe('FS_EDIT_NOT_FOUND')
     expect(text(missing)).toContain('must match the file exactly')
