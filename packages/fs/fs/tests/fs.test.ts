@@ -1,24 +1,12 @@
 import { execFileSync } from 'node:child_process'
-import {
-  chmod,
-  link,
-  mkdir,
-  mkdtemp,
-  readdir,
-  readFile,
-  realpath,
-  rm,
-  stat,
-  symlink,
-  writeFile,
-} from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { chmod, link, mkdir, readdir, readFile, realpath, stat, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { Context } from '@dsh/cordis'
+import { disposeTestRoot } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as fsPlugin from '../src/index.ts'
 import type { FileSystem, FsAccessRequest } from '../src/index.ts'
-import { failureOf } from './support.ts'
+import { failureOf, scratchWorkspace } from './support.ts'
 
 let root: Context
 let base: string
@@ -28,20 +16,12 @@ let fs: FileSystem
 
 beforeEach(async () => {
   root = new Context()
-  // Real paths, so that expectations do not depend on a symlinked temp folder.
-  base = await realpath(await mkdtemp(path.join(tmpdir(), 'dsh-fs-')))
-  workspace = path.join(base, 'ws')
-  outside = path.join(base, 'outside')
-  await mkdir(workspace)
-  await mkdir(outside)
+  ;({ base, workspace, outside } = await scratchWorkspace('dsh-fs-'))
   await root.plugin(fsPlugin, {})
   fs = root.fs
 })
 
-afterEach(async () => {
-  await root.fiber.dispose()
-  await rm(base, { recursive: true, force: true })
-})
+afterEach(() => disposeTestRoot(root, base))
 
 const at = () => ({ cwd: workspace, sessionId: 'sess-1' })
 

@@ -1,24 +1,13 @@
 import { readdirSync } from 'node:fs'
-import {
-  lstat,
-  mkdir,
-  mkdtemp,
-  readdir,
-  readFile,
-  realpath,
-  rename,
-  rm,
-  symlink,
-  unlink,
-  writeFile,
-} from 'node:fs/promises'
-import { homedir, tmpdir } from 'node:os'
+import { lstat, mkdir, readdir, readFile, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises'
+import { homedir } from 'node:os'
 import path from 'node:path'
 import { Context } from '@dsh/cordis'
+import { disposeTestRoot } from '@dsh/testkit'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as fsPlugin from '../src/index.ts'
 import { checkedReal, type FileSystem, type FsAccessRequest, recordChecked } from '../src/index.ts'
-import { failureOf } from './support.ts'
+import { failureOf, scratchWorkspace } from './support.ts'
 
 let root: Context
 let base: string
@@ -29,12 +18,8 @@ let fs: FileSystem
 
 beforeEach(async () => {
   root = new Context()
-  base = await realpath(await mkdtemp(path.join(tmpdir(), 'dsh-fs-race-')))
-  workspace = path.join(base, 'ws')
-  outside = path.join(base, 'outside')
+  ;({ base, workspace, outside } = await scratchWorkspace('dsh-fs-race-'))
   home = path.join(base, 'dsh-home')
-  await mkdir(workspace)
-  await mkdir(outside)
   await mkdir(path.join(home, 'profiles', 'work'), { recursive: true })
   await writeFile(path.join(home, '.credentials.yaml'), 'refs:\n  DEEPSEEK_API_KEY: sk-test-secret\n')
   await writeFile(path.join(home, '.env'), 'DEEPSEEK_API_KEY=sk-test-env\n')
@@ -52,10 +37,7 @@ beforeEach(async () => {
   fs = root.fs
 })
 
-afterEach(async () => {
-  await root.fiber.dispose()
-  await rm(base, { recursive: true, force: true })
-})
+afterEach(() => disposeTestRoot(root, base))
 
 const at = () => ({ cwd: workspace, sessionId: 'sess-1' })
 
