@@ -40,8 +40,7 @@ export function globTool(ctx: Context, config: FsToolsConfig) {
         .optional()
         .describe('The directory to search in. Default: the workspace.'),
     }),
-    ...searchTraits(config),
-    access: (args) => ({ kind: 'read', paths: [args.path ?? '.'], summary: `glob ${args.pattern}` }),
+    ...searchTraits(config, 'glob'),
     async execute(args, run) {
       if (args.pattern.startsWith('!')) {
         throw new ToolError(

@@ -56,8 +56,7 @@ export function grepTool(ctx: Context, config: FsToolsConfig) {
         .optional()
         .describe('Only search files matching this one glob, e.g. `*.ts` or `src/**/*.py`.'),
     }),
-    ...searchTraits(config),
-    access: (args) => ({ kind: 'read', paths: [args.path ?? '.'], summary: `grep ${args.pattern}` }),
+    ...searchTraits(config, 'grep'),
     async execute(args, run): Promise<ToolOutput> {
       // A NUL byte cannot pass through a process argument.
       if (args.pattern.includes('\0'))

@@ -3,15 +3,27 @@ import path from 'node:path'
 import type { Context } from '@dsh/cordis'
 import type { HeldPath, ResolvedPath } from '@dsh/fs'
 import { scrubEnvironment } from '@dsh/subprocess'
-import { ToolError, type ToolRunContext } from '@dsh/tools'
+import { type ToolAccess, ToolError, type ToolRunContext } from '@dsh/tools'
 import { rgPath } from '@vscode/ripgrep'
 import type { FsToolsConfig } from './config.ts'
 import { displayPath, fsOptions, shownArgument, spillOf, toolErrorOf } from './files.ts'
 
 /** Keeps at most this much of rg's stderr for messages. */
-/** What glob and grep share as tools: read-only, safe to run side by side, stopped after the search timeout. */
-export function searchTraits(config: FsToolsConfig) {
-  return { readOnly: true, isConcurrencySafe: () => true, timeoutMs: config.searchTimeoutMs } as const
+/**
+ * What glob and grep share as tools: read-only, safe to run side by side,
+ * stopped after the search timeout, reading the folder they search (the workspace by default).
+ */
+export function searchTraits(config: FsToolsConfig, tool: 'glob' | 'grep') {
+  return {
+    readOnly: true,
+    isConcurrencySafe: () => true,
+    timeoutMs: config.searchTimeoutMs,
+    access: (args: { path?: string | undefined; pattern: string }): ToolAccess => ({
+      kind: 'read',
+      paths: [args.path ?? '.'],
+      summary: `${tool} ${args.pattern}`,
+    }),
+  } as const
 }
 
 const STDERR_KEEP = 64 * 1024

@@ -48,8 +48,12 @@ describe('tool declarations', () => {
     s = await setup()
     const access = (name: string, args: Record<string, unknown>) => s.root.tools.get(name)?.access?.(args as never)
     expect(access('read', { file_path: 'a.txt' })).toMatchObject({ kind: 'read', paths: ['a.txt'] })
-    expect(access('glob', { pattern: '*.ts' })).toMatchObject({ kind: 'read', paths: ['.'] })
-    expect(access('grep', { pattern: 'x', path: 'src' })).toMatchObject({ kind: 'read', paths: ['src'] })
+    expect(access('glob', { pattern: '*.ts' })).toMatchObject({ kind: 'read', paths: ['.'], summary: 'glob *.ts' })
+    expect(access('grep', { pattern: 'x', path: 'src' })).toMatchObject({
+      kind: 'read',
+      paths: ['src'],
+      summary: 'grep x',
+    })
     expect(access('ls', {})).toMatchObject({ kind: 'read', paths: ['.'] })
     expect(access('write', { file_path: 'b.txt', content: '' })).toMatchObject({ kind: 'write', paths: ['b.txt'] })
     expect(access('edit', { file_path: 'c.txt', old_string: 'a', new_string: 'b' })).toMatchObject({
