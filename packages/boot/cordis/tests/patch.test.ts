@@ -14,9 +14,9 @@ afterEach(async () => {
   await root.fiber.dispose()
 })
 
-class Greeter extends Service {
+class Welcomer extends Service {
   constructor(ctx: Context) {
-    super(ctx, 'greeter')
+    super(ctx, 'welcomer')
   }
   greet(name: string): string {
     return `hello ${name}`
@@ -25,23 +25,23 @@ class Greeter extends Service {
 
 declare module '../src/index.ts' {
   interface Context {
-    greeter: Greeter
+    welcomer: Welcomer
   }
 }
 
-function readGreeterWithoutInject(ctx: Context): unknown {
-  return ctx.greeter
+function readWelcomerWithoutInject(ctx: Context): unknown {
+  return ctx.welcomer
 }
 
 describe('reading a service through a context (patched cordis)', () => {
   it('gives the service to a plugin that injects it, and mixins still work', async () => {
-    await root.plugin(Greeter)
+    await root.plugin(Welcomer)
     let said = ''
     await root.plugin({
       name: 'user',
-      inject: ['greeter'],
+      inject: ['welcomer'],
       apply: (ctx: Context) => {
-        said = ctx.greeter.greet('you')
+        said = ctx.welcomer.greet('you')
         ctx.on('custom/event' as never, () => {})
       },
     })
@@ -49,13 +49,13 @@ describe('reading a service through a context (patched cordis)', () => {
   })
 
   it('throws the same message as before, with a stack that starts at the reading code', async () => {
-    await root.plugin(Greeter)
+    await root.plugin(Welcomer)
     let caught: unknown
     await root.plugin({
       name: 'forgetful',
       apply: (ctx: Context) => {
         try {
-          readGreeterWithoutInject(ctx)
+          readWelcomerWithoutInject(ctx)
         } catch (error) {
           caught = error
         }
@@ -63,9 +63,9 @@ describe('reading a service through a context (patched cordis)', () => {
     })
     expect(caught).toBeInstanceOf(Error)
     const error = caught as Error
-    expect(error.message).toBe('cannot get property "greeter" without inject')
+    expect(error.message).toBe('cannot get property "welcomer" without inject')
     const frames = (error.stack ?? '').split('\n')
-    expect(frames[0]).toBe('Error: cannot get property "greeter" without inject')
-    expect(frames[1]).toContain('readGreeterWithoutInject')
+    expect(frames[0]).toBe('Error: cannot get property "welcomer" without inject')
+    expect(frames[1]).toContain('readWelcomerWithoutInject')
   })
 })
