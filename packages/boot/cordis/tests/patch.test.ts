@@ -68,4 +68,21 @@ describe('reading a service through a context (patched cordis)', () => {
     expect(frames[0]).toBe('Error: cannot get property "welcomer" without inject')
     expect(frames[1]).toContain('readWelcomerWithoutInject')
   })
+
+  it('still joins the stack of an error a plugin throws to the stack of the code that mounted it', async () => {
+    function throwInside(): never {
+      throw new Error('boom')
+    }
+    function mountFromHere(ctx: Context) {
+      return ctx.plugin({ name: 'bad', apply: () => throwInside() })
+    }
+    const error = await Promise.resolve(mountFromHere(root)).then(
+      () => undefined,
+      (reason: unknown) => reason as Error,
+    )
+    const frames = (error?.stack ?? '').split('\n')
+    expect(frames[0]).toBe('Error: boom')
+    expect(frames[1]).toContain('throwInside')
+    expect(frames.findIndex((line) => line.includes('mountFromHere'))).toBeGreaterThan(1)
+  })
 })
