@@ -117,6 +117,29 @@ describe('sandbox (bubblewrap)', () => {
     expect(await exists(join(outside, 'escaped'))).toBe(false)
   })
 
+  it('a readable root under /tmp stays visible read-only; the rest of the host /tmp stays hidden', async () => {
+    await boot()
+    const tool = await realpath(await mkdtemp(join(tmpdir(), 'dsh-sandbox-tool-')))
+    const other = await realpath(await mkdtemp(join(tmpdir(), 'dsh-sandbox-other-')))
+    try {
+      await writeFile(join(tool, 'server.js'), 'the server')
+      await writeFile(join(other, 'note.txt'), 'not for the command')
+      const rules = policy({ readableRoots: [tool] })
+      const read = await run(`cat ${tool}/server.js`, rules)
+      expect(read).toMatchObject({ code: 0, stdout: 'the server' })
+      const write = await run(`echo changed > ${tool}/server.js`, rules)
+      expect(write.code).not.toBe(0)
+      expect(write.stderr).toMatch(/Read-only file system/)
+      expect(await readFile(join(tool, 'server.js'), 'utf8')).toBe('the server')
+      const hidden = await run(`cat ${other}/note.txt`, rules)
+      expect(hidden.code).not.toBe(0)
+      expect(hidden.stdout).toBe('')
+    } finally {
+      await rm(tool, { recursive: true, force: true })
+      await rm(other, { recursive: true, force: true })
+    }
+  })
+
   it('workspace-write: listing /tmp as writable shares the host /tmp instead of a private one', async () => {
     await boot()
     const marker = `dsh-sandbox-shared-${process.pid}-${Date.now()}`
