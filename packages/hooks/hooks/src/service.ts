@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { type Agent, MessageBlocked } from '@dsh/agent'
 import { type Context, type JsonValue, Schema, ScopedRegistry, Service } from '@dsh/cordis'
@@ -122,6 +122,8 @@ export class Hooks extends Service {
   private readonly settings: HooksConfig
   private readonly flavors = new ScopedRegistry<HookFlavor>('hooks flavor')
   private readonly reported = new Set<string>()
+  /** Each hooks file as last read, with the stat it had then. */
+  private readonly parsed = new Map<string, { stamp: string; commands: HookCommand[] }>()
   /** Context hooks added before a call ran, for its result. */
   private readonly pendingContext = new WeakMap<ToolExecution, string[]>()
   /** Per session: the turn Stop hooks kept going, and how often. */
@@ -378,17 +380,30 @@ export class Hooks extends Service {
     return out
   }
 
-  /** The commands of one file; a malformed file is reported (once per content) and runs nothing. */
+  /**
+   * The commands of one file; a malformed file is reported (once per content) and runs nothing. A file is read
+   * again only when its stat changed: hooks files are looked up at every event, and most of them do not exist.
+   */
   private parse(file: string): HookCommand[] {
-    try {
-      const parsed = readHooksFile(file)
-      if (!parsed) return []
-      for (const skipped of parsed.skipped) this.reportOnce(skipped, `hooks: ${skipped}`)
-      return parsed.commands
-    } catch (error) {
-      this.reportOnce(`bad:${errorMessage(error)}`, `hooks: ${errorMessage(error)}; its hooks do not run`)
+    const stamp = fileStamp(file)
+    if (stamp === undefined) {
+      this.parsed.delete(file)
       return []
     }
+    const known = this.parsed.get(file)
+    if (known?.stamp === stamp) return known.commands
+    let commands: HookCommand[] = []
+    try {
+      const parsed = readHooksFile(file)
+      if (parsed) {
+        for (const skipped of parsed.skipped) this.reportOnce(skipped, `hooks: ${skipped}`)
+        commands = parsed.commands
+      }
+    } catch (error) {
+      this.reportOnce(`bad:${errorMessage(error)}`, `hooks: ${errorMessage(error)}; its hooks do not run`)
+    }
+    this.parsed.set(file, { stamp, commands })
+    return commands
   }
 
   private async runOne(
@@ -526,4 +541,15 @@ async function collect(stream: NodeJS.ReadableStream, max: number): Promise<stri
 
 function currentTurn(session: Session): number | undefined {
   return session.last('turn/start')?.data.turn
+}
+
+/** What changes when a file is replaced or edited (inode, size, change time), or undefined when there is none. */
+function fileStamp(file: string): string | undefined {
+  try {
+    const stat = statSync(file, { bigint: true, throwIfNoEntry: false })
+    return stat ? `${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}` : undefined
+  } catch {
+    // ENOTDIR and the like: no file there.
+    return undefined
+  }
 }

@@ -89,6 +89,32 @@ describe('hooks', () => {
   })
 })
 
+describe('hooks files read again when they change', () => {
+  it('a file created, edited, emptied and removed between two calls counts at the next call', async () => {
+    const file = path.join(dir, 'hooks.json')
+    const blocking = (reason: string) =>
+      JSON.stringify({ hooks: { PreToolUse: [{ hooks: [{ command: `echo ${reason} >&2; exit 2` }] }] } })
+    await root.plugin({
+      name: 'flavor',
+      inject: ['hooks'],
+      apply(ctx: Ctx) {
+        ctx.hooks.register(ctx, flavor(file))
+      },
+    })
+    expect(textOf((await call('one')).result.content)).toBe('one')
+    await writeFile(file, blocking('first'))
+    expect(textOf((await call('two')).result.content)).toContain('blocked this call: first')
+    // Same length, new content: still seen.
+    await writeFile(file, blocking('again'))
+    expect(textOf((await call('three')).result.content)).toContain('blocked this call: again')
+    await writeFile(file, '')
+    expect(textOf((await call('four')).result.content)).toBe('four')
+    await writeFile(file, blocking('third'))
+    await rm(file)
+    expect(textOf((await call('five')).result.content)).toBe('five')
+  })
+})
+
 describe('interpret', () => {
   it('reads exit codes and the JSON answers Claude Code and Codex hooks print', () => {
     expect(interpret('PreToolUse', 2, '', 'nope\n')).toEqual({ decision: 'block', reason: 'nope' })
