@@ -69,20 +69,37 @@ describe('reading a service through a context (patched cordis)', () => {
     expect(frames[1]).toContain('readWelcomerWithoutInject')
   })
 
-  it('still joins the stack of an error a plugin throws to the stack of the code that mounted it', async () => {
-    function throwInside(): never {
-      throw new Error('boom')
-    }
-    function mountFromHere(ctx: Context) {
-      return ctx.plugin({ name: 'bad', apply: () => throwInside() })
-    }
-    const error = await Promise.resolve(mountFromHere(root)).then(
-      () => undefined,
-      (reason: unknown) => reason as Error,
-    )
-    const frames = (error?.stack ?? '').split('\n')
-    expect(frames[0]).toBe('Error: boom')
-    expect(frames[1]).toContain('throwInside')
-    expect(frames.findIndex((line) => line.includes('mountFromHere'))).toBeGreaterThan(1)
-  })
+  // Some runtimes install an Error.prepareStackTrace that formats Error objects only (the startup snapshot has one).
+  const errorsOnly = (error: Error, frames: NodeJS.CallSite[]) =>
+    error instanceof Error
+      ? [`${error.name}: ${error.message}`, ...frames.map((f) => `    at ${f}`)].join('\n')
+      : undefined
+  it.each([
+    ['the default stack format', undefined],
+    ['a stack formatter that takes only Error objects', errorsOnly],
+  ])(
+    'still joins the stack of an error a plugin throws to the stack of the code that mounted it (%s)',
+    async (_, format) => {
+      const original = Error.prepareStackTrace
+      if (format) Error.prepareStackTrace = format as typeof Error.prepareStackTrace
+      try {
+        function throwInside(): never {
+          throw new Error('boom')
+        }
+        function mountFromHere(ctx: Context) {
+          return ctx.plugin({ name: 'bad', apply: () => throwInside() })
+        }
+        const error = await Promise.resolve(mountFromHere(root)).then(
+          () => undefined,
+          (reason: unknown) => reason as Error,
+        )
+        const frames = (error?.stack ?? '').split('\n')
+        expect(frames[0]).toBe('Error: boom')
+        expect(frames[1]).toContain('throwInside')
+        expect(frames.findIndex((line) => line.includes('mountFromHere'))).toBeGreaterThan(1)
+      } finally {
+        Error.prepareStackTrace = original
+      }
+    },
+  )
 })
