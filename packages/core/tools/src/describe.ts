@@ -1,5 +1,5 @@
 import path from 'node:path'
-import type { DiagnosticSeverity, FileDiagnostic } from '@dsh/wire-types'
+import type { DiagnosticSeverity, FileDiagnostic, SessionEvent } from '@dsh/wire-types'
 import type { CallArguments, ToolCallPresentation, ToolDefinition, ToolPresentation } from './types.ts'
 
 /** A call's arguments as the model sent them (a JSON string), parsed; undefined unless they are a JSON object. */
@@ -135,4 +135,21 @@ export function formatDiagnostic(item: FileDiagnostic, root: string): string {
         : ` ${item.code}`
   const message = item.message.replace(/\s*\n\s*/g, ' ')
   return `${shownPath(root, item.path)}:${item.line}:${item.character} ${item.severity}${code}: ${message}`
+}
+
+/**
+ * A session event as a surface shows it. A `tool/call` also carries
+ * `presentation`: how its tool shows the call (title, kind, view, change,
+ * command; `present` of the tool runtime, when there is one), worked out on
+ * the way out and never logged, so the log and what the model is sent stay
+ * as they are.
+ */
+export function withPresentation(
+  tools: { present(call: { name: string; arguments: string }, cwd: string): ToolCallPresentation } | undefined,
+  event: SessionEvent,
+  cwd: string,
+): SessionEvent {
+  if (event.type !== 'tool/call' || !tools) return event
+  const data = event.data as SessionEvent<'tool/call'>['data']
+  return { ...event, data: { ...data, presentation: tools.present(data, cwd) } } as SessionEvent
 }

@@ -15,6 +15,7 @@ export {
   resultDiagnostics,
   shownPath,
   textArgument,
+  withPresentation,
 } from './describe.ts'
 export { capResult, failure, formatIssues, textOf } from './result.ts'
 export { presentResult, type ToolResultView } from './result-view.ts'

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { defineTool } from '../src/define.ts'
-import { parseCallArguments, presentCall, shownPath, textArgument } from '../src/describe.ts'
+import type { SessionEvent } from '@dsh/wire-types'
+import { parseCallArguments, presentCall, shownPath, textArgument, withPresentation } from '../src/describe.ts'
 
 const cwd = '/work/project'
 
@@ -94,5 +95,30 @@ describe('presentCall', () => {
     expect(shownPath(cwd, '.')).toBe('.')
     expect(shownPath(cwd, 'a/../b.ts')).toBe('b.ts')
     expect(shownPath(cwd, '../other/c.ts')).toBe('/work/other/c.ts')
+  })
+})
+
+describe('withPresentation', () => {
+  const tools = {
+    present: (call: { name: string; arguments: string }) => presentCall(call.name, deploy, call.arguments, cwd),
+  }
+  const call = {
+    seq: 3,
+    ts: 0,
+    type: 'tool/call',
+    data: { turn: 1, step: 1, callId: 'c1', name: 'deploy', arguments: '{"target":"/work/project/site"}' },
+  } as unknown as SessionEvent
+
+  it('adds how the tool shows a call to a tool/call, leaving the event it was given as it was', () => {
+    const shown = withPresentation(tools, call, cwd) as SessionEvent<'tool/call'>
+    expect(shown.data.presentation).toMatchObject({ title: 'Deploy site', view: 'terminal' })
+    expect(shown.data.arguments).toBe('{"target":"/work/project/site"}')
+    expect((call as SessionEvent<'tool/call'>).data.presentation).toBeUndefined()
+  })
+
+  it('passes other events through, and every event when there is no tool runtime', () => {
+    const other = { seq: 4, ts: 0, type: 'turn/end', data: {} } as unknown as SessionEvent
+    expect(withPresentation(tools, other, cwd)).toBe(other)
+    expect(withPresentation(undefined, call, cwd)).toBe(call)
   })
 })

@@ -2,19 +2,13 @@ import type { Context } from '@dsh/cordis'
 import { WebServer, type WebServerConfig } from './server.ts'
 
 export {
+  BUILD_COMMAND,
   Config,
   DEFAULT_PORT,
   DEFAULT_STATIC_DIR,
-  type ApiRequest,
-  JsonReply,
-  type RouteHandler,
-  type UpgradeHandler,
   WebServer,
   type WebServerConfig,
 } from './server.ts'
-export { HttpError, parseWith } from './http.ts'
-export { checkTrust, isLoopback, parseAuthority, type TrustPolicy, trustPolicy } from './trust.ts'
-export { BUILD_COMMAND } from './static.ts'
 
 export const name = 'web-server'
 

@@ -3,12 +3,11 @@ import type { Duplex } from 'node:stream'
 import { EventFeed, type SessionAccess } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import type { SessionEvent } from '@dsh/session'
-import { errorMessage } from '@dsh/tools'
+import { errorMessage, withPresentation } from '@dsh/tools'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { z } from 'zod'
 import { schemas } from '@dsh/sdk-protocol'
-import { HttpError } from '../http.ts'
-import { displayed } from './presentation.ts'
+import { HttpError } from '@dsh/local-http'
 import { httpError } from './requests.ts'
 
 /** A frame the server sends (see API.md). */
@@ -150,7 +149,7 @@ export class SocketHub {
   /** Replays the events after `afterSeq`, then goes live (`EventFeed`); then the state frames. */
   private async subscribe(client: Client, sessionId: string, afterSeq: number): Promise<void> {
     const feed = new EventFeed(this.ctx, sessionId, afterSeq, (event, cwd) =>
-      this.send(client, { type: 'event', sessionId, event: displayed(this.ctx, event, cwd) }),
+      this.send(client, { type: 'event', sessionId, event: withPresentation(this.ctx.get('tools'), event, cwd) }),
     )
     client.subscriptions.set(sessionId, feed)
     this.watchers.watched(sessionId)

@@ -1,7 +1,7 @@
 import type { Context } from '@dsh/cordis'
 import { PendingInteractions, within } from '@dsh/conversations'
 import { z } from 'zod'
-import { HttpError, parseWith } from '../http.ts'
+import { HttpError, parseWith } from '@dsh/local-http'
 import type { SocketHub } from './hub.ts'
 import type { Route } from './requests.ts'
 

@@ -5,8 +5,7 @@ import { assertNever, type Context } from '@dsh/cordis'
 import { sessionIdProblem } from '@dsh/sdk-protocol'
 import { SettingsFileError } from '@dsh/user-settings'
 import type { z } from 'zod'
-import { HttpError, parseWith } from '../http.ts'
-import type { ApiRequest, RouteHandler } from '../server.ts'
+import { type ApiRequest, HttpError, parseWith, type RouteHandler } from '@dsh/local-http'
 
 /** A 400 naming `parameter`, in the shape `parseWith` gives (`details.issues`). */
 export function badParameter(parameter: string, message: string): HttpError {

@@ -2,13 +2,12 @@ import type {} from '@dsh/checkpoints'
 import { ConversationError, recentHistory, type SessionAccess } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import type { ContentBlock, Message } from '@dsh/llm'
-import { newMessageId } from '@dsh/session'
+import { newMessageId, type SessionEvent } from '@dsh/session'
 import { choice, type WebSettings } from '@dsh/user-settings'
 import { z } from 'zod'
-import { parseWith } from '../http.ts'
-import { type ApiRequest, JsonReply } from '../server.ts'
+import { type ApiRequest, JsonReply, parseWith } from '@dsh/local-http'
 import type { SocketHub } from './hub.ts'
-import { displayedAll } from './presentation.ts'
+import { withPresentation } from '@dsh/tools'
 import { absolutePath, bodyOf, checkedSessionId, described, existingFolder, queryOf, type Route } from './requests.ts'
 
 const base64 = /^[A-Za-z0-9+/]*={0,2}$/
@@ -92,6 +91,9 @@ export function applySessionRoutes(
   /** The live agent of the path's session, resumed if needed. */
   const agentOf = async (request: ApiRequest) => sessions.agent(idOf(request))
   const conversations = ctx.conversations
+  /** The events as the browser gets them (`withPresentation`). */
+  const displayed = (events: readonly SessionEvent[], cwd: string) =>
+    events.map((event) => withPresentation(ctx.get('tools'), event, cwd))
 
   route('GET', '/api/sessions', async (request) => {
     const q = queryOf(ListQuery, request)
@@ -129,7 +131,7 @@ export function applySessionRoutes(
       sessions.view(id),
     ])
     const history = q.tail ? recentHistory(view.events, q.tail) : { events: view.events }
-    history.events = displayedAll(ctx, history.events, view.meta.cwd)
+    history.events = displayed(history.events, view.meta.cwd)
     return { session: described(shown), ...history }
   })
 
@@ -137,8 +139,7 @@ export function applySessionRoutes(
     const q = queryOf(EventsQuery, request)
     const { events, meta } = await sessions.view(idOf(request))
     return {
-      events: displayedAll(
-        ctx,
+      events: displayed(
         events.filter((event) => event.seq < q.before),
         meta.cwd,
       ),

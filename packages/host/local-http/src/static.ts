@@ -25,28 +25,35 @@ const TYPES: Record<string, string> = {
   '.wasm': 'application/wasm',
 }
 
-export const BUILD_COMMAND = 'pnpm --filter @dsh/web-ui build'
+/** The built app a server serves outside `/api`, and what it is called and built with in messages. */
+export interface StaticApp {
+  dir: string
+  /** Names the server in messages, e.g. `dsh web`. */
+  label: string
+  /** The command that builds the app, shown when it is missing. */
+  buildCommand: string
+}
 
 /** Whether the built app is where the server looks for it. */
 export function hasBuild(dir: string): boolean {
   return existsSync(path.join(dir, 'index.html'))
 }
 
-export function missingBuildText(dir: string): string {
-  return `the browser app is not built: ${path.join(dir, 'index.html')} is missing. Build it with: ${BUILD_COMMAND}`
+export function missingBuildText({ dir, buildCommand }: StaticApp): string {
+  return `the browser app is not built: ${path.join(dir, 'index.html')} is missing. Build it with: ${buildCommand}`
 }
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 }
 
-function missingBuildPage(dir: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>dsh web: app not built</title></head>
+function missingBuildPage({ dir, label, buildCommand }: StaticApp): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(label)}: app not built</title></head>
 <body style="font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;line-height:1.5">
-<h1>The dsh browser app is not built</h1>
+<h1>The browser app of ${escapeHtml(label)} is not built</h1>
 <p>The server is running, but <code>${escapeHtml(path.join(dir, 'index.html'))}</code> does not exist.</p>
 <p>Build it, then reload this page:</p>
-<pre style="background:#eee;padding:1rem">${BUILD_COMMAND}</pre>
+<pre style="background:#eee;padding:1rem">${escapeHtml(buildCommand)}</pre>
 </body></html>`
 }
 
@@ -84,7 +91,7 @@ async function regularFile(file: string): Promise<{ size: number; mtime: Date } 
 }
 
 /**
- * Serves the built app from `dir` for GET and HEAD: files as they are,
+ * Serves the built app from `app.dir` for GET and HEAD: files as they are,
  * extension-less paths fall back to index.html (client-side routes), hashed
  * assets are cached for good, index.html never. A missing build answers 503
  * with a page that says how to build it.
@@ -92,16 +99,17 @@ async function regularFile(file: string): Promise<{ size: number; mtime: Date } 
 export async function serveStatic(
   req: IncomingMessage,
   res: ServerResponse,
-  dir: string,
+  app: StaticApp,
   urlPath: string,
 ): Promise<void> {
+  const { dir } = app
   if (!hasBuild(dir)) {
     send(
       req,
       res,
       503,
       { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' },
-      missingBuildPage(dir),
+      missingBuildPage(app),
     )
     return
   }

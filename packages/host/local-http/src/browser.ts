@@ -16,8 +16,11 @@ function browserEnvironment(env: NodeJS.ProcessEnv = process.env): Record<string
   return { ...scrubEnvironment(env), ...(env.XAUTHORITY ? { XAUTHORITY: env.XAUTHORITY } : {}) }
 }
 
-/** Opens `url` in the default browser, detached; a failure is reported on stderr and otherwise ignored. */
-export function openInBrowser(url: string): void {
+/**
+ * Opens `url` in the default browser, detached; a failure is reported on
+ * stderr (prefixed with `label`, e.g. `dsh web`) and otherwise ignored.
+ */
+export function openInBrowser(url: string, label: string): void {
   const [command, args] =
     process.platform === 'darwin'
       ? ['open', [url]]
@@ -25,7 +28,7 @@ export function openInBrowser(url: string): void {
         ? ['cmd', ['/c', 'start', '""', url]]
         : ['xdg-open', [url]]
   const complain = (why: string) =>
-    process.stderr.write(`dsh web: could not open a browser (${command}: ${why}); open ${url} yourself\n`)
+    process.stderr.write(`${label}: could not open a browser (${command}: ${why}); open ${url} yourself\n`)
   try {
     const child = spawn(command, args as string[], { detached: true, stdio: 'ignore', env: browserEnvironment() })
     child.on('error', (error) => complain(error.message))
