@@ -2,6 +2,7 @@
 // copy of either touches this package only.
 export * from 'cordis'
 export { default as Schema } from 'schemastery'
+export { stringList, stringValue } from './schema.ts'
 export { ScopedRegistry } from './registry.ts'
 export { ExclusiveSlot } from './slot.ts'
 export { ProviderService, providerService, sharedMap } from './provider.ts'

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList, stringValue } from '@dsh/cordis'
 import type {} from '@dsh/session'
 import { type PromptTarget, projectFolders } from '@dsh/system-prompt'
 import { type InstructionFile, loadInstructions, renderInstructions } from './load.ts'
@@ -19,19 +19,17 @@ export interface InstructionsConfig {
 }
 
 export const Config: Schema<InstructionsConfig> = Schema.object({
-  homeFile: Schema.string()
-    .default('')
-    .description('The user-wide instruction file, e.g. $DSH_HOME/AGENTS.md (the base bundle sets it); empty for none.'),
-  fileNames: Schema.array(Schema.string())
-    .default(['AGENTS.md'])
-    .description(
-      'The instruction file names looked for in each folder from the project root down to the workspace; each one found loads, in this order.',
-    ),
-  fallbackFileNames: Schema.array(Schema.string())
-    .default(['CLAUDE.md'])
-    .description(
-      'Read in a folder where none of fileNames exists (CLAUDE.md for projects written for Claude Code); empty: never.',
-    ),
+  homeFile: stringValue(
+    'The user-wide instruction file, e.g. $DSH_HOME/AGENTS.md (the base bundle sets it); empty for none.',
+  ),
+  fileNames: stringList(
+    'The instruction file names looked for in each folder from the project root down to the workspace; each one found loads, in this order.',
+    ['AGENTS.md'],
+  ),
+  fallbackFileNames: stringList(
+    'Read in a folder where none of fileNames exists (CLAUDE.md for projects written for Claude Code); empty: never.',
+    ['CLAUDE.md'],
+  ),
   maxFileBytes: Schema.natural()
     .min(1)
     .default(32_768)

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { type Context, emitIsolated, Schema, Service } from '@dsh/cordis'
+import { type Context, emitIsolated, Schema, Service, stringValue } from '@dsh/cordis'
 import { type LlmFailure, type Message, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
 import { isPlainObject, parseYaml } from '@dsh/loader/compose'
 import { closersForOpenTurn, type Session, type SessionEvent, type SessionId } from '@dsh/session'
@@ -244,8 +244,8 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
 }
 
 export const Config: Schema<AgentRegistryConfig> = Schema.object({
-  provider: Schema.string().default('deepseek').description('The model route new agents use.'),
-  model: Schema.string().default('deepseek-v4-flash').description('The model new agents use.'),
+  provider: stringValue('The model route new agents use.', 'deepseek'),
+  model: stringValue('The model new agents use.', 'deepseek-v4-flash'),
   reasoningEffort: Schema.union(REASONING_EFFORTS).description('Reasoning effort; the route default when unset.'),
   maxTokens: Schema.natural().description('Output token cap per request; the route default when unset.'),
   settingsFile: Schema.string().description(

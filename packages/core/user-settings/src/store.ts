@@ -1,7 +1,7 @@
 import { chmod, mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { readAgentSettings, readSettingsDocument } from '@dsh/agent'
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringValue } from '@dsh/cordis'
 import { type LlmFailure, REASONING_EFFORTS } from '@dsh/llm'
 import { isPlainObject, stringifyYaml } from '@dsh/loader/compose'
 import { NETWORK_MODES, type NetworkMode, type PermissionPreset, PRESETS, readRuleSection } from '@dsh/permission'
@@ -33,18 +33,16 @@ export interface SettingsConfig {
 }
 
 export const SettingsConfig: Schema<SettingsConfig> = Schema.object({
-  apiKeyName: Schema.string()
-    .default('DEEPSEEK_API_KEY')
-    .description('The credential the settings page stores the API key under.'),
-  baseUrlName: Schema.string()
-    .default('DEEPSEEK_BASE_URL')
-    .description('The credential the settings page stores the base URL under.'),
-  compatibleKeyName: Schema.string()
-    .default('OPENAI_COMPATIBLE_API_KEY')
-    .description("The credential the settings page stores the OpenAI-compatible server's key under."),
-  compatibleBaseUrlName: Schema.string()
-    .default('OPENAI_COMPATIBLE_BASE_URL')
-    .description("The credential the settings page stores the OpenAI-compatible server's address under."),
+  apiKeyName: stringValue('The credential the settings page stores the API key under.', 'DEEPSEEK_API_KEY'),
+  baseUrlName: stringValue('The credential the settings page stores the base URL under.', 'DEEPSEEK_BASE_URL'),
+  compatibleKeyName: stringValue(
+    "The credential the settings page stores the OpenAI-compatible server's key under.",
+    'OPENAI_COMPATIBLE_API_KEY',
+  ),
+  compatibleBaseUrlName: stringValue(
+    "The credential the settings page stores the OpenAI-compatible server's address under.",
+    'OPENAI_COMPATIBLE_BASE_URL',
+  ),
   testTimeoutMs: Schema.natural()
     .min(1)
     .default(30_000)

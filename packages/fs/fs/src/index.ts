@@ -1,4 +1,4 @@
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList } from '@dsh/cordis'
 import { LocalFileSystem } from './local.ts'
 import type { DenyListConfig } from './seam.ts'
 
@@ -14,17 +14,13 @@ export const name = 'fs'
 export type LocalFsConfig = DenyListConfig
 
 export const Config: Schema<LocalFsConfig> = Schema.object({
-  secretFiles: Schema.array(Schema.string())
-    .default([])
-    .description(
-      "dsh's own secret store, which no tool may read, list or change: absolute paths or ~/ paths, `*` within one segment. " +
-        "The bundles set `$DSH_HOME/.credentials.yaml`, `$DSH_HOME/.env` and the profiles' copies.",
-    ),
-  denyRead: Schema.array(Schema.string())
-    .default([])
-    .description(
-      'More files or folders no tool may read, list or change, e.g. ~/.ssh, ~/.aws: absolute paths or ~/ paths.',
-    ),
+  secretFiles: stringList(
+    "dsh's own secret store, which no tool may read, list or change: absolute paths or ~/ paths, `*` within one segment. " +
+      "The bundles set `$DSH_HOME/.credentials.yaml`, `$DSH_HOME/.env` and the profiles' copies.",
+  ),
+  denyRead: stringList(
+    'More files or folders no tool may read, list or change, e.g. ~/.ssh, ~/.aws: absolute paths or ~/ paths.',
+  ),
 })
 
 /** Provides `ctx.fs` on the local disk. */

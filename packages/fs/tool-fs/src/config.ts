@@ -1,4 +1,4 @@
-import { Schema } from '@dsh/cordis'
+import { Schema, stringList } from '@dsh/cordis'
 
 export const FS_TOOL_NAMES = ['read', 'read_image', 'write', 'edit', 'glob', 'grep', 'ls'] as const
 export type FsToolName = (typeof FS_TOOL_NAMES)[number]
@@ -90,9 +90,8 @@ export const Config: Schema<FsToolsConfig> = Schema.object({
     .description('Time budget of one `glob` or `grep` call in milliseconds.'),
   lsMaxDepth: Schema.natural().min(1).default(3).description('Folder levels `ls` shows below the listed folder.'),
   lsMaxEntries: Schema.natural().min(1).default(200).description('Entries `ls` shows at most.'),
-  lsIgnore: Schema.array(Schema.string())
-    .default(['.git', 'node_modules', '__pycache__', '.DS_Store'])
-    .description(
-      'Entry names (globs with `*` and `?`) `ls` always leaves out, besides those a call passes in `ignore`.',
-    ),
+  lsIgnore: stringList(
+    'Entry names (globs with `*` and `?`) `ls` always leaves out, besides those a call passes in `ignore`.',
+    ['.git', 'node_modules', '__pycache__', '.DS_Store'],
+  ),
 })

@@ -1,6 +1,6 @@
 import os from 'node:os'
 import path from 'node:path'
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList } from '@dsh/cordis'
 import type {} from '@dsh/hooks'
 
 export interface ClaudeCodeHooksConfig {
@@ -11,17 +11,14 @@ export interface ClaudeCodeHooksConfig {
 }
 
 export const Config: Schema<ClaudeCodeHooksConfig> = Schema.object({
-  userFiles: Schema.array(Schema.string())
-    .default(['~/.claude/settings.json'])
-    .description("The user's Claude Code settings files; their hooks always run. ~/ is the home folder."),
-  projectFiles: Schema.array(Schema.string())
-    .default(['.claude/settings.json', '.claude/settings.local.json'])
-    .description(
-      "The project's settings files, relative to the project folder; their hooks run only once it is trusted.",
-    ),
-  files: Schema.array(Schema.string())
-    .default([])
-    .description('More files in the same format whose hooks always run (absolute, or ~/).'),
+  userFiles: stringList("The user's Claude Code settings files; their hooks always run. ~/ is the home folder.", [
+    '~/.claude/settings.json',
+  ]),
+  projectFiles: stringList(
+    "The project's settings files, relative to the project folder; their hooks run only once it is trusted.",
+    ['.claude/settings.json', '.claude/settings.local.json'],
+  ),
+  files: stringList('More files in the same format whose hooks always run (absolute, or ~/).'),
   defaultTimeoutSec: Schema.number()
     .min(0.001)
     .default(60)

@@ -1,6 +1,6 @@
 import os from 'node:os'
 import path from 'node:path'
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList, stringValue } from '@dsh/cordis'
 import type {} from '@dsh/hooks'
 
 export interface CodexHooksConfig {
@@ -11,15 +11,12 @@ export interface CodexHooksConfig {
 }
 
 export const Config: Schema<CodexHooksConfig> = Schema.object({
-  codexHome: Schema.string()
-    .default('')
-    .description("Codex's home folder, whose hooks.json always runs; empty: $CODEX_HOME, else ~/.codex."),
-  projectFiles: Schema.array(Schema.string())
-    .default(['.codex/hooks.json'])
-    .description("The project's hooks files, relative to the project folder; they run only once it is trusted."),
-  files: Schema.array(Schema.string())
-    .default([])
-    .description('More hooks.json files whose hooks always run (absolute, or ~/).'),
+  codexHome: stringValue("Codex's home folder, whose hooks.json always runs; empty: $CODEX_HOME, else ~/.codex."),
+  projectFiles: stringList(
+    "The project's hooks files, relative to the project folder; they run only once it is trusted.",
+    ['.codex/hooks.json'],
+  ),
+  files: stringList('More hooks.json files whose hooks always run (absolute, or ~/).'),
   defaultTimeoutSec: Schema.number()
     .min(0.001)
     .default(600)

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { assertNever, type Context, Schema, Service } from '@dsh/cordis'
+import { assertNever, type Context, Schema, Service, stringList } from '@dsh/cordis'
 import type { ToolCallId } from '@dsh/llm'
 import {
   NETWORK_MODES,
@@ -61,20 +61,14 @@ export const Config: Schema<PermissionConfig> = Schema.object({
       "others asked or denied) or on (outbound, never the host's loopback). Network tools such as web_fetch run without " +
       'asking only under on. A session can override it (setNetwork).',
   ),
-  extraWritableRoots: Schema.array(Schema.string())
-    .default([])
-    .description(
-      'More folders workspace-write may write, besides the workspace and the temp dir; relative ones resolve against the session cwd.',
-    ),
-  allow: Schema.array(Schema.string())
-    .default([])
-    .description(
-      'Rules for calls that run without asking (bash(npm test*), mcp__github__*, web_fetch(domain:docs.python.org)): ' +
-        'they answer for the user where the preset would ask, but never widen the sandbox or the writable folders.',
-    ),
-  deny: Schema.array(Schema.string())
-    .default([])
-    .description('Rules for calls that never run, under every preset; a deny rule wins over an allow rule.'),
+  extraWritableRoots: stringList(
+    'More folders workspace-write may write, besides the workspace and the temp dir; relative ones resolve against the session cwd.',
+  ),
+  allow: stringList(
+    'Rules for calls that run without asking (bash(npm test*), mcp__github__*, web_fetch(domain:docs.python.org)): ' +
+      'they answer for the user where the preset would ask, but never widen the sandbox or the writable folders.',
+  ),
+  deny: stringList('Rules for calls that never run, under every preset; a deny rule wins over an allow rule.'),
   settingsFile: Schema.string().description(
     'A settings document (settings.yaml) whose permission: section (allow, deny) adds rules after these; ' +
       'the web settings page writes it. Read again whenever it changes.',

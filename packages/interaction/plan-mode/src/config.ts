@@ -1,4 +1,4 @@
-import { Schema } from '@dsh/cordis'
+import { Schema, stringList } from '@dsh/cordis'
 import type { ToolAccess } from '@dsh/tools'
 
 export interface PlanModeConfig {
@@ -22,11 +22,9 @@ export const Config: Schema<PlanModeConfig> = Schema.object({
     .description(
       "The kinds of tool access (a tool's access(args)) that still run in plan mode. The permission preset applies to them as usual.",
     ),
-  allowedTools: Schema.array(Schema.string())
-    .default([])
-    .description(
-      'Tools that run in plan mode whatever their access, e.g. a subagent tool (its children are held to plan mode too).',
-    ),
+  allowedTools: stringList(
+    'Tools that run in plan mode whatever their access, e.g. a subagent tool (its children are held to plan mode too).',
+  ),
   section: Schema.string()
     .default(DEFAULT_SECTION)
     .description('The system-prompt section shown while a session is in plan mode.'),

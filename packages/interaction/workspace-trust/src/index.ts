@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { type Context, Schema, Service } from '@dsh/cordis'
+import { type Context, Schema, Service, stringList, stringValue } from '@dsh/cordis'
 import type {} from '@dsh/questions'
 import { projectFolders } from '@dsh/system-prompt'
 import { errorMessage } from '@dsh/tools'
@@ -19,16 +19,12 @@ export interface WorkspaceTrustConfig {
 }
 
 export const Config: Schema<WorkspaceTrustConfig> = Schema.object({
-  file: Schema.string()
-    .default('')
-    .description(
-      'Where the folders the user trusted are remembered (JSON, 0600), e.g. $DSH_HOME/trusted-folders.json (the base bundle sets it); empty: nothing is remembered.',
-    ),
-  trustedFolders: Schema.array(Schema.string())
-    .default([])
-    .description(
-      'Folders trusted without asking (each covers the folders below it). Headless `--trust-workspace` adds the current directory.',
-    ),
+  file: stringValue(
+    'Where the folders the user trusted are remembered (JSON, 0600), e.g. $DSH_HOME/trusted-folders.json (the base bundle sets it); empty: nothing is remembered.',
+  ),
+  trustedFolders: stringList(
+    'Folders trusted without asking (each covers the folders below it). Headless `--trust-workspace` adds the current directory.',
+  ),
   ask: Schema.boolean()
     .default(true)
     .description('Ask the user (through the surface that answers questions) about a folder not yet trusted.'),

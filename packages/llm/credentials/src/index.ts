@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { parseEnv } from 'node:util'
-import { type Context, Schema, Service } from '@dsh/cordis'
+import { type Context, Schema, Service, stringList } from '@dsh/cordis'
 import { parseYaml, stringifyYaml } from '@dsh/loader/compose'
 
 declare module '@dsh/cordis' {
@@ -213,9 +213,10 @@ export const Config: Schema<CredentialsConfig> = Schema.object({
   projectEnvFile: Schema.string().description(
     "The launch directory's dotenv file, consulted right after the environment; names in `plain` are not taken from it.",
   ),
-  plain: Schema.array(Schema.string())
-    .default(['DEEPSEEK_BASE_URL', 'OPENAI_COMPATIBLE_BASE_URL'])
-    .description('Names whose values are settings, not secrets (base URLs): not redacted from logs and output.'),
+  plain: stringList('Names whose values are settings, not secrets (base URLs): not redacted from logs and output.', [
+    'DEEPSEEK_BASE_URL',
+    'OPENAI_COMPATIBLE_BASE_URL',
+  ]),
 })
 
 /** Provides `ctx.credentials`. A credentials file with loose permissions or bad content fails the load. */

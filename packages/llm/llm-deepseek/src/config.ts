@@ -1,4 +1,4 @@
-import { Schema } from '@dsh/cordis'
+import { Schema, stringList, stringValue } from '@dsh/cordis'
 import { type LlmErrorCode, type ModelInfo, type ModelPrice, REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
 
 /** How a route asks the server for reasoning. */
@@ -95,9 +95,9 @@ const RetrySchema: Schema<RetryConfig> = Schema.object({
   initialDelayMs: Schema.natural().default(500).description('First backoff delay.'),
   maxDelayMs: Schema.natural().default(10_000).description('Largest backoff delay.'),
   jitterRatio: Schema.number().min(0).max(1).default(0.1).description('Random spread of each delay, as a fraction.'),
-  retryableCodes: Schema.array(Schema.string())
-    .default([...DEFAULT_RETRYABLE])
-    .description('Failure codes worth another attempt.') as unknown as Schema<LlmErrorCode[]>,
+  retryableCodes: stringList('Failure codes worth another attempt.', [...DEFAULT_RETRYABLE]) as unknown as Schema<
+    LlmErrorCode[]
+  >,
 }).description('Retry policy the retry plugin applies to these routes.')
 
 const OpenAICompatibleSchema: Schema<OpenAICompatibleConfig> = Schema.object({
@@ -120,12 +120,8 @@ export const Config: Schema<DeepSeekConfig> = Schema.object({
   baseURL: Schema.string().description(
     'Fixed base URL. Unset: $DEEPSEEK_BASE_URL at request time, else https://api.deepseek.com.',
   ),
-  baseURLEnv: Schema.string()
-    .default('DEEPSEEK_BASE_URL')
-    .description('Variable read for the base URL when `baseURL` is unset.'),
-  apiKeyEnv: Schema.string()
-    .default('DEEPSEEK_API_KEY')
-    .description('Variable (or credentials entry) holding the API key.'),
+  baseURLEnv: stringValue('Variable read for the base URL when `baseURL` is unset.', 'DEEPSEEK_BASE_URL'),
+  apiKeyEnv: stringValue('Variable (or credentials entry) holding the API key.', 'DEEPSEEK_API_KEY'),
   reasoningEffort: efforts.default('high').description('Effort when a request names none: off, low, high or max.'),
   maxTokens: Schema.natural().min(1).default(256_000).description('max_tokens when a request and its model set none.'),
   models: Schema.array(ModelSchema)

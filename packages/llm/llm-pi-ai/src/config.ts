@@ -1,4 +1,4 @@
-import { Schema } from '@dsh/cordis'
+import { Schema, stringList, stringValue } from '@dsh/cordis'
 import { DEFAULT_RETRYABLE, type RetryConfig } from '@dsh/llm-deepseek'
 
 /** The wire protocols this adapter lets pi-ai speak. */
@@ -129,9 +129,9 @@ const RetrySchema: Schema<RetryConfig> = Schema.object({
   initialDelayMs: Schema.natural().default(500),
   maxDelayMs: Schema.natural().default(10_000),
   jitterRatio: Schema.number().min(0).max(1).default(0.1),
-  retryableCodes: Schema.array(Schema.string())
-    .default([...DEFAULT_RETRYABLE])
-    .description('Failure codes worth another attempt.') as unknown as Schema<RetryConfig['retryableCodes']>,
+  retryableCodes: stringList('Failure codes worth another attempt.', [...DEFAULT_RETRYABLE]) as unknown as Schema<
+    RetryConfig['retryableCodes']
+  >,
 }).description('Retry policy the retry plugin applies to these routes.')
 
 /** The providers every install knows: each route waits for its key, nothing is sent without one. */
@@ -150,13 +150,13 @@ export const Config: Schema<PiAiConfig> = Schema.object({
     provider: Schema.string().description('The route chosen at launch.'),
     baseURL: Schema.string().description("Replaces that route's endpoint; makes `openai-compatible` when it names it."),
   }).description('The route and base URL chosen at launch (flags and variables).'),
-  compatibleKeyEnv: Schema.string()
-    .default('OPENAI_COMPATIBLE_API_KEY')
-    .description('Key reference of the launch-made (or settings-made) openai-compatible route; sent when set.'),
-  compatibleBaseUrlEnv: Schema.string()
-    .default('OPENAI_COMPATIBLE_BASE_URL')
-    .description(
-      'Credential holding the endpoint of an openai-compatible route served when the launch makes none (the web settings write it); empty: none.',
-    ),
+  compatibleKeyEnv: stringValue(
+    'Key reference of the launch-made (or settings-made) openai-compatible route; sent when set.',
+    'OPENAI_COMPATIBLE_API_KEY',
+  ),
+  compatibleBaseUrlEnv: stringValue(
+    'Credential holding the endpoint of an openai-compatible route served when the launch makes none (the web settings write it); empty: none.',
+    'OPENAI_COMPATIBLE_BASE_URL',
+  ),
   retry: RetrySchema,
 })

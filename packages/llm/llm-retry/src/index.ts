@@ -1,5 +1,5 @@
 import type {} from '@dsh/agent'
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList } from '@dsh/cordis'
 import type { LlmErrorCode, RetryPolicy } from '@dsh/llm'
 
 type Policy = Omit<RetryPolicy, 'retryableCodes'> & { retryableCodes: readonly string[] }
@@ -22,9 +22,13 @@ export const Config: Schema<RetryConfig> = Schema.object({
     .max(1)
     .default(0.1)
     .description('Random spread around each backoff, as a share of it.'),
-  retryableCodes: Schema.array(Schema.string())
-    .default(['RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT', 'EMPTY_RESPONSE'])
-    .description('Failure codes worth another attempt.'),
+  retryableCodes: stringList('Failure codes worth another attempt.', [
+    'RATE_LIMIT',
+    'SERVER',
+    'TIMEOUT',
+    'TRANSPORT',
+    'EMPTY_RESPONSE',
+  ]),
 })
 
 /** The wait before retry number `retry` (1-based), or undefined to give up. */

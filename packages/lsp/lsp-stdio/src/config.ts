@@ -1,5 +1,5 @@
 import { isAbsolute } from 'node:path'
-import { Schema } from '@dsh/cordis'
+import { Schema, stringList, stringValue } from '@dsh/cordis'
 
 /** One local language server: how to start it and which files it answers for. */
 export interface ServerConfig {
@@ -37,7 +37,7 @@ export interface LspStdioConfig {
 
 const server: Schema<ServerConfig> = Schema.object({
   command: Schema.string().min(1).required().description('The program: a name on PATH, or an absolute path.'),
-  args: Schema.array(Schema.string()).default([]).description('Its arguments (no shell).'),
+  args: stringList('Its arguments (no shell).'),
   extensions: Schema.dict(Schema.string().min(1))
     .required()
     .description("Lowercase extension with its dot → LSP language id, e.g. { '.ts': 'typescript' }."),
@@ -47,7 +47,7 @@ const server: Schema<ServerConfig> = Schema.object({
   initializationOptions: Schema.any().description('`initializationOptions` sent in `initialize`.'),
   configuration: Schema.any().description('The answer to every `workspace/configuration` item (absent: null).'),
   env: Schema.dict(Schema.string()).default({}).description('Variables on top of the environment policy.'),
-  install: Schema.string().default('').description('How to install the server, quoted when it is missing.'),
+  install: stringValue('How to install the server, quoted when it is missing.'),
 })
 
 const TYPESCRIPT_EXTENSIONS = {

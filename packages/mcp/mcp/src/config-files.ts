@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList, stringValue } from '@dsh/cordis'
 import { errorMessage, untilAborted } from '@dsh/tools'
 import { checkServer, type McpServerConfig } from './config.ts'
 import type {} from '@dsh/workspace-trust'
@@ -18,15 +18,12 @@ export interface McpConfigFilesConfig {
 }
 
 export const Config: Schema<McpConfigFilesConfig> = Schema.object({
-  projectFile: Schema.string()
-    .default('.mcp.json')
-    .description(
-      "The project's MCP file, relative to the folder dsh was started in; its servers start only once that folder is trusted. Empty: not read.",
-    ),
-  files: Schema.array(Schema.string())
-    .default([])
-    .description('More MCP files whose servers always start (headless --mcp-config), relative to the folder.'),
-  folder: Schema.string().default('').description('The project folder; the current directory when empty.'),
+  projectFile: stringValue(
+    "The project's MCP file, relative to the folder dsh was started in; its servers start only once that folder is trusted. Empty: not read.",
+    '.mcp.json',
+  ),
+  files: stringList('More MCP files whose servers always start (headless --mcp-config), relative to the folder.'),
+  folder: stringValue('The project folder; the current directory when empty.'),
 })
 
 export interface McpFileServers {

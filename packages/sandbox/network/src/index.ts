@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList } from '@dsh/cordis'
 import { type NetworkAttachment, type NetworkGrantRequest, SandboxNetwork } from '@dsh/sandbox'
 import { DEFAULT_ALLOWED_HOSTS, parseHostPatterns } from './hosts.ts'
 import { type NetworkNamespace, openNamespace } from './namespace.ts'
@@ -27,18 +27,19 @@ export interface SandboxNetworkConfig {
 }
 
 export const Config: Schema<SandboxNetworkConfig> = Schema.object({
-  allowedHosts: Schema.array(Schema.string())
-    .default([...DEFAULT_ALLOWED_HOSTS])
-    .description('Hosts commands with network "proxy" reach without asking: `example.com` or `*.example.com`.'),
-  extraAllowedHosts: Schema.array(Schema.string())
-    .default([])
-    .description('More allowed hosts, added to allowedHosts (so a patch need not restate the defaults).'),
+  allowedHosts: stringList(
+    'Hosts commands with network "proxy" reach without asking: `example.com` or `*.example.com`.',
+    [...DEFAULT_ALLOWED_HOSTS],
+  ),
+  extraAllowedHosts: stringList(
+    'More allowed hosts, added to allowedHosts (so a patch need not restate the defaults).',
+  ),
   staticHosts: Schema.dict(Schema.string())
     .default({})
     .description('Names the proxy resolves without DNS: name → IP address (a pinned mirror, a test host).'),
-  publicRanges: Schema.array(Schema.string())
-    .default([])
-    .description('CIDR ranges the proxy treats as public although they are private or local (an on-site mirror).'),
+  publicRanges: stringList(
+    'CIDR ranges the proxy treats as public although they are private or local (an on-site mirror).',
+  ),
   proxyPort: Schema.natural()
     .min(1)
     .max(65_535)

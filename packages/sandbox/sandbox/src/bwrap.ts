@@ -3,7 +3,7 @@ import { constants, rmSync } from 'node:fs'
 import { access, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList } from '@dsh/cordis'
 import { Placeholders } from './placeholders.ts'
 import { bwrapArguments, protectedPathStates, reaperArguments, SECCOMP_FD, writableRoots } from './profile.ts'
 import {
@@ -39,15 +39,13 @@ export const Config: Schema<BwrapSandboxConfig> = Schema.object({
     .min(1)
     .default(10_000)
     .description('How long the one-time self-check (running `true` in a sandbox) may take, in milliseconds.'),
-  hiddenPaths: Schema.array(Schema.string())
-    .default([])
-    .description(
-      "Absolute folders or files that sandboxed commands see as empty and read-only (the base bundle hides dsh's home). " +
-        'A folder holding the working directory or a writable root stays visible; secretFiles inside it are still hidden.',
-    ),
-  secretFiles: Schema.array(Schema.string())
-    .default([])
-    .description('Absolute files that sandboxed commands always see as empty; a `*` segment matches any one name.'),
+  hiddenPaths: stringList(
+    "Absolute folders or files that sandboxed commands see as empty and read-only (the base bundle hides dsh's home). " +
+      'A folder holding the working directory or a writable root stays visible; secretFiles inside it are still hidden.',
+  ),
+  secretFiles: stringList(
+    'Absolute files that sandboxed commands always see as empty; a `*` segment matches any one name.',
+  ),
 })
 
 /**

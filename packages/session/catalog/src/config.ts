@@ -1,5 +1,5 @@
 import path from 'node:path'
-import { Schema } from '@dsh/cordis'
+import { Schema, stringValue } from '@dsh/cordis'
 import type { StoreOptions } from './store.ts'
 
 export interface SessionCatalogConfig {
@@ -36,8 +36,8 @@ export const Config: Schema<Partial<SessionCatalogConfig>, SessionCatalogConfig>
     .default(16_000)
     .description('Characters of session text per full-text row; new text extends the last row up to this size.'),
   snippetTokens: Schema.natural().min(1).max(64).default(16).description('Words in a search snippet.'),
-  snippetOpen: Schema.string().default('«').description('Put before each matched word in a snippet.'),
-  snippetClose: Schema.string().default('»').description('Put after each matched word in a snippet.'),
+  snippetOpen: stringValue('Put before each matched word in a snippet.', '«'),
+  snippetClose: stringValue('Put after each matched word in a snippet.', '»'),
   defaultLimit: Schema.natural()
     .min(1)
     .default(50)

@@ -1,4 +1,4 @@
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList } from '@dsh/cordis'
 import type {} from '@dsh/credentials'
 import type {} from '@dsh/llm'
 import type {} from '@dsh/session'
@@ -19,11 +19,10 @@ export const Config: Schema<RedactionConfig> = Schema.object({
     .min(1)
     .default(8)
     .description('Shorter credential values are not redacted: they would hit common words.'),
-  env: Schema.array(Schema.string())
-    .default(['DEEPSEEK_API_KEY'])
-    .description(
-      'Environment variables whose values are secrets even without ctx.credentials (sdk-minimal reads its key from the environment).',
-    ),
+  env: stringList(
+    'Environment variables whose values are secrets even without ctx.credentials (sdk-minimal reads its key from the environment).',
+    ['DEEPSEEK_API_KEY'],
+  ),
 })
 
 /**

@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs'
 import path from 'node:path'
 import type {} from '@dsh/agent'
-import { type Context, Schema, Service } from '@dsh/cordis'
+import { type Context, Schema, Service, stringList } from '@dsh/cordis'
 import { projectFolders } from '@dsh/system-prompt'
 import type { CommandInfo, Message } from '@dsh/wire-types'
 import { discoverPromptFiles, fillArguments, readPromptFile } from './prompt-files.ts'
@@ -28,13 +28,12 @@ export interface CommandsConfig {
 }
 
 export const Config: Schema<CommandsConfig> = Schema.object({
-  roots: Schema.array(Schema.string())
-    .default(['.dsh/commands', '.claude/commands'])
-    .description(
-      'Folders of Markdown prompt files (<root>/<name>.md, subfolders allowed), highest priority first. ' +
-        'Relative roots resolve against the project root and are the project scope; absolute ones are the user scope. ' +
-        'The base bundle adds $DSH_HOME/commands. Remove a root to stop reading it.',
-    ),
+  roots: stringList(
+    'Folders of Markdown prompt files (<root>/<name>.md, subfolders allowed), highest priority first. ' +
+      'Relative roots resolve against the project root and are the project scope; absolute ones are the user scope. ' +
+      'The base bundle adds $DSH_HOME/commands. Remove a root to stop reading it.',
+    ['.dsh/commands', '.claude/commands'],
+  ),
   maxFileBytes: Schema.natural().min(1).default(262_144).description('A larger command file is skipped.'),
 })
 

@@ -1,7 +1,7 @@
 import os from 'node:os'
 import path from 'node:path'
 import type {} from '@dsh/commands'
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList } from '@dsh/cordis'
 import { projectFolders } from '@dsh/system-prompt'
 import { defineTool, errorMessage, textArgument, ToolError } from '@dsh/tools'
 import { z } from 'zod'
@@ -26,13 +26,12 @@ export interface SkillsConfig {
 }
 
 export const Config: Schema<SkillsConfig> = Schema.object({
-  roots: Schema.array(Schema.string())
-    .default(['.dsh/skills'])
-    .description(
-      'Folders holding skill folders (<root>/<name>/SKILL.md), highest priority first: a name found in an earlier root wins. ' +
-        'Relative roots resolve against the project root (the nearest folder with .git, else the workspace), ~/ against the home folder. ' +
-        'The base bundle reads .dsh/skills, .claude/skills, .agents/skills, then $DSH_HOME/skills and ~/.agents/skills.',
-    ),
+  roots: stringList(
+    'Folders holding skill folders (<root>/<name>/SKILL.md), highest priority first: a name found in an earlier root wins. ' +
+      'Relative roots resolve against the project root (the nearest folder with .git, else the workspace), ~/ against the home folder. ' +
+      'The base bundle reads .dsh/skills, .claude/skills, .agents/skills, then $DSH_HOME/skills and ~/.agents/skills.',
+    ['.dsh/skills'],
+  ),
   maxDescriptionChars: Schema.natural()
     .min(1)
     .default(500)

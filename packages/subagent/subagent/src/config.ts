@@ -1,4 +1,4 @@
-import { Schema } from '@dsh/cordis'
+import { Schema, stringList, stringValue } from '@dsh/cordis'
 
 /** One kind of subagent; with more than one configured, the model picks one with `subagent_type`. */
 export interface AgentType {
@@ -38,12 +38,10 @@ const TYPE_NAME = /^[A-Za-z0-9_-]{1,64}$/
 
 const AgentTypeSchema: Schema<AgentType> = Schema.object({
   description: Schema.string().required().description('What this kind of subagent is for; shown to the model.'),
-  tools: Schema.array(Schema.string())
-    .default(['*'])
-    .description('Allow-list of tool names; a trailing * matches a prefix, and * alone (the default) every tool.'),
-  exclude: Schema.array(Schema.string())
-    .default([])
-    .description('Tool names (a trailing * matches a prefix) this type never gets.'),
+  tools: stringList('Allow-list of tool names; a trailing * matches a prefix, and * alone (the default) every tool.', [
+    '*',
+  ]),
+  exclude: stringList('Tool names (a trailing * matches a prefix) this type never gets.'),
   prompt: Schema.string().description("Added to the child's system prompt."),
   model: Schema.string().description("The model the child uses; the parent's when unset."),
 })
@@ -55,11 +53,10 @@ export const Config: Schema<SubagentConfig> = Schema.object({
     .description(
       'How deep subagents may nest. 1: the top agent may start subagents, which cannot start their own (they do not get the subagent tool).',
     ),
-  defaultType: Schema.string()
-    .default('general')
-    .description(
-      'The type used when the model gives no subagent_type (the only one, when just one type is configured).',
-    ),
+  defaultType: stringValue(
+    'The type used when the model gives no subagent_type (the only one, when just one type is configured).',
+    'general',
+  ),
   types: Schema.dict(AgentTypeSchema)
     .default({
       general: {

@@ -1,4 +1,4 @@
-import { Schema } from '@dsh/cordis'
+import { Schema, stringList } from '@dsh/cordis'
 
 /**
  * Names that look like credentials, removed from every child's inherited
@@ -204,12 +204,8 @@ export function environmentPolicySchema(field: string): Schema<EnvironmentPolicy
       .description(
         'Keep variables whose names look like credentials (*KEY*, *TOKEN*, *PASS*, ...) and values with a URL password.',
       ),
-    exclude: Schema.array(Schema.string())
-      .default([])
-      .description('More case-insensitive glob patterns (* and ?) of variables to remove.'),
-    includeOnly: Schema.array(Schema.string())
-      .default([])
-      .description('When not empty, only inherited variables matching one of these patterns survive.'),
+    exclude: stringList('More case-insensitive glob patterns (* and ?) of variables to remove.'),
+    includeOnly: stringList('When not empty, only inherited variables matching one of these patterns survive.'),
     set: Schema.dict(Schema.string()).default({}).description('Variables every child gets, set after the filters.'),
   })
   // The callback sees the resolved object, defaults filled in; `preserve` keeps it from also seeing the raw input.

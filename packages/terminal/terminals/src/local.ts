@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { closeSync, constants, openSync } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { isAbsolute } from 'node:path'
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringList, stringValue } from '@dsh/cordis'
 import { unconfinedPolicy } from '@dsh/sandbox'
 import pty from 'node-pty'
 import { AnsiStripper } from './ansi.ts'
@@ -35,15 +35,11 @@ export interface LocalTerminalsConfig {
 }
 
 export const Config: Schema<LocalTerminalsConfig> = Schema.object({
-  shell: Schema.string()
-    .default('')
-    .description(
-      "The shell of interactive terminals, and the one that runs `<shell> -c <command>`. Empty: the user's `$SHELL`, else `bash`.",
-    ),
-  shellArgs: Schema.array(Schema.string())
-    .default([])
-    .description('Arguments of an interactive shell (e.g. `--norc`). Not used when a command is given.'),
-  term: Schema.string().default('xterm-256color').description('The terminal type, set as `TERM`.'),
+  shell: stringValue(
+    "The shell of interactive terminals, and the one that runs `<shell> -c <command>`. Empty: the user's `$SHELL`, else `bash`.",
+  ),
+  shellArgs: stringList('Arguments of an interactive shell (e.g. `--norc`). Not used when a command is given.'),
+  term: stringValue('The terminal type, set as `TERM`.', 'xterm-256color'),
   cols: Schema.natural().min(1).default(160).description('Columns of a new terminal.'),
   rows: Schema.natural().min(1).default(40).description('Rows of a new terminal.'),
   bufferBytes: Schema.natural()

@@ -1,4 +1,4 @@
-import { Schema } from '@dsh/cordis'
+import { Schema, stringList, stringValue } from '@dsh/cordis'
 
 export interface WebFetchConfig {
   timeoutMs: number
@@ -52,12 +52,8 @@ export const Config: Schema<WebFetchConfig> = Schema.object({
     .description(
       'Let web_fetch reach loopback, private, link-local (cloud metadata), CGNAT and other non-public addresses.',
     ),
-  allowHosts: Schema.array(Schema.string())
-    .default([])
-    .description(
-      'Host names (or `*.domain` patterns, or IP literals) exempt from the address check, e.g. an intranet host.',
-    ),
-  userAgent: Schema.string()
-    .default('Mozilla/5.0 (compatible; dsh-web-fetch/0.1)')
-    .description('The User-Agent header sent.'),
+  allowHosts: stringList(
+    'Host names (or `*.domain` patterns, or IP literals) exempt from the address check, e.g. an intranet host.',
+  ),
+  userAgent: stringValue('The User-Agent header sent.', 'Mozilla/5.0 (compatible; dsh-web-fetch/0.1)'),
 })

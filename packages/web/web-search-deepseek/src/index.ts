@@ -1,4 +1,4 @@
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringValue } from '@dsh/cordis'
 import { type SearchAnswer, type SearchSource, type WebSearchCode, WebSearchError } from '@dsh/web'
 
 export const name = 'web-search-deepseek'
@@ -24,15 +24,11 @@ export interface DeepSeekSearchConfig {
 export const DEFAULT_DEEPSEEK_BASE_URL = 'https://api.deepseek.com'
 
 export const Config: Schema<DeepSeekSearchConfig> = Schema.object({
-  apiKeyEnv: Schema.string()
-    .default('DEEPSEEK_API_KEY')
-    .description('Variable (or credentials entry) holding the key.'),
+  apiKeyEnv: stringValue('Variable (or credentials entry) holding the key.', 'DEEPSEEK_API_KEY'),
   baseURL: Schema.string().description('Anthropic-compatible endpoint base; unset: <DeepSeek base URL>/anthropic/v1.'),
-  baseURLEnv: Schema.string()
-    .default('DEEPSEEK_BASE_URL')
-    .description('Variable whose DeepSeek base URL the default endpoint derives from.'),
-  model: Schema.string().default('deepseek-v4-flash').description('Model that runs the search.'),
-  apiVersion: Schema.string().default('2023-06-01').description('anthropic-version header.'),
+  baseURLEnv: stringValue('Variable whose DeepSeek base URL the default endpoint derives from.', 'DEEPSEEK_BASE_URL'),
+  model: stringValue('Model that runs the search.', 'deepseek-v4-flash'),
+  apiVersion: stringValue('anthropic-version header.', '2023-06-01'),
   maxTokens: Schema.natural().min(1).default(4096).description("Upper bound on the reply's tokens."),
   maxUses: Schema.natural().min(1).default(5).description('web_search server-tool uses per request at most.'),
 })

@@ -1,4 +1,4 @@
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringValue } from '@dsh/cordis'
 import { type SearchAnswer, type SearchSource, WebSearchError } from '@dsh/web'
 
 export const name = 'web-search-exa'
@@ -18,8 +18,8 @@ export interface ExaConfig {
 }
 
 export const Config: Schema<ExaConfig> = Schema.object({
-  apiKeyEnv: Schema.string().default('EXA_API_KEY').description('Variable (or credentials entry) holding the Exa key.'),
-  baseURL: Schema.string().default('https://api.exa.ai').description('Endpoint base; /search is appended.'),
+  apiKeyEnv: stringValue('Variable (or credentials entry) holding the Exa key.', 'EXA_API_KEY'),
+  baseURL: stringValue('Endpoint base; /search is appended.', 'https://api.exa.ai'),
   searchType: Schema.union(['auto', 'keyword', 'neural'] as const)
     .default('auto')
     .description("Exa's `type`."),

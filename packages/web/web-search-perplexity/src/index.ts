@@ -1,4 +1,4 @@
-import { type Context, Schema } from '@dsh/cordis'
+import { type Context, Schema, stringValue } from '@dsh/cordis'
 import { type SearchAnswer, type SearchSource, WebSearchError } from '@dsh/web'
 
 export const name = 'web-search-perplexity'
@@ -18,13 +18,9 @@ export interface PerplexityConfig {
 }
 
 export const Config: Schema<PerplexityConfig> = Schema.object({
-  apiKeyEnv: Schema.string()
-    .default('PERPLEXITY_API_KEY')
-    .description('Variable (or credentials entry) holding the Perplexity key.'),
-  baseURL: Schema.string()
-    .default('https://api.perplexity.ai')
-    .description('Endpoint base; /chat/completions is appended.'),
-  model: Schema.string().default('sonar').description('Search model.'),
+  apiKeyEnv: stringValue('Variable (or credentials entry) holding the Perplexity key.', 'PERPLEXITY_API_KEY'),
+  baseURL: stringValue('Endpoint base; /chat/completions is appended.', 'https://api.perplexity.ai'),
+  model: stringValue('Search model.', 'sonar'),
   maxTokens: Schema.natural().min(1).default(1024).description("Upper bound on the answer's tokens."),
   searchRecency: Schema.union(['day', 'week', 'month', 'year'] as const).description(
     'Recency window; none when unset.',

@@ -1,7 +1,7 @@
 import { type LookupAddress, lookup } from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
 import { hostAllowed, nonPublicReason } from '@dsh/address-rules'
-import { type Context, Schema, ScopedRegistry, Service } from '@dsh/cordis'
+import { type Context, Schema, ScopedRegistry, Service, stringList, stringValue } from '@dsh/cordis'
 import { credentialLookup, type SecretLookup } from '@dsh/credentials/lookup'
 import { httpFailure } from '@dsh/llm-deepseek'
 import { Agent, request } from 'undici'
@@ -74,15 +74,14 @@ export interface WebConfig {
 }
 
 export const Config: Schema<WebConfig> = Schema.object({
-  searchProvider: Schema.string()
-    .default('deepseek')
-    .description('The search provider web_search uses: deepseek, exa, perplexity, or any other registered one.'),
+  searchProvider: stringValue(
+    'The search provider web_search uses: deepseek, exa, perplexity, or any other registered one.',
+    'deepseek',
+  ),
   allowPrivate: Schema.boolean()
     .default(false)
     .description('Let a configured search endpoint be a loopback, private or other non-public address.'),
-  allowHosts: Schema.array(Schema.string())
-    .default([])
-    .description('Search endpoint hosts exempt from the address check (`*.corp.example`, IP literals).'),
+  allowHosts: stringList('Search endpoint hosts exempt from the address check (`*.corp.example`, IP literals).'),
 })
 
 const QUOTA_CODES: Record<string, WebSearchCode> = {
