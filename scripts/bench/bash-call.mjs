@@ -8,10 +8,6 @@ import { spawn } from 'node:child_process'
 import { importLib, median, ms, row, tempDir } from './common.mjs'
 import { toolContext } from './tools.mjs'
 
-export const name = 'bash-call'
-export const title = 'bash call overhead: the bash tool against spawning bash -c directly'
-export const defaultRuns = 30
-
 const TARGET_MS = 15
 const COMMAND = 'echo hello'
 

@@ -8,11 +8,6 @@ import path from 'node:path'
 import { importLib, median, ms, percentile, range, root, row, tempDir } from './common.mjs'
 import { random } from './session-log.mjs'
 
-export const name = 'catalog'
-export const title = 'session catalog over 10,000 sessions: build from the logs, search, list, live indexing'
-/** Each run searches every query of the set once. */
-export const defaultRuns = 5
-
 export const SESSIONS = 10_000
 const SEARCH_TARGET_MS = 50
 const FOLDERS = 25
@@ -204,7 +199,7 @@ async function liveTurns(ctx, words, textMessage) {
   return { appends, flushes }
 }
 
-export async function run({ runs }) {
+export async function run({ runs, name }) {
   const { Context } = await importLib('packages/boot/cordis/lib/index.js')
   const { SessionStore, textMessage } = await importLib('packages/core/session/lib/index.js')
   const jsonl = await importLib('packages/session/persistence-jsonl/lib/index.js')

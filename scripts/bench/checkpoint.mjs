@@ -6,14 +6,10 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { importLib, median, ms, range, row, tempDir } from './common.mjs'
 
-export const name = 'checkpoint'
-export const title = 'checkpoint snapshot of a 10,000-file workspace, little changed'
-export const defaultRuns = 10
-
 const FILES = 10_000
 const TARGET_MS = 200
 
-export async function run({ runs }) {
+export async function run({ runs, name }) {
   const { Context } = await importLib('packages/boot/cordis/lib/index.js')
   const { SessionStore } = await importLib('packages/core/session/lib/index.js')
   const subprocess = await importLib('packages/subprocess/subprocess/lib/index.js')

@@ -2,14 +2,10 @@
 // the profile's layers and prints the tree, without booting it.
 import { afterWarmUp, rssRows, runDsh, sandbox, wallRows } from './common.mjs'
 
-export const name = 'dump-config'
-export const title = 'cold start of dsh --profile headless --dump-config'
-export const defaultRuns = 15
-
 const WALL_TARGET_MS = 250
 const RSS_TARGET_MIB = 80
 
-export async function run({ runs }) {
+export async function run({ runs, name }) {
   const box = await sandbox(name)
   try {
     const args = ['--profile', 'headless', '--dump-config']

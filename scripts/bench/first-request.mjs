@@ -5,13 +5,9 @@ import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { afterWarmUp, childEnv, instantReplies, median, ms, range, row, runDsh, withHeadlessTask } from './common.mjs'
 
-export const name = 'first-request'
-export const title = 'cold start to the first model request: dsh --profile headless "task"'
-export const defaultRuns = 10
-
 const TARGET_MS = 250
 
-export async function run({ runs }) {
+export async function run({ runs, name }) {
   const replies = await instantReplies()
   return withHeadlessTask(
     name,

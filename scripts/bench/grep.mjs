@@ -7,10 +7,6 @@ import path from 'node:path'
 import { importLib, median, ms, row, tempDir } from './common.mjs'
 import { toolContext } from './tools.mjs'
 
-export const name = 'grep'
-export const title = 'grep over a 50,000-file tree: the grep tool against plain rg'
-export const defaultRuns = 5
-
 const DIRS = 250
 const FILES_PER_DIR = 200
 const TARGET_RATIO = 1.2

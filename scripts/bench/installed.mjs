@@ -8,10 +8,6 @@ import { lstatSync, readdirSync } from 'node:fs'
 import path from 'node:path'
 import { launcher, median, ms, root, row, runDsh, sandbox, tempDir } from './common.mjs'
 
-export const name = 'installed'
-export const title = 'the installed @dsh/cli tarball: size and cold start of --dump-config against the checkout'
-export const defaultRuns = 15
-
 /** The installed cold start may be at most this much slower than the checkout's. */
 const MAX_SLOWDOWN = 1.1
 
@@ -41,7 +37,7 @@ async function installed() {
   return { prefix: tmp.dir, tarball, dispose: tmp.dispose }
 }
 
-export async function run({ runs }) {
+export async function run({ runs, name }) {
   const install = await installed()
   const box = await sandbox(name)
   try {

@@ -20,20 +20,72 @@ import * as step from './step.mjs'
 import * as twoStep from './two-step.mjs'
 import * as web from './web.mjs'
 
+/** Every benchmark: its name (for --only), what it measures, how many runs it takes by default, and its run. */
 const BENCHMARKS = [
-  dumpConfig,
-  firstRequest,
-  step,
-  twoStep,
-  sessionOpen,
-  grep,
-  bashCall,
-  catalog,
-  checkpoint,
+  {
+    name: 'dump-config',
+    title: 'cold start of dsh --profile headless --dump-config',
+    defaultRuns: 15,
+    run: dumpConfig.run,
+  },
+  {
+    name: 'first-request',
+    title: 'cold start to the first model request: dsh --profile headless "task"',
+    defaultRuns: 10,
+    run: firstRequest.run,
+  },
+  { name: 'step', title: 'harness time per step: reply end to next request, read tool', defaultRuns: 3, run: step.run },
+  {
+    name: 'two-step',
+    title: 'two-step headless task (read, then answer): wall time and peak memory',
+    defaultRuns: 10,
+    run: twoStep.run,
+  },
+  {
+    name: 'session-open',
+    title: 'open a 10,000-event session: provider open() in-process, and a cold --resume',
+    defaultRuns: 10,
+    run: sessionOpen.run,
+  },
+  {
+    name: 'grep',
+    title: 'grep over a 50,000-file tree: the grep tool against plain rg',
+    defaultRuns: 5,
+    run: grep.run,
+  },
+  {
+    name: 'bash-call',
+    title: 'bash call overhead: the bash tool against spawning bash -c directly',
+    defaultRuns: 30,
+    run: bashCall.run,
+  },
+  /** Each run searches every query of the set once. */
+  {
+    name: 'catalog',
+    title: 'session catalog over 10,000 sessions: build from the logs, search, list, live indexing',
+    defaultRuns: 5,
+    run: catalog.run,
+  },
+  {
+    name: 'checkpoint',
+    title: 'checkpoint snapshot of a 10,000-file workspace, little changed',
+    defaultRuns: 10,
+    run: checkpoint.run,
+  },
   sdkRoundTrip,
   sdkEvents,
-  web,
-  installed,
+  {
+    name: 'web',
+    title: 'browser app: first paint of a 1,000-message session, streaming at 100 tokens/s, page memory',
+    defaultRuns: 5,
+    run: web.run,
+  },
+  {
+    name: 'installed',
+    title: 'the installed @dsh/cli tarball: size and cold start of --dump-config against the checkout',
+    defaultRuns: 15,
+    run: installed.run,
+  },
 ]
 const NAMES = BENCHMARKS.map((b) => b.name)
 
@@ -109,7 +161,7 @@ for (const benchmark of selected) {
   const title = `${benchmark.name}: ${benchmark.title} (${count} run${count === 1 ? '' : 's'})`
   const t0 = performance.now()
   try {
-    const { rows, note } = await benchmark.run({ runs: count })
+    const { rows, note } = await benchmark.run({ runs: count, name: benchmark.name })
     for (const r of rows) {
       if (r.target === undefined) continue
       targets++

@@ -8,10 +8,6 @@ import path from 'node:path'
 import { importLib, instantReplies, median, ms, range, row, runDsh, sandbox, startTimedMock } from './common.mjs'
 import { sessionEvents } from './session-log.mjs'
 
-export const name = 'session-open'
-export const title = 'open a 10,000-event session: provider open() in-process, and a cold --resume'
-export const defaultRuns = 10
-
 export const EVENTS = 10_000
 /** Events per `append` while writing the log (the writer appends per turn or per 200 ms window; the bytes are the same). */
 const BATCH = 1000
@@ -35,7 +31,7 @@ async function timeOpen(persistence, id, runs) {
   return { first: samples[0], later: samples.slice(1) }
 }
 
-export async function run({ runs }) {
+export async function run({ runs, name }) {
   const { Context } = await importLib('packages/boot/cordis/lib/index.js')
   const jsonl = await importLib('packages/session/persistence-jsonl/lib/index.js')
   const box = await sandbox(name)

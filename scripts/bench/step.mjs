@@ -4,15 +4,11 @@
 // stream, logging, running the tool and building the next request.
 import { afterWarmUp, instantReplies, median, ms, percentile, row, toolResults, withHeadlessTask } from './common.mjs'
 
-export const name = 'step'
-export const title = 'harness time per step: reply end to next request, read tool'
-export const defaultRuns = 3
-
 /** Tool steps per task. */
 export const STEPS = 20
 const TARGET_MS = 10
 
-export async function run({ runs }) {
+export async function run({ runs, name }) {
   const replies = await instantReplies()
   const script = (request) =>
     toolResults(request) < STEPS

@@ -12,14 +12,10 @@ import {
   withHeadlessTask,
 } from './common.mjs'
 
-export const name = 'two-step'
-export const title = 'two-step headless task (read, then answer): wall time and peak memory'
-export const defaultRuns = 10
-
 const WALL_TARGET_MS = 500
 const RSS_TARGET_MIB = 100
 
-export async function run({ runs }) {
+export async function run({ runs, name }) {
   const replies = await instantReplies()
   const script = (request) =>
     toolResults(request) === 0

@@ -10,10 +10,6 @@ import path from 'node:path'
 import { childEnv, dshCommand, importLib, median, ms, range, root, row, sandbox, startTimedMock } from './common.mjs'
 import { sessionEvents } from './session-log.mjs'
 
-export const name = 'web'
-export const title = 'browser app: first paint of a 1,000-message session, streaming at 100 tokens/s, page memory'
-export const defaultRuns = 5
-
 const MESSAGES = 1000
 const PAINT_TARGET_MS = 1000
 const FPS_TARGET = 50
@@ -94,7 +90,7 @@ function recordFrames() {
   requestAnimationFrame(tick)
 }
 
-export async function run({ runs }) {
+export async function run({ runs, name }) {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian chromium or set DSH_CHROMIUM`)
   if (!existsSync(DIST)) throw new Error('apps/web/dist is missing: run `pnpm build` first')
   const { chromium } = createRequire(path.join(root, 'apps/web/package.json'))('playwright-core')
