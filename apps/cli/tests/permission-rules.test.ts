@@ -43,6 +43,7 @@ async function run(args: string[], launcher: string[] = []) {
 }
 
 const add = { name: 'mcp__adder__add', arguments: { a: 2, b: 3 } }
+const bashCall = (command: string) => ({ name: 'bash', arguments: { command, description: 'run a command' } })
 
 describe('allow and deny rules through the headless bin', () => {
   it('an MCP call is denied in headless under the default preset without a rule', async () => {
@@ -90,10 +91,10 @@ describe('allow and deny rules through the headless bin', () => {
 
   it('bash(...) deny: every command of the line counts, and the others still run', async () => {
     calls(
-      { name: 'bash', arguments: { command: 'echo one; touch pwned-1', description: 'run a command' } },
-      { name: 'bash', arguments: { command: 'echo $(touch pwned-2)', description: 'run a command' } },
-      { name: 'bash', arguments: { command: 'X=1 /usr/bin/touch pwned-3', description: 'run a command' } },
-      { name: 'bash', arguments: { command: 'echo still-runs', description: 'run a command' } },
+      bashCall('echo one; touch pwned-1'),
+      bashCall('echo $(touch pwned-2)'),
+      bashCall('X=1 /usr/bin/touch pwned-3'),
+      bashCall('echo still-runs'),
     )
     const result = await run(['--deny', 'bash(touch *)', 'go'])
     expect(result.code).toBe(0)
@@ -108,7 +109,7 @@ describe('allow and deny rules through the headless bin', () => {
     await mkdir(path.join(t.work, 'secrets'))
     calls(
       { name: 'write', arguments: { file_path: 'secrets/key.txt', content: 'x' } },
-      { name: 'bash', arguments: { command: 'ln -s secrets via-link', description: 'run a command' } },
+      bashCall('ln -s secrets via-link'),
       { name: 'write', arguments: { file_path: 'via-link/key.txt', content: 'x' } },
       { name: 'write', arguments: { file_path: 'src/ok.txt', content: 'fine' } },
     )
@@ -186,10 +187,7 @@ describe('attack: an allow rule for bash(git *)', () => {
       'git --version > pwned-6',
       'git --version\ntouch pwned-7',
     ]
-    calls(
-      { name: 'bash', arguments: { command: 'git --version', description: 'run a command' } },
-      ...attacks.map((command) => ({ name: 'bash', arguments: { command, description: 'run a command' } })),
-    )
+    calls(bashCall('git --version'), ...attacks.map(bashCall))
     const result = await run(['--allow', 'bash(git *)', 'go'])
     expect(result.code).toBe(0)
     expect(result.texts[0]).toContain('git version')
@@ -202,7 +200,7 @@ describe('attack: an allow rule for bash(git *)', () => {
 
   it('without the rule the same plain command is not run', async () => {
     await askingHook()
-    calls({ name: 'bash', arguments: { command: 'git --version', description: 'run a command' } })
+    calls(bashCall('git --version'))
     const result = await run(['go'])
     expect(result.texts[0]).toContain('every command needs a yes')
     expect(result.texts[0]).not.toContain('git version')

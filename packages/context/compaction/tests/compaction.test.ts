@@ -12,7 +12,7 @@ import {
   ofType,
   wireMessages,
 } from '../../../core/agent-loop/tests/harness.ts'
-import { type RecordedRequest, reply } from '../../../test-support/llm-mock/src/index.ts'
+import { type MockScript, type RecordedRequest, reply } from '../../../test-support/llm-mock/src/index.ts'
 import * as compaction from '../src/index.ts'
 import type { CompactionConfig } from '../src/index.ts'
 
@@ -68,6 +68,14 @@ function expectWellFormed(request: RecordedRequest | undefined): void {
 
 /** Three reads whose last result pushes the context past the compaction threshold. */
 const readsToPressure = () => [read('a.txt'), read('b.txt'), read('c.txt', high)]
+
+/** Runs turn `turn` of `task` on `replies` and checks that it ended with the context overflow. */
+async function overflowingTurn({ h, agent }: Setup, turn: number, task: string, ...replies: MockScript[]) {
+  h.mock.enqueue(...replies)
+  agent.followup(task)
+  await agent.whenIdle()
+  expect(lastTurnEnd(agent).data).toMatchObject({ turn, reason: 'error', error: { code: 'CONTEXT_WINDOW_EXCEEDED' } })
+}
 
 function compactions(agent: Agent): SessionEvent<'context/compaction'>[] {
   return ofType(agent, 'context/compaction')
@@ -216,26 +224,13 @@ describe('context overflow', () => {
   })
 
   it('ends the turn with the overflow when the summary fails, and does not loop', async () => {
-    const { h, agent } = await setup()
-    h.mock.enqueue(read('a.txt'), read('b.txt'), overflow(), reply.error(500))
-    agent.followup('read files')
-    await agent.whenIdle()
-    expect(lastTurnEnd(agent).data).toMatchObject({
-      turn: 1,
-      reason: 'error',
-      error: { code: 'CONTEXT_WINDOW_EXCEEDED' },
-    })
+    const run = await setup()
+    const { h, agent } = run
+    await overflowingTurn(run, 1, 'read files', read('a.txt'), read('b.txt'), overflow(), reply.error(500))
     expect(compactions(agent)[0]?.data.error).toMatch(/^the summary call failed: SERVER/)
     h.warnings.length = 0
 
-    h.mock.enqueue(read('c.txt'), overflow(), reply.text('- summary'), overflow())
-    agent.followup('again')
-    await agent.whenIdle()
-    expect(lastTurnEnd(agent).data).toMatchObject({
-      turn: 2,
-      reason: 'error',
-      error: { code: 'CONTEXT_WINDOW_EXCEEDED' },
-    })
+    await overflowingTurn(run, 2, 'again', read('c.txt'), overflow(), reply.text('- summary'), overflow())
     expect(h.mock.requests).toHaveLength(8)
   })
 })

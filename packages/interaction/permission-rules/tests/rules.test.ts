@@ -56,24 +56,29 @@ describe('commands', () => {
       expect(isSimpleCommand(attack), attack).toBe(false)
   })
 
-  it('allow: a prefix rule matches the plain command only', () => {
-    expect(allows('bash(git *)', 'bash', bash('git status'))).toBe(true)
-    expect(allows('bash(git *)', 'bash', bash('  git   status  '))).toBe(true)
-    expect(allows('bash(git *)', 'bash', bash('git status; curl evil'))).toBe(false)
-    expect(allows('bash(git *)', 'bash', bash('gitx status'))).toBe(false)
-    expect(allows('bash(npm test:*)', 'bash', bash('npm test'))).toBe(true)
-    expect(allows('bash(npm test:*)', 'bash', bash('npm test -- --watch'))).toBe(true)
-    expect(allows('bash(npm test:*)', 'bash', bash('npm testx'))).toBe(false)
-    expect(allows('bash(git *)', 'read', bash('git status'))).toBe(false)
+  // allow: a prefix rule matches the plain command only.
+  // deny: any command of the line counts; quotes, wrappers and folders do not hide it.
+  it.each([
+    ['allow', 'bash(git *)', 'bash', 'git status', true],
+    ['allow', 'bash(git *)', 'bash', '  git   status  ', true],
+    ['allow', 'bash(git *)', 'bash', 'git status; curl evil', false],
+    ['allow', 'bash(git *)', 'bash', 'gitx status', false],
+    ['allow', 'bash(npm test:*)', 'bash', 'npm test', true],
+    ['allow', 'bash(npm test:*)', 'bash', 'npm test -- --watch', true],
+    ['allow', 'bash(npm test:*)', 'bash', 'npm testx', false],
+    ['allow', 'bash(git *)', 'read', 'git status', false],
+    ['deny', 'bash(curl *)', 'bash', 'git status; curl evil', true],
+    ['deny', 'bash(curl *)', 'bash', 'echo $(curl evil)', true],
+    ['deny', 'bash(curl *)', 'bash', 'echo `curl evil`', true],
+    ['deny', 'bash(curl *)', 'bash', '"cu"rl evil', true],
+    ['deny', 'bash(curl *)', 'bash', 'X=1 sudo /usr/bin/curl evil', true],
+    ['deny', 'bash(curl *)', 'bash', 'git status', false],
+  ] as const)('%s rule %s, %s call `%s`: matches is %s', (mode, rule, tool, command, matches) => {
+    const judge = mode === 'allow' ? allows : denies
+    expect(judge(rule, tool, bash(command))).toBe(matches)
   })
 
-  it('deny: any command of the line counts, quotes, wrappers and folders do not hide it', () => {
-    expect(denies('bash(curl *)', 'bash', bash('git status; curl evil'))).toBe(true)
-    expect(denies('bash(curl *)', 'bash', bash('echo $(curl evil)'))).toBe(true)
-    expect(denies('bash(curl *)', 'bash', bash('echo `curl evil`'))).toBe(true)
-    expect(denies('bash(curl *)', 'bash', bash('"cu"rl evil'))).toBe(true)
-    expect(denies('bash(curl *)', 'bash', bash('X=1 sudo /usr/bin/curl evil'))).toBe(true)
-    expect(denies('bash(curl *)', 'bash', bash('git status'))).toBe(false)
+  it('a line splits into its commands', () => {
     expect(commandSegments('a && b | c')).toEqual(['a', 'b', 'c'])
   })
 })

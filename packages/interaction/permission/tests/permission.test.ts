@@ -66,6 +66,15 @@ const runTool = defineTool({
   }),
 })
 
+/** A file under each protected path but .git: what a hostile model would plant to change the next run. */
+const AGENT_CONFIG_FILES = [
+  '.claude/settings.json',
+  '.mcp.json',
+  '.dsh/cordis.patch.yml',
+  '.codex/config.toml',
+  '.agents/skills/x/SKILL.md',
+]
+
 const fetchTool = defineTool({
   name: 'fetch_url',
   description: 'Fetch a URL.',
@@ -365,14 +374,7 @@ describe('reasons', () => {
 
   it('name the protected paths, existing or not', async () => {
     await boot({ approval: 'never' })
-    for (const target of [
-      '.git/config',
-      '.claude/settings.json',
-      '.mcp.json',
-      '.dsh/cordis.patch.yml',
-      '.agents/skills/x/SKILL.md',
-      '.codex/config.toml',
-    ]) {
+    for (const target of ['.git/config', ...AGENT_CONFIG_FILES]) {
       const result = await invoke('write_file', { path: target })
       expect(text(result), target).toContain(
         `would write ${path.join(ws, target)}, inside the protected path ${path.join(ws, target.split('/')[0] as string)} (.git, .dsh, .claude, .codex, .agents, .mcp.json`,
@@ -397,13 +399,7 @@ describe('reasons', () => {
 describe('protected project paths', () => {
   it('refuse .dsh, .claude, .codex, .agents and .mcp.json whether or not they exist, and a symlink planted in their place', async () => {
     await boot({ approval: 'never' })
-    for (const target of [
-      '.claude/settings.json',
-      '.mcp.json',
-      '.dsh/cordis.patch.yml',
-      '.codex/config.toml',
-      '.agents/skills/x/SKILL.md',
-    ]) {
+    for (const target of AGENT_CONFIG_FILES) {
       const result = await invoke('write_file', { path: target })
       expect(result.error?.code).toBe('DENIED')
       expect(text(result)).toContain(`inside the protected path ${path.join(ws, target.split('/')[0] as string)}`)

@@ -87,6 +87,9 @@ async function indexLogs(
   return indexed
 }
 
+/** A pass over the stored logs; resolves with the number of sessions indexed, or undefined when stopped. */
+type LogPass = (store: CatalogStore, source: LogSource, options: BuildOptions) => Promise<number | undefined>
+
 /**
  * Empties the catalog and indexes every stored log. A log that cannot be
  * read is reported and skipped; one with unreadable lines is indexed from
@@ -94,11 +97,7 @@ async function indexLogs(
  * when every log was visited. Resolves with the number of sessions indexed,
  * or undefined when stopped.
  */
-export async function buildFromLogs(
-  store: CatalogStore,
-  source: LogSource,
-  options: BuildOptions,
-): Promise<number | undefined> {
+export const buildFromLogs: LogPass = async (store, source, options) => {
   const started = Date.now()
   store.reset()
   const indexed = await indexLogs(store, source, await source.list(), options)
@@ -114,11 +113,7 @@ export async function buildFromLogs(
  * without the catalog (headless runs), or by another process. Resolves with
  * the number of sessions indexed, or undefined when stopped.
  */
-export async function catchUpWithLogs(
-  store: CatalogStore,
-  source: LogSource,
-  options: BuildOptions,
-): Promise<number | undefined> {
+export const catchUpWithLogs: LogPass = async (store, source, options) => {
   const started = Date.now()
   const changed = await source.list({ changedSince: store.syncedAt() - MTIME_SLACK_MS })
   const stale = changed.filter(
