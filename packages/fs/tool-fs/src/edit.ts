@@ -1,5 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import { callTarget, defineTool, ToolError } from '@dsh/tools'
+import { defineTool, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { editDiff, type Replacement } from './diff.ts'
@@ -14,25 +14,16 @@ import {
   toolErrorOf,
   writeKnown,
 } from './files.ts'
-import { pathTitle } from './presentation.ts'
+import { fileChange } from './presentation.ts'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 export function editTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'edit',
-    presentation: {
-      kind: 'edit',
-      view: 'diff',
-      title: pathTitle('Edit'),
-      change: (args) => {
-        const target = callTarget(args)
-        const { old_string: oldText, new_string: newText } = args
-        return target && typeof oldText === 'string' && typeof newText === 'string'
-          ? { path: target, oldText, newText }
-          : undefined
-      },
-    },
+    presentation: fileChange('Edit', ({ old_string: oldText, new_string: newText }) =>
+      typeof oldText === 'string' && typeof newText === 'string' ? { oldText, newText } : undefined,
+    ),
     description:
       'Replace exact text in a file. `old_string` must match the file exactly (whitespace and indentation included) and, ' +
       'unless `replace_all` is true, exactly once; include enough surrounding lines to make it unique. ' +

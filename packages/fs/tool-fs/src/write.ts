@@ -1,26 +1,18 @@
 import type { Context } from '@dsh/cordis'
 import type { FsCallOptions } from '@dsh/fs'
-import { callTarget, defineTool, type ToolRunContext, ToolError } from '@dsh/tools'
+import { defineTool, type ToolRunContext, ToolError } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { replacementDiff } from './diff.ts'
 import { displayPath, fsOptions, MAX_PATH_LENGTH, shownArgument, statOrUndefined, writeKnown } from './files.ts'
-import { pathTitle } from './presentation.ts'
+import { fileChange } from './presentation.ts'
 
 export function writeTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'write',
-    presentation: {
-      kind: 'edit',
-      view: 'diff',
-      title: pathTitle('Write'),
-      change: (args) => {
-        const target = callTarget(args)
-        return target && typeof args.content === 'string'
-          ? { path: target, oldText: null, newText: args.content }
-          : undefined
-      },
-    },
+    presentation: fileChange('Write', ({ content }) =>
+      typeof content === 'string' ? { oldText: null, newText: content } : undefined,
+    ),
     description:
       'Write a file with the given content, creating it (and any missing parent folders) or replacing it entirely. ' +
       'The new content replaces the old in one step, so no half-written file is ever left behind. ' +

@@ -37,6 +37,19 @@ describe('presentation', () => {
     expect(s.root.tools.present({ name, arguments: JSON.stringify(args) }, s.workspace).title).toBe(title)
   })
 
+  // The change an edit or a write shows as a diff; none unless the call carries the path and the texts.
+  it.each([
+    ['edit', { file_path: 'g.ts', old_string: 'a', new_string: 'b' }, { path: 'g.ts', oldText: 'a', newText: 'b' }],
+    ['edit', { file_path: 'g.ts', old_string: 'a' }, undefined],
+    ['edit', { old_string: 'a', new_string: 'b' }, undefined],
+    ['write', { file_path: 'new.txt', content: 'x' }, { path: 'new.txt', oldText: null, newText: 'x' }],
+    ['write', { file_path: 'new.txt' }, undefined],
+    ['write', { content: 'x' }, undefined],
+  ])('%s %j shows the change %j', (name, args, change) => {
+    const shown = s.root.tools.present({ name, arguments: JSON.stringify(args) }, s.workspace).change
+    expect(shown).toEqual(change && { ...change, path: path.join(s.workspace, change.path) })
+  })
+
   it('shows a path outside the workspace as absolute', () => {
     const far = path.join(s.outside, 'b.txt')
     const call = { name: 'edit', arguments: JSON.stringify({ file_path: far }) }
