@@ -1,18 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { Context, Service } from '../src/index.ts'
+import { describe, expect, it } from 'vitest'
+import { type Context, Service } from '../src/index.ts'
+import { rootPerTest } from './root.ts'
 
 // The dsh patch of cordis (patches/cordis@4.0.0-rc.10.patch) builds the "without inject" error only when it is
 // thrown. These pin what a plugin author still sees: the same messages, with a stack that starts at their code.
 
-let root: Context
-
-beforeEach(() => {
-  root = new Context()
-})
-
-afterEach(async () => {
-  await root.fiber.dispose()
-})
+const t = rootPerTest()
 
 class Welcomer extends Service {
   constructor(ctx: Context) {
@@ -35,9 +28,9 @@ function readWelcomerWithoutInject(ctx: Context): unknown {
 
 describe('reading a service through a context (patched cordis)', () => {
   it('gives the service to a plugin that injects it, and mixins still work', async () => {
-    await root.plugin(Welcomer)
+    await t.root.plugin(Welcomer)
     let said = ''
-    await root.plugin({
+    await t.root.plugin({
       name: 'user',
       inject: ['welcomer'],
       apply: (ctx: Context) => {
@@ -49,9 +42,9 @@ describe('reading a service through a context (patched cordis)', () => {
   })
 
   it('throws the same message as before, with a stack that starts at the reading code', async () => {
-    await root.plugin(Welcomer)
+    await t.root.plugin(Welcomer)
     let caught: unknown
-    await root.plugin({
+    await t.root.plugin({
       name: 'forgetful',
       apply: (ctx: Context) => {
         try {

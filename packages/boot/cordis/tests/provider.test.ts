@@ -1,5 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { Context, ProviderService, sharedMap } from '../src/index.ts'
+import { describe, expect, it } from 'vitest'
+import { type Context, ProviderService, sharedMap } from '../src/index.ts'
+import { rootPerTest } from './root.ts'
 
 declare module '../src/index.ts' {
   interface Context {
@@ -26,22 +27,14 @@ class LocalGreeter extends Greeter {
   }
 }
 
-let root: Context
-
-beforeEach(() => {
-  root = new Context()
-})
-
-afterEach(async () => {
-  await root.fiber.dispose()
-})
+const t = rootPerTest()
 
 describe('ProviderService', () => {
   it('registers under its name and keeps the context it was mounted on as home', async () => {
-    await root.plugin(LocalGreeter)
-    expect(root.greeter).toBeInstanceOf(LocalGreeter)
+    await t.root.plugin(LocalGreeter)
+    expect(t.root.greeter).toBeInstanceOf(LocalGreeter)
     expect(constructedWith).toBeDefined()
-    expect(root.greeter.homeContext()).toBe(constructedWith)
+    expect(t.root.greeter.homeContext()).toBe(constructedWith)
   })
 })
 

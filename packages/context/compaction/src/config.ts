@@ -1,4 +1,5 @@
 import { Schema } from '@dsh/cordis'
+import { sideCallFields } from '@dsh/llm'
 
 export interface CompactionConfig {
   auto: boolean
@@ -65,9 +66,7 @@ export const Config: Schema<CompactionConfig> = Schema.object({
     .default(4)
     .description('Characters per token when the size of messages has to be estimated.'),
   imageTokens: Schema.natural().default(1000).description('Tokens counted for one image when estimating.'),
-  provider: Schema.string().description("Route of the summary call; default: the agent's."),
-  model: Schema.string().description("Model of the summary call; default: the agent's."),
-  maxTokens: Schema.natural().min(1).default(8192).description('Output token cap of the summary call.'),
+  ...sideCallFields('summary call', 8192, "the agent's"),
   transcriptBlockChars: Schema.natural()
     .min(100)
     .default(4000)

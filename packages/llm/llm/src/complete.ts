@@ -1,3 +1,4 @@
+import { Schema } from '@dsh/cordis'
 import { BlockAssembler } from './assembler.ts'
 import type { LlmRuntime } from './runtime.ts'
 import type { FinishReason, GenerateRequest, LlmFailure, TokenUsage } from './types.ts'
@@ -40,4 +41,16 @@ export async function completeText(llm: LlmRuntime, request: GenerateRequest): P
     .map((block) => (block.type === 'text' ? block.text : ''))
     .join('')
   return { text, finish: finish.reason, ...(assembler.usage ? { usage: assembler.usage } : {}) }
+}
+
+/**
+ * The config fields of such a call on the side: `provider` and `model` (unset: `fallback`, e.g. "the agent's") and
+ * `maxTokens`, its output cap. `call` names it in the descriptions ("summary call").
+ */
+export function sideCallFields(call: string, maxTokens: number, fallback: string) {
+  return {
+    provider: Schema.string().description(`Route of the ${call}; default: ${fallback}.`),
+    model: Schema.string().description(`Model of the ${call}; default: ${fallback}.`),
+    maxTokens: Schema.natural().min(1).default(maxTokens).description(`Output token cap of the ${call}.`),
+  }
 }

@@ -1,6 +1,6 @@
 export * from './types.ts'
 export { BlockAssembler } from './assembler.ts'
-export { completeText, LlmCallError, type CompletedText } from './complete.ts'
+export { completeText, LlmCallError, type CompletedText, sideCallFields } from './complete.ts'
 export { LlmRuntime, failure } from './runtime.ts'
 export { addUsage, noUsage } from './usage.ts'
 export { name, apply } from './plugin.ts'

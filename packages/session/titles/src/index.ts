@@ -1,6 +1,6 @@
 import type {} from '@dsh/agent'
 import { type Context, Schema, Service } from '@dsh/cordis'
-import { completeText, type Message } from '@dsh/llm'
+import { completeText, type Message, sideCallFields } from '@dsh/llm'
 import { type Session, type SessionEvent, textMessage } from '@dsh/session'
 
 /** The `session/title` event is a wire type (`@dsh/wire-types`). */
@@ -34,9 +34,7 @@ export const Config: Schema<SessionTitlesConfig> = Schema.object({
     .description(
       "Title new sessions with a model call when the user's first message arrives. `rename` works either way.",
     ),
-  provider: Schema.string().description("Route of the title call; default: the session's agent's."),
-  model: Schema.string().description("Model of the title call; default: the session's agent's."),
-  maxTokens: Schema.natural().min(1).default(60).description('Output token cap of the title call.'),
+  ...sideCallFields('title call', 60, "the session's agent's"),
   maxInputChars: Schema.natural()
     .min(1)
     .default(4000)
