@@ -14,7 +14,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import * as mcp from '../src/index.ts'
 import { Config, type McpConfig, type McpServerConfig, toolName } from '../src/index.ts'
 import { PIXEL, serveHttp, TOOLS } from './fixtures/tools.mjs'
-import { collectWarnings } from '@dsh/testkit'
+import { collectWarnings, withEnvironment } from '@dsh/testkit'
 
 /** The names the fixture server's tools get as server "fx", sorted. */
 const FX_TOOLS = ['mcp__fx__add', 'mcp__fx__env', 'mcp__fx__fail', 'mcp__fx__pixel', 'mcp__fx__write_marker']
@@ -69,11 +69,16 @@ function invoke(name: string, args: Record<string, unknown>): Promise<ToolResult
   )
 }
 
-/** The values the server's `env` tool reports for `names`, by name. */
-async function serverEnv(...names: string[]): Promise<Record<string, string>> {
+/**
+ * Starts `server` as `fx`, and checks the value its `env` tool reports for each variable `expected` names
+ * (`(unset)`: the server did not get it).
+ */
+async function expectServerEnvironment(server: McpServerConfig, expected: Record<string, string | undefined>) {
+  await boot({ servers: { fx: server } })
+  await firstStep()
   const values: Record<string, string> = {}
-  for (const name of names) values[name] = text(await invoke('mcp__fx__env', { name }))
-  return values
+  for (const name of Object.keys(expected)) values[name] = text(await invoke('mcp__fx__env', { name }))
+  expect(values).toEqual(expected)
 }
 const text = (result: ToolResult) => result.content.map((b) => (b.type === 'text' ? b.text : `<${b.type}>`)).join('\n')
 const mcpTools = () =>
@@ -144,21 +149,14 @@ describe('a stdio server', () => {
   })
 
   it('starts the server with a scrubbed environment plus its own variables', async () => {
-    process.env.FIXTURE_API_TOKEN = 'do-not-leak'
-    process.env.DSH_FIXTURE_SETTING = 'internal'
-    try {
-      await boot({ servers: { fx: { ...stdio(), env: { GREETING: 'hello' } } } })
-      await firstStep()
-      expect(await serverEnv('FIXTURE_API_TOKEN', 'DSH_FIXTURE_SETTING', 'GREETING', 'PATH')).toEqual({
-        FIXTURE_API_TOKEN: '(unset)',
-        DSH_FIXTURE_SETTING: '(unset)',
-        GREETING: 'hello',
-        PATH: process.env.PATH,
-      })
-    } finally {
-      delete process.env.FIXTURE_API_TOKEN
-      delete process.env.DSH_FIXTURE_SETTING
+    const leaky = { FIXTURE_API_TOKEN: 'do-not-leak', DSH_FIXTURE_SETTING: 'internal' }
+    const seen = {
+      FIXTURE_API_TOKEN: '(unset)',
+      DSH_FIXTURE_SETTING: '(unset)',
+      GREETING: 'hello',
+      PATH: process.env.PATH,
     }
+    await withEnvironment(leaky, () => expectServerEnvironment({ ...stdio(), env: { GREETING: 'hello' } }, seen))
   })
 
   it('starts the server with the environment the subprocess policy builds, even what the SDK would add', async () => {
@@ -171,20 +169,9 @@ describe('a stdio server', () => {
       set: { FROM_POLICY: 'set' },
     }
     await root.plugin(subprocess, { environment: policy } as LocalSubprocessConfig)
-    process.env.FIXTURE_PLAIN = 'not core'
-    try {
-      await boot({ servers: { fx: stdio() } })
-      await firstStep()
-      // The SDK puts HOME under every server's environment; the policy excluded it.
-      expect(await serverEnv('FROM_POLICY', 'FIXTURE_PLAIN', 'HOME', 'PATH')).toEqual({
-        FROM_POLICY: 'set',
-        FIXTURE_PLAIN: '(unset)',
-        HOME: '(unset)',
-        PATH: process.env.PATH,
-      })
-    } finally {
-      delete process.env.FIXTURE_PLAIN
-    }
+    // The SDK puts HOME under every server's environment; the policy excluded it.
+    const seen = { FROM_POLICY: 'set', FIXTURE_PLAIN: '(unset)', HOME: '(unset)', PATH: process.env.PATH }
+    await withEnvironment({ FIXTURE_PLAIN: 'not core' }, () => expectServerEnvironment(stdio(), seen))
   })
 
   it('skips tools with malformed schemas, naming the server and the tool, and keeps the others', async () => {
