@@ -82,7 +82,7 @@ describe('reading a service through a context (patched cordis)', () => {
         function mountFromHere(ctx: Context) {
           return ctx.plugin({ name: 'bad', apply: () => throwInside() })
         }
-        const error = await Promise.resolve(mountFromHere(root)).then(
+        const error = await Promise.resolve(mountFromHere(t.root)).then(
           () => undefined,
           (reason: unknown) => reason as Error,
         )
