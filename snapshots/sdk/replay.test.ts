@@ -9,7 +9,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { type Message, SdkWire } from '../../apps/cli/tests/support/sdk-wire.ts'
+import { type RpcMessage, SdkWire } from '../../apps/cli/tests/support/sdk-wire.ts'
 import type { MockReply } from '../../packages/test-support/llm-mock/src/index.ts'
 import {
   describeRequest,
@@ -71,7 +71,7 @@ async function onlyLog(home: string): Promise<string | undefined> {
 async function drive(script: ScenarioScript, replies: MockReply[]) {
   const run = await start(replies, script.files)
   const answers = Object.fromEntries(Object.entries(script.answers ?? {}).map(([method, list]) => [method, [...list]]))
-  run.wire.answer = (request: Message) => answers[request.method]?.shift()
+  run.wire.answer = (request: RpcMessage) => answers[request.method]?.shift()
   try {
     for (const step of script.steps) {
       if ('raw' in step) {

@@ -4,10 +4,14 @@
 import os from 'node:os'
 import { normaliseMachineFacts } from '../../packages/test-support/replay/src/index.ts'
 import type { DshResult } from '../../packages/test-support/testkit/src/index.ts'
-import type { Message, SdkWire, WireEntry } from '../../apps/cli/tests/support/sdk-wire.ts'
+import type { RpcMessage, SdkWire, WireEntry } from '../../apps/cli/tests/support/sdk-wire.ts'
 
 /** One line of `transcript.jsonl`. */
-export type TranscriptEntry = { send: Message } | { sendRaw: string } | { recv: Message } | { exit: number | null }
+export type TranscriptEntry =
+  | { send: RpcMessage }
+  | { sendRaw: string }
+  | { recv: RpcMessage }
+  | { exit: number | null }
 
 const SESSION_ID = /session-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
@@ -95,8 +99,8 @@ export function transcriptOf(
   normaliser: Normaliser,
 ): TranscriptEntry[] {
   const out = entries.map((entry): TranscriptEntry => {
-    if ('recv' in entry) return { recv: normaliser.out(entry.recv) as Message }
-    if ('send' in entry) return { send: normaliser.out(entry.send) as Message }
+    if ('recv' in entry) return { recv: normaliser.out(entry.recv) as RpcMessage }
+    if ('send' in entry) return { send: normaliser.out(entry.send) as RpcMessage }
     return { sendRaw: normaliser.out(entry.sendRaw) as string }
   })
   out.push({ exit: exit.code })
@@ -131,7 +135,7 @@ export async function replayTranscript(
   let seen = 0
   const got: TranscriptEntry[] = []
   const pump = () => {
-    while (seen < wire.received.length) got.push({ recv: normaliser.out(wire.received[seen++]) as Message })
+    while (seen < wire.received.length) got.push({ recv: normaliser.out(wire.received[seen++]) as RpcMessage })
   }
   const arrived = async (count: number) => {
     if (count > 0) await wire.waitFor(() => wire.received.length >= count, `message ${count}`)
@@ -143,7 +147,7 @@ export async function replayTranscript(
       if ('recv' in entry) expected++
       if (!('send' in entry) && !('sendRaw' in entry)) continue
       await arrived(expected)
-      if ('send' in entry) wire.send(normaliser.in(entry.send) as Message)
+      if ('send' in entry) wire.send(normaliser.in(entry.send) as RpcMessage)
       else wire.sendRaw(normaliser.in(entry.sendRaw) as string)
     }
     await arrived(expected)

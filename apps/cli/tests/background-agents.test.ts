@@ -6,7 +6,7 @@ import path from 'node:path'
 import { type MockReply, type RecordedRequest, reply } from '@dsh/llm-mock'
 import { afterEach, describe, expect, it } from 'vitest'
 import { toolTexts, useMockedHeadless } from './support/mocked-headless.ts'
-import { type Message, SdkWire } from './support/sdk-wire.ts'
+import { type RpcMessage, SdkWire } from './support/sdk-wire.ts'
 
 const t = useMockedHeadless()
 afterEach(() => t.mock.setFallback(undefined))
@@ -209,7 +209,7 @@ describe('background subagents (SDK)', () => {
     expect(asked[0]?.params).toMatchObject({ sessionId, toolCall: { name: 'write' } })
 
     const child = (await ended).params.sessionId as string
-    const childLog = (await wire.call('session/events', { sessionId: child })).events as Message[]
+    const childLog = (await wire.call('session/events', { sessionId: child })).events as RpcMessage[]
     const denied = childLog.find((e) => e.type === 'tool/result' && e.data.name === 'write')
     expect(denied?.data.error.code).toBe('DENIED')
     expect(JSON.stringify(denied?.data.error)).toContain('subagents cannot ask for approval')

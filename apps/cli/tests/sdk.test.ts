@@ -4,7 +4,7 @@ import path from 'node:path'
 import { reply } from '@dsh/llm-mock'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
-import { type Message, SdkWire } from './support/sdk-wire.ts'
+import { type RpcMessage, SdkWire } from './support/sdk-wire.ts'
 import { ONE_TOOL_TURN, readSessionLog, streamedText } from './support/session-log.ts'
 
 const t = useMockedHeadless()
@@ -22,11 +22,11 @@ async function newSession(wire: SdkWire, extra: Record<string, unknown> = {}): P
   return (await wire.call('session/new', { cwd: t.work, ...extra })).sessionId
 }
 
-const types = (events: Message[]) => events.map((e) => e.type)
+const types = (events: RpcMessage[]) => events.map((e) => e.type)
 /** USD for `usage` at deepseek-v4-flash's list price. */
-const flashCost = (usage: Message) =>
+const flashCost = (usage: RpcMessage) =>
   (usage.inputTokens * 0.14 + usage.cacheReadTokens * 0.0028 + usage.outputTokens * 0.28) / 1e6
-const textOf = (messages: Message[]) =>
+const textOf = (messages: RpcMessage[]) =>
   messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
 
 describe('dsh --profile sdk', () => {
@@ -79,9 +79,9 @@ describe('dsh --profile sdk', () => {
 
     // The durable log, whole and after a seq.
     const all = (await wire.call('session/events', { sessionId })).events
-    expect(all.map((e: Message) => e.seq)).toEqual(events.map((e) => e.seq))
+    expect(all.map((e: RpcMessage) => e.seq)).toEqual(events.map((e) => e.seq))
     const tail = (await wire.call('session/events', { sessionId, afterSeq: 10 })).events
-    expect(tail.map((e: Message) => e.seq)).toEqual([11, 12, 13, 14])
+    expect(tail.map((e: RpcMessage) => e.seq)).toEqual([11, 12, 13, 14])
 
     const exit = await wire.shutdown()
     expect(exit.code).toBe(0)
@@ -145,10 +145,10 @@ describe('dsh --profile sdk', () => {
     expect(usage.context).toEqual(answer.context)
     const missing = await second.request('session/usage', { sessionId: 'session-nope' })
     expect(missing.error).toMatchObject({ code: -32001 })
-    const history = t.mock.requests[1]?.body.messages.map((m: Message) => m.role)
+    const history = t.mock.requests[1]?.body.messages.map((m: RpcMessage) => m.role)
     expect(history).toEqual(['system', 'user', 'assistant', 'user'])
     expect(
-      (await second.call('session/events', { sessionId })).events.filter((e: Message) => e.type === 'turn/end'),
+      (await second.call('session/events', { sessionId })).events.filter((e: RpcMessage) => e.type === 'turn/end'),
     ).toHaveLength(2)
     expect((await second.shutdown()).code).toBe(0)
   })
@@ -181,18 +181,18 @@ describe('dsh --profile sdk', () => {
     const { sessionId: fork } = await wire.call('session/fork', { sessionId, turn: 1 })
     expect(fork).not.toBe(sessionId)
     const forkEvents = (await wire.call('session/events', { sessionId: fork })).events
-    expect(forkEvents.filter((e: Message) => e.type === 'turn/end')).toHaveLength(1)
+    expect(forkEvents.filter((e: RpcMessage) => e.type === 'turn/end')).toHaveLength(1)
     expect(forkEvents.at(-1).type).toBe('session/end-seed')
 
     const answer = await wire.call('session/prompt', { sessionId: fork, content: 'three' })
     expect(answer).toMatchObject({ text: 'Forked answer.', turn: 2 })
     // The fork's request carries turn 1 and the new prompt, not turn 2.
-    const userTexts = t.mock.requests[2]?.body.messages.filter((m: Message) => m.role === 'user')
+    const userTexts = t.mock.requests[2]?.body.messages.filter((m: RpcMessage) => m.role === 'user')
     expect(textOf(userTexts)).toEqual(['one', 'three'])
     const { sessions } = await wire.call('session/list', {})
-    expect(sessions.map((s: Message) => s.sessionId).sort()).toEqual([sessionId, fork].sort())
+    expect(sessions.map((s: RpcMessage) => s.sessionId).sort()).toEqual([sessionId, fork].sort())
     // The catalog may not carry forkedFrom; the stored header does (below).
-    expect([undefined, sessionId]).toContain(sessions.find((s: Message) => s.sessionId === fork)?.forkedFrom)
+    expect([undefined, sessionId]).toContain(sessions.find((s: RpcMessage) => s.sessionId === fork)?.forkedFrom)
     expect((await wire.shutdown()).code).toBe(0)
     expect((await readSessionLog(t.home, fork)).header).toMatchObject({ forkedFrom: sessionId })
   })
@@ -216,24 +216,24 @@ describe('dsh --profile sdk', () => {
       t.mock.setFallback(undefined)
 
       const all = await wire.call('session/list', {})
-      expect(all.sessions.map((s: Message) => s.sessionId).sort()).toEqual([...ids, other].sort())
-      const times = all.sessions.map((s: Message) => s.updatedAt)
+      expect(all.sessions.map((s: RpcMessage) => s.sessionId).sort()).toEqual([...ids, other].sort())
+      const times = all.sessions.map((s: RpcMessage) => s.updatedAt)
       expect(times).toEqual([...times].sort((a, b) => b - a))
       expect(all.sessions[0]).toEqual(
         expect.objectContaining({ cwd: expect.any(String), createdAt: expect.any(Number) }),
       )
 
       const here = await wire.call('session/list', { cwd: t.work })
-      expect(here.sessions.map((s: Message) => s.sessionId).sort()).toEqual([...ids].sort())
+      expect(here.sessions.map((s: RpcMessage) => s.sessionId).sort()).toEqual([...ids].sort())
       const found = await wire.call('session/list', { query: queryOf(other) })
-      expect(found.sessions.map((s: Message) => s.sessionId)).toEqual([other])
+      expect(found.sessions.map((s: RpcMessage) => s.sessionId)).toEqual([other])
 
       const page1 = await wire.call('session/list', { cwd: t.work, limit: 2 })
       expect(page1.sessions).toHaveLength(2)
       const page2 = await wire.call('session/list', { cwd: t.work, limit: 2, cursor: page1.nextCursor })
       expect(page2.sessions).toHaveLength(1)
       expect(page2.nextCursor).toBeUndefined()
-      expect([...page1.sessions, ...page2.sessions].map((s: Message) => s.sessionId).sort()).toEqual([...ids].sort())
+      expect([...page1.sessions, ...page2.sessions].map((s: RpcMessage) => s.sessionId).sort()).toEqual([...ids].sort())
       expect((await wire.request('session/list', { limit: 100_000 })).error).toMatchObject({
         code: -32602,
         data: { field: 'limit' },
@@ -263,10 +263,10 @@ describe('dsh --profile sdk', () => {
     expect(compact.text).toMatch(/^Compacted the conversation/)
     expect(t.mock.requests).toHaveLength(3)
     const events = (await wire.call('session/events', { sessionId })).events
-    expect(events.filter((e: Message) => e.type === 'context/compaction').map((e: Message) => e.data.reason)).toEqual([
-      'manual',
-    ])
-    expect(events.filter((e: Message) => e.type === 'turn/start')).toHaveLength(2)
+    expect(
+      events.filter((e: RpcMessage) => e.type === 'context/compaction').map((e: RpcMessage) => e.data.reason),
+    ).toEqual(['manual'])
+    expect(events.filter((e: RpcMessage) => e.type === 'turn/start')).toHaveLength(2)
     expect((await wire.shutdown()).code).toBe(0)
   })
 
@@ -303,7 +303,7 @@ describe('dsh --profile sdk', () => {
       })
       expect(asked[0]?.params.reason).toContain('allowed.txt')
       const results = (await wire.call('session/events', { sessionId })).events.filter(
-        (e: Message) => e.type === 'tool/result',
+        (e: RpcMessage) => e.type === 'tool/result',
       )
       expect(results[1].data.error.code).toBe('DENIED')
       expect(JSON.stringify(results[1].data.message)).toContain('not this file')
@@ -335,7 +335,7 @@ describe('dsh --profile sdk', () => {
     expect(await wire.call('session/prompt', { sessionId, content: 'Ask me.' })).toMatchObject({ text: 'Blue it is.' })
     const asked = wire.received.find((m) => m.method === 'question/ask')
     expect(asked?.params).toMatchObject({ sessionId, questions: [question] })
-    const toolMessage = t.mock.requests[1]?.body.messages.find((m: Message) => m.role === 'tool')
+    const toolMessage = t.mock.requests[1]?.body.messages.find((m: RpcMessage) => m.role === 'tool')
     expect(toolMessage.content).toContain('blue')
     expect((await wire.shutdown()).code).toBe(0)
   })
@@ -407,7 +407,7 @@ describe('dsh --profile sdk', () => {
       await writeFile(path.join(t.work, 'short-lines.yml'), '- id: sdk-server\n  config:\n    maxLineBytes: 2048\n')
       const wire = await started(sdk(['--patch', 'short-lines.yml']))
       const sessionId = await newSession(wire)
-      const tooLong = (m: Message) =>
+      const tooLong = (m: RpcMessage) =>
         m.error?.code === -32600 && String(m.error.message).includes('longer than the limit')
 
       wire.sendRaw(
@@ -486,7 +486,7 @@ describe('dsh --profile sdk after a crash', () => {
     expect(await second.call('session/resume', { sessionId: empty })).toEqual({ sessionId: empty })
     expect(
       (await second.call('session/events', { sessionId: empty })).events.filter(
-        (e: Message) => e.type === 'user/message',
+        (e: RpcMessage) => e.type === 'user/message',
       ),
     ).toEqual([])
     // Its turn was being shown: the message was stored first.
@@ -517,7 +517,7 @@ describe('dsh --profile sdk-minimal', () => {
       text: 'Done.',
     })
     expect(readFileSync(path.join(t.work, 'out.txt'), 'utf8')).toBe('minimal-ok\n')
-    const tools = t.mock.requests[0]?.body.tools.map((tool: Message) => tool.function.name)
+    const tools = t.mock.requests[0]?.body.tools.map((tool: RpcMessage) => tool.function.name)
     expect(tools).toEqual(['bash', 'edit', 'read', 'write'])
     // No compaction plugin in this tree: /compact says so instead of reaching the model.
     const compact = await wire.call('session/prompt', { sessionId, content: '/compact' })

@@ -4,7 +4,7 @@ import { reply } from '@dsh/llm-mock'
 import { type HttpTestHost, startHttpTestHost } from '@dsh/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { useMockedHeadless } from './support/mocked-headless.ts'
-import { type Message, SdkWire } from './support/sdk-wire.ts'
+import { type RpcMessage, SdkWire } from './support/sdk-wire.ts'
 
 // The fences whose legitimate twin needs someone to approve: an SDK client.
 const t = useMockedHeadless()
@@ -64,7 +64,7 @@ describe('approvals the fences ask for, through the SDK', () => {
     expect(asked[0].reason).toContain(
       `wants to reach other.test:${testHost.port}, which is not on the network allowlist`,
     )
-    const events: Message[] = (await wire.call('session/events', { sessionId })).events
+    const events: RpcMessage[] = (await wire.call('session/events', { sessionId })).events
     const decisions = events.filter((e) => e.type === 'network/decision').map((e) => e.data)
     expect(decisions).toEqual([
       expect.objectContaining({ host: 'other.test', decision: 'allow', by: 'user' }),
@@ -99,8 +99,8 @@ describe('approvals the fences ask for, through the SDK', () => {
     wire.answer = (request) => (request.method === 'approval/request' ? { decision: 'allow-once' } : undefined)
     await wire.call('session/prompt', { sessionId, content: 'make this a git repository' })
     const results: string[] = (await wire.call('session/events', { sessionId })).events
-      .filter((e: Message) => e.type === 'tool/result')
-      .map((e: Message) => JSON.stringify(e.data))
+      .filter((e: RpcMessage) => e.type === 'tool/result')
+      .map((e: RpcMessage) => JSON.stringify(e.data))
     expect(results[0]).not.toContain('initialised')
     expect(results[1]).toContain('initialised')
     expect(existsSync(path.join(t.work, '.git', 'HEAD'))).toBe(true)

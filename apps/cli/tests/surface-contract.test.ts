@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import { AcpTestClient } from './support/acp.ts'
 import { useMockedHeadless } from './support/mocked-headless.ts'
-import { type Message, SdkWire } from './support/sdk-wire.ts'
+import { type RpcMessage, SdkWire } from './support/sdk-wire.ts'
 import { readSessionLog } from './support/session-log.ts'
 
 // The same behaviours of ctx.conversations, driven through each surface's real bin.
@@ -33,7 +33,7 @@ interface Driver {
   /** Opens a stored session in this (new) process; resolves with the preset it runs under. */
   resumePreset?(sessionId: string): Promise<Preset>
   /** Answers the model's questions with `answers`; resolves with what the client was asked. */
-  answerQuestions?(answers: Answers): () => Message[]
+  answerQuestions?(answers: Answers): () => RpcMessage[]
   /** Answers every approval request "allow for this session"; the result counts the requests so far. */
   allowForSession?(): () => number
   setPlanMode?(sessionId: string, on: boolean): Promise<void>
@@ -82,13 +82,13 @@ async function startWeb(): Promise<Driver> {
     return { status: res.status, json: await res.json() }
   }
   const ws = new WebSocket(`ws://127.0.0.1:${match[1]}/api/ws${match[2] ? `?token=${match[2]}` : ''}`)
-  const frames: Message[] = []
+  const frames: RpcMessage[] = []
   ws.on('message', (data) => frames.push(JSON.parse(String(data))))
   await new Promise((resolve, reject) => {
     ws.once('open', resolve)
     ws.once('error', reject)
   })
-  const frame = (match: (f: Message) => boolean, from = 0) =>
+  const frame = (match: (f: RpcMessage) => boolean, from = 0) =>
     vi.waitFor(
       () => {
         const found = frames.slice(from).find(match)
@@ -98,7 +98,7 @@ async function startWeb(): Promise<Driver> {
       { timeout: 20_000, interval: 20 },
     )
   const queuedTexts = new Map<string, boolean>()
-  const isEvent = (sessionId: string, type: string) => (f: Message) =>
+  const isEvent = (sessionId: string, type: string) => (f: RpcMessage) =>
     f.type === 'event' && f.sessionId === sessionId && f.event.type === type
   const subscribe = (sessionId: string) => ws.send(JSON.stringify({ type: 'subscribe', sessionId }))
   const session = async (sessionId: string) => (await api('GET', `/api/sessions/${sessionId}`)).json.session
@@ -122,7 +122,7 @@ async function startWeb(): Promise<Driver> {
       expect(sent.status).toBe(202)
       queuedTexts.set(text, sent.json.queued)
       // The turn/end after this message's own user/message event.
-      const isMine = (f: Message) =>
+      const isMine = (f: RpcMessage) =>
         isEvent(sessionId, 'user/message')(f) && JSON.stringify(f.event.data.message.content).includes(text)
       const mine = frames.indexOf(await frame(isMine, from))
       return (await frame(isEvent(sessionId, 'turn/end'), mine)).event.data.reason
@@ -154,7 +154,7 @@ async function startWeb(): Promise<Driver> {
     },
     async search(query) {
       const found = await api('GET', `/api/sessions?query=${encodeURIComponent(query)}`)
-      return found.json.sessions.map((s: Message) => s.sessionId)
+      return found.json.sessions.map((s: RpcMessage) => s.sessionId)
     },
     async setPreset(sessionId, preset) {
       expect((await api('PATCH', `/api/sessions/${sessionId}`, { permissionPreset: preset })).status).toBe(200)
@@ -181,7 +181,7 @@ async function startWeb(): Promise<Driver> {
       return () => asked
     },
     answerQuestions(answers) {
-      const asked: Message[] = []
+      const asked: RpcMessage[] = []
       const seen = new Set<string>()
       ws.on('message', async (data) => {
         const f = JSON.parse(String(data))
@@ -247,7 +247,7 @@ async function startSdk(): Promise<Driver> {
       return (await wire.call('session/fork', { sessionId })).sessionId
     },
     async search(query) {
-      return (await wire.call('session/list', { query })).sessions.map((s: Message) => s.sessionId)
+      return (await wire.call('session/list', { query })).sessions.map((s: RpcMessage) => s.sessionId)
     },
     answerQuestions(given) {
       answers['question/ask'] = { answers: given }
@@ -479,7 +479,7 @@ describe.each(able('answerQuestions'))('questions through the $name', { timeout:
     const asked = dsh.answerQuestions?.([{ question: 'Which colour?', selected: ['blue'] }])
     expect(await dsh.prompt(sessionId, 'ask me')).toBe(COMPLETED[surface.name])
     expect(asked?.()).toEqual([[question]])
-    const toolMessage = t.mock.requests[1]?.body.messages.find((m: Message) => m.role === 'tool')
+    const toolMessage = t.mock.requests[1]?.body.messages.find((m: RpcMessage) => m.role === 'tool')
     expect(JSON.stringify(toolMessage.content)).toContain('blue')
     await dsh.close()
   })
@@ -540,7 +540,7 @@ describe.each(able('steer'))('steering through the $name', { timeout: 90_000 }, 
     first.release()
     expect(await running).toBe(COMPLETED[surface.name])
     expect(t.mock.requests).toHaveLength(2)
-    const messages = t.mock.requests[1]?.body.messages as Message[]
+    const messages = t.mock.requests[1]?.body.messages as RpcMessage[]
     expect(messages.at(-1)).toMatchObject({ role: 'user' })
     expect(JSON.stringify(messages.at(-1)?.content)).toContain('please also mention the weather')
     expect(messages.some((m) => m.role === 'tool')).toBe(true)

@@ -1,10 +1,10 @@
 import { type DshOptions, type DshProcess, type DshResult, startDsh } from '@dsh/testkit'
 
 /** A JSON-RPC message as read from stdout (loosely typed: tests look at what they need). */
-export type Message = Record<string, any>
+export type RpcMessage = Record<string, any>
 
 /** One thing that crossed the wire, in order: what the test wrote and what dsh printed. */
-export type WireEntry = { send: Message } | { sendRaw: string } | { recv: Message }
+export type WireEntry = { send: RpcMessage } | { sendRaw: string } | { recv: RpcMessage }
 
 const WAIT_MS = 20_000
 
@@ -16,12 +16,12 @@ const WAIT_MS = 20_000
 export class SdkWire {
   readonly proc: DshProcess
   /** Every message dsh printed, in order. */
-  readonly received: Message[] = []
+  readonly received: RpcMessage[] = []
   /** Everything written and read, in order. */
   readonly entries: WireEntry[] = []
   readonly exited: Promise<DshResult>
   /** Answers requests dsh sends (approvals, questions); return undefined to leave one unanswered. */
-  answer: ((request: Message) => unknown) | undefined
+  answer: ((request: RpcMessage) => unknown) | undefined
   private nextId = 1
   private buffer = ''
   private bad: string | undefined
@@ -46,7 +46,7 @@ export class SdkWire {
   }
 
   private take(line: string): void {
-    let message: Message
+    let message: RpcMessage
     try {
       message = JSON.parse(line)
     } catch {
@@ -72,27 +72,27 @@ export class SdkWire {
     this.proc.child.stdin?.write(`${line}\n`)
   }
 
-  send(message: Message): void {
+  send(message: RpcMessage): void {
     this.entries.push({ send: message })
     this.proc.child.stdin?.write(`${JSON.stringify(message)}\n`)
   }
 
   /** Sends a request and resolves with the whole response message. */
-  async request(method: string, params?: unknown): Promise<Message> {
+  async request(method: string, params?: unknown): Promise<RpcMessage> {
     const id = this.nextId++
     this.send({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) })
     return this.waitFor((m) => m.id === id && m.method === undefined, `the answer to ${method} (id ${id})`)
   }
 
   /** Sends a request and resolves with its result; an error answer fails with its message. */
-  async call(method: string, params?: unknown): Promise<Message> {
+  async call(method: string, params?: unknown): Promise<RpcMessage> {
     const response = await this.request(method, params)
     if (response.error) throw new Error(`${method} failed: ${JSON.stringify(response.error)}`)
     return response.result
   }
 
   /** The first message (from `from` on) that matches; waits for it to arrive. */
-  waitFor(match: (message: Message) => boolean, what: string, from = 0): Promise<Message> {
+  waitFor(match: (message: RpcMessage) => boolean, what: string, from = 0): Promise<RpcMessage> {
     return new Promise((resolve, reject) => {
       const check = () => {
         if (this.bad !== undefined) return finish(new Error(`dsh printed a line that is not JSON: ${this.bad}`))
@@ -104,11 +104,11 @@ export class SdkWire {
         () => finish(new Error(`no ${what} within ${WAIT_MS} ms.\nstderr:\n${this.proc.stderr}`)),
         WAIT_MS,
       )
-      const finish = (error?: Error, message?: Message) => {
+      const finish = (error?: Error, message?: RpcMessage) => {
         clearTimeout(timer)
         this.listeners.delete(check)
         if (error) reject(error)
-        else resolve(message as Message)
+        else resolve(message as RpcMessage)
       }
       this.listeners.add(check)
       check()
@@ -116,7 +116,7 @@ export class SdkWire {
   }
 
   /** The params of every notification of `method` (for `sessionId` when given) so far. */
-  notifications(method: string, sessionId?: string): Message[] {
+  notifications(method: string, sessionId?: string): RpcMessage[] {
     return this.received
       .filter((m) => m.method === method && m.id === undefined && (!sessionId || m.params?.sessionId === sessionId))
       .map((m) => m.params)
