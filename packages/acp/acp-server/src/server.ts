@@ -7,6 +7,7 @@ import {
   type ApprovalReply,
   ConversationError,
   optionSettings,
+  rpcErrorOf,
   SETTINGS_EVENT,
   type SessionOptionId,
   type SessionSettings,
@@ -15,7 +16,7 @@ import {
 import { assertNever, type Context } from '@dsh/cordis'
 import { NETWORK_EVENT, NETWORK_MODES, type NetworkMode, PRESET_EVENT } from '@dsh/permission'
 import type { SessionEvent } from '@dsh/session'
-import type {} from '@dsh/checkpoints'
+import { rewindSession } from '@dsh/checkpoints'
 import { answeredBeforeEnd, schemas, sessionIdProblem } from '@dsh/sdk-protocol'
 import { routeFilesThroughClient } from '@dsh/fs'
 import { errorMessage } from '@dsh/tools'
@@ -473,14 +474,8 @@ export class AcpServer {
    * asked, restore the workspace's files (`ctx.checkpoints`). The fork is
    * stored closed; `session/resume` or `session/load` opens it.
    */
-  private async rewind(params: RewindParams): Promise<RewindResult> {
-    const checkpoints = this.ctx.get('checkpoints')
-    if (!checkpoints)
-      throw new ConversationError('unavailable', 'rewind is not available: this profile has no checkpoints plugin')
-    const { sessionId, ...options } = params
-    const result = await checkpoints.rewind(checkSessionId(sessionId), options)
-    if (result.sessionId) await this.ctx.conversations.close(result.sessionId)
-    return result
+  private rewind({ sessionId, ...options }: RewindParams): Promise<RewindResult> {
+    return rewindSession(this.ctx, checkSessionId(sessionId), options)
   }
 
   /** Renames an open or stored session; a stored one is closed again afterwards. */
@@ -551,23 +546,9 @@ async function explained<T>(handler: () => Promise<T>): Promise<T> {
     return await handler()
   } catch (error) {
     if (error instanceof acp.RequestError) throw error
-    if (error instanceof ConversationError) throw acpError(error)
-    throw acp.RequestError.internalError(undefined, errorMessage(error))
-  }
-}
-
-function acpError(error: ConversationError): acp.RequestError {
-  const { sessionId, field } = error.details
-  switch (error.kind) {
-    case 'not-found':
-      return new acp.RequestError(-32002, error.message, { sessionId })
-    case 'busy':
-      return invalid(error.message, { sessionId })
-    case 'invalid':
-    case 'unavailable':
-      return field ? invalid(`${field}: ${error.message}`, { field }) : invalid(error.message)
-    default:
-      return assertNever(error.kind, 'conversation error kind')
+    if (!(error instanceof ConversationError)) throw acp.RequestError.internalError(undefined, errorMessage(error))
+    const { code, message, data } = rpcErrorOf(error, { notFound: -32002, busy: -32602 })
+    throw new acp.RequestError(code, message, data)
   }
 }
 

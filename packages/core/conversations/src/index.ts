@@ -6,7 +6,13 @@ import { Conversations } from './service.ts'
 export { type LogView, SessionAccess, within } from './access.ts'
 export { sessionActivity } from './activity.ts'
 export { type ApprovalPrompt, type ApprovalReply, type Approver, InteractionBroker } from './broker.ts'
-export { ConversationError, type ConversationErrorKind } from './errors.ts'
+export {
+  ConversationError,
+  type ConversationErrorKind,
+  type RpcErrorCodes,
+  type RpcErrorShape,
+  rpcErrorOf,
+} from './errors.ts'
 export { recentHistory } from './history.ts'
 export { IdleUnloader } from './idle.ts'
 export type { ConversationSummary, ListPage, ListQuery } from './listing.ts'

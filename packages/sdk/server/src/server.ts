@@ -1,14 +1,15 @@
 import type {} from '@dsh/cmdline'
-import type {} from '@dsh/checkpoints'
+import { rewindSession } from '@dsh/checkpoints'
 import {
   ConversationError,
   type ConversationSummary,
   promptBytes,
   promptText,
+  rpcErrorOf,
   runCommand,
   userMessage,
 } from '@dsh/conversations'
-import { assertNever, type Context } from '@dsh/cordis'
+import type { Context } from '@dsh/cordis'
 import { noUsage } from '@dsh/llm'
 import {
   type ClientMethod,
@@ -57,22 +58,13 @@ const FIELDS: Record<string, Record<string, string>> = {
   'session/configure': { plan: 'planMode' },
 }
 
+const CODES = { notFound: ErrorCodes.UnknownSession, busy: ErrorCodes.SessionBusy }
+
 /** A conversation service error as the JSON-RPC error of `method`. */
 function rpcError(method: string, error: unknown): unknown {
   if (!(error instanceof ConversationError)) return error
-  const { sessionId, field } = error.details
-  switch (error.kind) {
-    case 'not-found':
-      return new RpcError(ErrorCodes.UnknownSession, error.message, { sessionId })
-    case 'busy':
-      return new RpcError(ErrorCodes.SessionBusy, error.message, { sessionId })
-    case 'invalid':
-    case 'unavailable':
-      if (field) return invalidField(method, FIELDS[method]?.[field] ?? field, error.message)
-      return new RpcError(ErrorCodes.InvalidParams, `${method}: ${error.message}`)
-    default:
-      return assertNever(error.kind)
-  }
+  const { code, message, data } = rpcErrorOf(error, CODES, { prefix: `${method}: `, rename: FIELDS[method] ?? {} })
+  return new RpcError(code, message, data)
 }
 
 /**
@@ -181,13 +173,7 @@ export class SdkServer {
         return {}
       },
       'session/commands': async (p) => ({ commands: this.conversations.commands({ sessionId: p.sessionId }) }),
-      'session/rewind': (p) => {
-        const checkpoints = this.ctx.get('checkpoints')
-        if (!checkpoints)
-          throw new ConversationError('unavailable', 'rewind is not available: this profile has no checkpoints plugin')
-        const { sessionId, ...options } = p
-        return checkpoints.rewind(sessionId, options)
-      },
+      'session/rewind': ({ sessionId, ...options }) => rewindSession(this.ctx, sessionId, options, { keepOpen: true }),
       shutdown: async () => {
         await this.stop()
         setImmediate(this.onStopped)

@@ -3,6 +3,7 @@ import { type Context, Schema } from '@dsh/cordis'
 import type { SessionEvent } from '@dsh/session'
 import { errorMessage, type ToolExecution, type ToolResult } from '@dsh/tools'
 import { Checkpoints } from './service.ts'
+export { rewindSession } from './rewind.ts'
 
 export type { ChangedFile, FileChange } from './git.ts'
 export {

@@ -1,5 +1,5 @@
-import type {} from '@dsh/checkpoints'
-import { ConversationError, recentHistory, type SessionAccess } from '@dsh/conversations'
+import { rewindSession } from '@dsh/checkpoints'
+import { recentHistory, type SessionAccess } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import type { ContentBlock, Message } from '@dsh/llm'
 import { newMessageId, type SessionEvent } from '@dsh/session'
@@ -194,14 +194,9 @@ export function applySessionRoutes(
   route('POST', '/api/sessions/:id/rewind', async (request) => {
     const id = idOf(request)
     const body = await bodyOf(RewindBody, request, 'rewind')
-    const checkpoints = ctx.get('checkpoints')
-    if (!checkpoints)
-      throw new ConversationError('unavailable', 'rewind is not available: this profile has no checkpoints plugin')
-    const result = await checkpoints.rewind(id, body)
-    if (!result.sessionId) return result
-    // Closed, like a fork: it opens like any other stored session.
-    await conversations.close(result.sessionId)
-    return made(result)
+    // rewindSession closes the fork, like a fork here: it opens like any other stored session.
+    const result = await rewindSession(ctx, id, body)
+    return result.sessionId ? made(result) : result
   })
 
   route('PATCH', '/api/sessions/:id', async (request) => {
