@@ -21,6 +21,7 @@ export { EventFeed } from './feed.ts'
 export { RecentReads } from './recent-reads.ts'
 export {
   type CommandReply,
+  checkedPrompt,
   type PromptInput,
   promptBytes,
   promptText,

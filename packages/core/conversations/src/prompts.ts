@@ -1,7 +1,7 @@
 import type { Message } from '@dsh/llm'
 import { newMessageId } from '@dsh/session'
 import type { ContentBlock } from '@dsh/wire-types'
-import { ConversationError } from './errors.ts'
+import { ConversationError, invalid } from './errors.ts'
 import type { Conversations } from './service.ts'
 
 /** What a user sends as a prompt: text, or text and image blocks. */
@@ -27,6 +27,19 @@ export function promptText(content: PromptInput): string | undefined {
   if (typeof content === 'string') return content
   if (content.some((block) => block.type !== 'text')) return undefined
   return content.map((block) => (block.type === 'text' ? block.text : '')).join('')
+}
+
+/**
+ * The user message of a prompt of at most `maxBytes` (`promptBytes`); a larger
+ * or an empty one is refused `invalid` naming `content` (`setting` is the
+ * config field of the limit, named in the refusal).
+ */
+export function checkedPrompt(content: PromptInput, maxBytes: number, setting: string): Message {
+  const bytes = promptBytes(content)
+  if (bytes > maxBytes)
+    throw invalid('content', `the prompt is ${bytes} bytes, more than the limit of ${maxBytes} (${setting})`)
+  if (promptText(content)?.trim() === '') throw invalid('content', 'the prompt is empty')
+  return userMessage(content)
 }
 
 /** What a built-in command did: a sentence for the user, and the failure when it failed. */

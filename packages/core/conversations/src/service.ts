@@ -26,22 +26,23 @@ declare module '@dsh/cordis' {
 export const SETTINGS_EVENT = 'conversation/settings'
 const PLAN_EVENT = 'plan/mode'
 
+/** A session's new settings; a field left out (or undefined, as a request's optional field) keeps the default. */
 export interface CreateOptions {
   cwd: string
-  model?: string
-  reasoningEffort?: ReasoningEffort
-  preset?: PermissionPreset
-  network?: NetworkMode
+  model?: string | undefined
+  reasoningEffort?: ReasoningEffort | undefined
+  preset?: PermissionPreset | undefined
+  network?: NetworkMode | undefined
 }
 
-/** What `configure` changes; each field is optional and logged so that it holds after resume. */
+/** What `configure` changes; each field is optional (undefined changes nothing) and logged so that it holds after resume. */
 export interface SessionSettings {
-  model?: string
-  reasoningEffort?: ReasoningEffort
-  preset?: PermissionPreset
-  network?: NetworkMode
+  model?: string | undefined
+  reasoningEffort?: ReasoningEffort | undefined
+  preset?: PermissionPreset | undefined
+  network?: NetworkMode | undefined
   /** Plan mode on or off (needs the plan-mode plugin). */
-  plan?: boolean
+  plan?: boolean | undefined
 }
 
 export interface ModelSummary {

@@ -1,3 +1,4 @@
+import type { z } from 'zod'
 import { ConnectionClosedError, ErrorCodes, RpcError } from './codes.ts'
 import { LineSplitter } from './lines.ts'
 import { peekRequestId, REQUEST_ID_SCAN_CHARS } from './request-id.ts'
@@ -110,6 +111,24 @@ export class JsonRpcPeer {
 
   get closed(): boolean {
     return this.closedWith !== undefined
+  }
+
+  /**
+   * `request`, with the answer checked: one that does not fit `schema` rejects,
+   * saying what was `expected` and what came.
+   */
+  async requestChecked<T>(
+    method: string,
+    params: unknown,
+    schema: z.ZodType<T>,
+    expected: string,
+    options: RequestOptions = {},
+  ): Promise<T> {
+    const answer = await this.request(method, params, options)
+    const parsed = schema.safeParse(answer)
+    if (!parsed.success)
+      throw new Error(`the client answered ${method} with ${JSON.stringify(answer)}, not ${expected}`)
+    return parsed.data
   }
 
   /** Sends a request and resolves with its result; an error answer rejects with an `RpcError`. */

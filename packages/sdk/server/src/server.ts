@@ -3,16 +3,14 @@ import { rewindSession } from '@dsh/checkpoints'
 import {
   ConversationError,
   type ConversationSummary,
-  promptBytes,
+  checkedPrompt,
   promptText,
   rpcErrorOf,
   runCommand,
-  userMessage,
 } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
 import { noUsage } from '@dsh/llm'
 import {
-  type ClientMethod,
   ErrorCodes,
   invalidField,
   JsonRpcPeer,
@@ -28,7 +26,6 @@ import {
   schemas,
 } from '@dsh/sdk-protocol'
 import { errorMessage } from '@dsh/tools'
-import type { z } from 'zod'
 import manifest from '../package.json' with { type: 'json' }
 import type { SdkServerConfig } from './config.ts'
 import { turnResult } from './turns.ts'
@@ -124,15 +121,9 @@ export class SdkServer {
   private readonly methods = new MethodDispatcher(
     {
       initialize: (p) => this.initialize(p),
-      'session/new': async (p) => {
-        const agent = await this.conversations.create({
-          cwd: p.cwd,
-          ...(p.model ? { model: p.model } : {}),
-          ...(p.permissionPreset ? { preset: p.permissionPreset } : {}),
-          ...(p.network ? { network: p.network } : {}),
-        })
-        return { sessionId: agent.id }
-      },
+      'session/new': async ({ cwd, model, permissionPreset: preset, network }) => ({
+        sessionId: (await this.conversations.create({ cwd, model, preset, network })).id,
+      }),
       'session/resume': async (p) => {
         const { problems } = await this.conversations.resume(p.sessionId)
         return problems.length ? { sessionId: p.sessionId, problems } : { sessionId: p.sessionId }
@@ -148,17 +139,11 @@ export class SdkServer {
       },
       'session/prompt': (p, request) => this.prompt(p, request),
       'session/steer': async (p) => {
-        this.conversations.steer(p.sessionId, this.message('session/steer', p.content))
+        this.conversations.steer(p.sessionId, this.message(p.content))
         return {}
       },
-      'session/configure': async ({ sessionId, model, reasoningEffort, preset, network, planMode }) => {
-        await this.conversations.configure(sessionId, {
-          ...(model ? { model } : {}),
-          ...(reasoningEffort ? { reasoningEffort } : {}),
-          ...(preset ? { preset } : {}),
-          ...(network ? { network } : {}),
-          ...(planMode !== undefined ? { plan: planMode } : {}),
-        })
+      'session/configure': async ({ sessionId, planMode: plan, ...settings }) => {
+        await this.conversations.configure(sessionId, { ...settings, plan })
         return this.settings(sessionId)
       },
       'session/cancel': async (p) => {
@@ -217,7 +202,9 @@ export class SdkServer {
         broker.setApprover(this.ctx, ({ sessionId, call, reason, preset }, signal) => {
           const toolCall = { callId: call.callId, name: call.name, arguments: call.arguments }
           const params = { sessionId, toolCall, preset: preset ?? null, reason }
-          return this.ask('approval/request', params, schemas.ApprovalResult, '{decision, message?}', signal)
+          return this.peer.requestChecked('approval/request', params, schemas.ApprovalResult, '{decision, message?}', {
+            signal,
+          })
         }),
       )
     if (p.capabilities?.questions && this.ctx.get('questions'))
@@ -225,7 +212,9 @@ export class SdkServer {
         broker.setAsker(this.ctx, async ({ sessionId, callId, questions }, signal) => {
           const expected = '{answers: [{question, selected, text?}]}'
           const params = { sessionId, callId, questions }
-          return (await this.ask('question/ask', params, schemas.QuestionAskResult, expected, signal)).answers
+          return (
+            await this.peer.requestChecked('question/ask', params, schemas.QuestionAskResult, expected, { signal })
+          ).answers
         }),
       )
     this.methods.initialized = true
@@ -250,28 +239,9 @@ export class SdkServer {
     }
   }
 
-  /** Asks the client; an answer that does not fit `schema` throws, naming what was `expected`. */
-  private async ask<T>(method: string, params: object, schema: z.ZodType<T>, expected: string, signal: AbortSignal) {
-    const answer = await this.peer.request(method, params, { signal })
-    const parsed = schema.safeParse(answer)
-    if (!parsed.success)
-      throw new Error(`the client answered ${method} with ${JSON.stringify(answer)}, not ${expected}`)
-    return parsed.data
-  }
-
   /** The user message of a prompt or a steer; too big or empty is -32602 naming `content`. */
-  private message(method: ClientMethod, content: Params<'session/prompt'>['content']) {
-    const bytes = promptBytes(content)
-    if (bytes > this.config.maxPromptBytes) {
-      throw invalidField(
-        method,
-        'content',
-        `the prompt is ${bytes} bytes, more than the limit of ${this.config.maxPromptBytes} (maxPromptBytes)`,
-      )
-    }
-    const text = promptText(content)
-    if (text !== undefined && text.trim() === '') throw invalidField(method, 'content', 'the prompt is empty')
-    return userMessage(content)
+  private message(content: Params<'session/prompt'>['content']) {
+    return checkedPrompt(content, this.config.maxPromptBytes, 'maxPromptBytes')
   }
 
   /**
@@ -281,7 +251,7 @@ export class SdkServer {
    */
   private async prompt(p: Params<'session/prompt'>, request?: RequestContext): Promise<PromptResult> {
     const agent = this.conversations.agent(p.sessionId, NOT_OPEN)
-    const message = this.message('session/prompt', p.content)
+    const message = this.message(p.content)
     const text = promptText(p.content)?.trim()
     // Not awaited for other text: it reaches conversations.prompt in the tick it arrived (an await here broke
     // the cancel of a queued prompt, see the sdk-client tests).
