@@ -1,9 +1,8 @@
 import { fileURLToPath } from 'node:url'
 import { type ContentBlock as AcpContent, RequestError } from '@agentclientprotocol/sdk'
 import type { ContentBlock, Message } from '@dsh/llm'
+import { schemas } from '@dsh/sdk-protocol'
 import { newMessageId } from '@dsh/session'
-
-const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp']
 
 export interface PromptLimits {
   /** Whether image blocks are accepted (the model takes images). */
@@ -44,9 +43,10 @@ export function promptMessage(blocks: readonly AcpContent[], limits: PromptLimit
   }
   const image = (mimeType: string, data: string, what: string) => {
     if (!limits.images) throw refuse(`${what} cannot be used: the model ${limits.model} does not take images`)
-    if (!IMAGE_TYPES.includes(mimeType))
-      throw refuse(`${what} has type ${mimeType}; images must be ${IMAGE_TYPES.join(', ')}`)
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data) || data.length % 4 !== 0) throw refuse(`${what} is not valid base64`)
+    // The SDK protocol's definition of a prompt's image.
+    if (!schemas.ImageMediaType.safeParse(mimeType).success)
+      throw refuse(`${what} has type ${mimeType}; images must be ${schemas.ImageMediaType.options.join(', ')}`)
+    if (!schemas.ImageData.safeParse(data).success) throw refuse(`${what} is not valid base64`)
     flush()
     content.push({ type: 'image', mediaType: mimeType, data })
   }

@@ -27,6 +27,15 @@ import { promptMessage } from './prompt.ts'
 import { ToolViews } from './tool-view.ts'
 import { SessionUpdates, usageUpdate } from './updates.ts'
 
+/** The handler of each ACP request dsh answers; a failure goes through `explained`. */
+type AcpHandlers = {
+  [M in acp.AgentRequestMethod]?: (
+    params: acp.AgentRequestParamsByMethod[M],
+    signal: AbortSignal,
+  ) => Promise<acp.AgentRequestResponsesByMethod[M]>
+}
+type AnyHandler = (params: unknown, signal: AbortSignal) => Promise<unknown>
+
 /** One session the client drives. */
 interface AcpSession {
   agent: Agent
@@ -78,24 +87,29 @@ export class AcpServer {
     private readonly version: string,
   ) {
     this.links = new SessionServers(ctx)
-    const app = acp
-      .agent({ name: 'dsh' })
-      .onRequest(acp.methods.agent.initialize, ({ params }) => this.initialize(params))
-      .onRequest(acp.methods.agent.authenticate, () => ({}))
-      .onRequest(acp.methods.agent.session.new, ({ params }) => explained(() => this.newSession(params)))
-      .onRequest(acp.methods.agent.session.load, ({ params }) => explained(() => this.loadSession(params)))
-      .onRequest(acp.methods.agent.session.prompt, ({ params, signal }) => explained(() => this.prompt(params, signal)))
-      .onRequest(acp.methods.agent.session.setMode, ({ params }) => explained(() => this.setMode(params)))
-      .onRequest(acp.methods.agent.session.setConfigOption, ({ params }) =>
-        explained(() => this.setConfigOption(params)),
-      )
-      .onRequest(acp.methods.agent.session.close, ({ params }) => explained(() => this.closeSession(params)))
-      .onRequest(acp.methods.agent.session.list, ({ params }) => explained(() => this.listSessions(params)))
-      .onRequest(acp.methods.agent.session.resume, ({ params }) => explained(() => this.resumeSession(params)))
-      .onRequest(acp.methods.agent.session.fork, ({ params }) => explained(() => this.forkSession(params)))
-      .onRequest(acp.methods.agent.session.setTitle, ({ params }) => explained(() => this.setTitle(params)))
-      .onRequest(acp.methods.agent.session.delete, ({ params }) => explained(() => this.deleteSession(params)))
-      .onNotification(acp.methods.agent.session.cancel, ({ params }) => this.cancel(params.sessionId))
+    const { session } = acp.methods.agent
+    const handlers: AcpHandlers = {
+      [acp.methods.agent.initialize]: async (params) => this.initialize(params),
+      [acp.methods.agent.authenticate]: async () => ({}),
+      [session.new]: (params) => this.newSession(params),
+      [session.load]: (params) => this.loadSession(params),
+      [session.prompt]: (params, signal) => this.prompt(params, signal),
+      [session.setMode]: (params) => this.setMode(params),
+      [session.setConfigOption]: (params) => this.setConfigOption(params),
+      [session.close]: (params) => this.closeSession(params),
+      [session.list]: (params) => this.listSessions(params),
+      [session.resume]: (params) => this.resumeSession(params),
+      [session.fork]: (params) => this.forkSession(params),
+      [session.setTitle]: (params) => this.setTitle(params),
+      [session.delete]: (params) => this.deleteSession(params),
+    }
+    const app = acp.agent({ name: 'dsh' })
+    for (const [method, handler] of Object.entries(handlers) as Array<[acp.AgentRequestMethod, AnyHandler]>) {
+      const answer = ({ params, signal }: acp.AgentRequestContext<unknown>) => explained(() => handler(params, signal))
+      app.onRequest(method, answer as acp.AgentRequestHandlersByMethod[typeof method])
+    }
+    app
+      .onNotification(session.cancel, ({ params }) => this.cancel(params.sessionId))
       .onRequest<RewindParams, RewindResult>(
         REWIND_METHOD,
         (value) => rewindParams(value),
@@ -319,8 +333,7 @@ export class AcpServer {
   private async newSession(params: acp.NewSessionRequest): Promise<acp.NewSessionResponse> {
     const cwd = folderOf(params)
     const servers = this.mcpServers(params.mcpServers, cwd)
-    const network = networkOf(params._meta)
-    const agent = await this.ctx.conversations.create({ cwd, ...(network ? { network } : {}) })
+    const agent = await this.ctx.conversations.create({ cwd, network: networkOf(params._meta) })
     const state = this.adopt(agent)
     await this.connectMcp(state, servers)
     this.announceCommands(state)

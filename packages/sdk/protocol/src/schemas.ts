@@ -22,14 +22,14 @@ const empty = z.object({})
 
 // ---- shared shapes ----
 
+/** What an image in a prompt may be, on every surface (ACP's prompt checks use these too). */
+export const ImageMediaType = z.enum(['image/png', 'image/jpeg', 'image/gif', 'image/webp'])
+export const ImageData = z.base64('must be base64')
+
 /** One block of a prompt: text, or an image as base64. */
 export const PromptBlock = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text'), text: z.string() }),
-  z.object({
-    type: z.literal('image'),
-    mediaType: z.enum(['image/png', 'image/jpeg', 'image/gif', 'image/webp']),
-    data: z.base64('must be base64'),
-  }),
+  z.object({ type: z.literal('image'), mediaType: ImageMediaType, data: ImageData }),
 ])
 
 /** A prompt: plain text or a non-empty list of blocks. */
