@@ -1,6 +1,7 @@
 import type { ToolCallContent, ToolCallLocation, ToolKind } from '@agentclientprotocol/sdk'
 import type { ContentBlock } from '@dsh/llm'
 import {
+  codeFence,
   type FileChange,
   parseCallArguments,
   presentResult,
@@ -70,7 +71,7 @@ export class ToolViews {
       return [...(diff ?? this.view(name, call.arguments).content), text(result.diagnostics)]
     }
     const out: ToolCallContent[] = []
-    if (result.text) out.push(text(result.code === undefined ? result.text : fence(result.text, result.code)))
+    if (result.text) out.push(text(result.code === undefined ? result.text : codeFence(result.text, result.code)))
     for (const { mediaType, data } of result.images)
       out.push({ type: 'content', content: { type: 'image', mimeType: mediaType, data } })
     return out
@@ -78,10 +79,3 @@ export class ToolViews {
 }
 
 const diffOf = ({ path, oldText, newText }: FileChange): ToolCallContent => ({ type: 'diff', path, oldText, newText })
-
-/** A Markdown code block around `body`, with a fence longer than any run of backticks inside it. */
-export function fence(body: string, language: string): string {
-  const longest = Math.max(0, ...Array.from(body.matchAll(/`+/g), (m) => m[0].length))
-  const marks = '`'.repeat(Math.max(3, longest + 1))
-  return `${marks}${language}\n${body.replace(/\n$/, '')}\n${marks}`
-}

@@ -3,7 +3,7 @@ import type { ToolCallId } from '@dsh/llm'
 import type { SessionEvent } from '@dsh/session'
 import { callTarget, presentCall, textArgument, type ToolDefinition } from '@dsh/tools'
 import { describe, expect, it } from 'vitest'
-import { fence, promptMessage, SessionUpdates, ToolViews } from '../src/index.ts'
+import { promptMessage, SessionUpdates, ToolViews } from '../src/index.ts'
 
 const limits = { images: false, model: 'text-model', maxBytes: 1000 }
 
@@ -152,7 +152,6 @@ describe('tool calls', () => {
     expect(views.resultContent('patch', [{ type: 'text', text: 'Error: not found' }], true)).toEqual([
       { type: 'content', content: { type: 'text', text: 'Error: not found' } },
     ])
-    expect(fence('a ``` b', '')).toBe('````\na ``` b\n````')
   })
 })
 

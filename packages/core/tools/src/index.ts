@@ -18,7 +18,7 @@ export {
   withPresentation,
 } from './describe.ts'
 export { capResult, failure, formatIssues, textOf } from './result.ts'
-export { presentResult, type ToolResultView } from './result-view.ts'
+export { codeFence, presentResult, type ToolResultView } from './result-view.ts'
 export { Config, ToolRuntime, type ToolsConfig } from './runtime.ts'
 
 export const name = 'tools'

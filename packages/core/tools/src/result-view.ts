@@ -42,3 +42,13 @@ export function presentResult(
     ].join('\n')
   return view
 }
+
+/**
+ * A Markdown code block of `body` in `language` (a result view's `code`), with
+ * a fence longer than any run of backticks inside it.
+ */
+export function codeFence(body: string, language: string): string {
+  const longest = Math.max(0, ...Array.from(body.matchAll(/`+/g), (m) => m[0].length))
+  const marks = '`'.repeat(Math.max(3, longest + 1))
+  return `${marks}${language}\n${body.replace(/\n$/, '')}\n${marks}`
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { presentCall } from '../src/describe.ts'
-import { presentResult } from '../src/result-view.ts'
+import { codeFence, presentResult } from '../src/result-view.ts'
 import type { ToolPresentation } from '../src/types.ts'
 
 const cwd = '/work/project'
@@ -44,5 +44,10 @@ describe('presentResult', () => {
     })
     expect(presentResult(shown, { content: [], failed: false }, cwd)).toEqual({ text: '', images: [] })
     expect(presentResult(shown, { content: [], failed: true, meta }, cwd)).toEqual({ text: '', images: [] })
+  })
+
+  it('fences code with more backticks than the body holds in a row, the last newline dropped', () => {
+    expect(codeFence('ok\n', 'console')).toBe('```console\nok\n```')
+    expect(codeFence('a ``` b', '')).toBe('````\na ``` b\n````')
   })
 })
