@@ -18,6 +18,7 @@ export { IdleUnloader } from './idle.ts'
 export type { ConversationSummary, ListPage, ListQuery } from './listing.ts'
 export { PendingInteractions, type PendingNotice, PendingRequests } from './pending.ts'
 export { EventFeed } from './feed.ts'
+export { type PromptOutcome, type PromptStop, promptOutcome } from './outcome.ts'
 export { RecentReads } from './recent-reads.ts'
 export {
   type CommandReply,

@@ -54,4 +54,22 @@ describe('MethodDispatcher', () => {
     finish()
     expect(await settled).toBe(true)
   })
+
+  it('takes initialize once, and only for this protocol version, naming protocolVersion', async () => {
+    let runs = 0
+    const methods = dispatcher({
+      initialize: async () => {
+        runs++
+        return {} as never
+      },
+    })
+    await expect(methods.dispatch('initialize', { protocolVersion: 7 })).rejects.toMatchObject({
+      code: ErrorCodes.InvalidParams,
+      message: 'initialize: protocolVersion: this server speaks protocol version 1, not 7',
+      data: { field: 'protocolVersion' },
+    })
+    await methods.dispatch('initialize', { protocolVersion: 1 })
+    expect(await codeOf(methods.dispatch('initialize', { protocolVersion: 1 }))).toBe(ErrorCodes.AlreadyInitialized)
+    expect(runs).toBe(1)
+  })
 })

@@ -4,6 +4,7 @@ import {
   ConversationError,
   type ConversationSummary,
   checkedPrompt,
+  promptOutcome,
   promptText,
   rpcErrorOf,
   runCommand,
@@ -28,7 +29,6 @@ import {
 import { errorMessage } from '@dsh/tools'
 import manifest from '../package.json' with { type: 'json' }
 import type { SdkServerConfig } from './config.ts'
-import { turnResult } from './turns.ts'
 
 /** Where requests arrive (stdin) and where answers and notifications go (stdout). */
 export type SdkStreams = Pick<ProtocolStdio, 'input' | 'output'>
@@ -39,15 +39,9 @@ interface LoaderLike {
 
 const NOT_OPEN = ' (not open here: session/new creates one, session/resume opens a stored one)'
 
-const summary = (s: ConversationSummary): SessionSummary => ({
-  sessionId: s.sessionId,
-  title: s.title ?? null,
-  cwd: s.cwd,
-  createdAt: s.createdAt,
-  updatedAt: s.updatedAt,
-  ...(s.parentSession ? { parentSession: s.parentSession } : {}),
-  ...(s.forkedFrom ? { forkedFrom: s.forkedFrom } : {}),
-})
+/** A listed session as the SDK shows it; fields left undefined are not sent (JSON has no undefined). */
+const summary = ({ sessionId, title, cwd, createdAt, updatedAt, parentSession, forkedFrom }: ConversationSummary) =>
+  ({ sessionId, title: title ?? null, cwd, createdAt, updatedAt, parentSession, forkedFrom }) satisfies SessionSummary
 
 /** The SDK's name of a service argument, where a method names it otherwise. */
 const FIELDS: Record<string, Record<string, string>> = {
@@ -72,7 +66,6 @@ function rpcError(method: string, error: unknown): unknown {
 export class SdkServer {
   private readonly peer: JsonRpcPeer
   private readonly logger: ReturnType<Context['logger']>
-  private initializing = false
   private closing: Promise<void> | undefined
   private readonly granted = { approvals: false, questions: false }
 
@@ -104,15 +97,8 @@ export class SdkServer {
       if (this.methods.initialized) this.peer.notify(method, params)
     }
     ctx.on('session/published', (session, event) => notify('session/event', { sessionId: session.id, event }))
-    ctx.on('agent/delta', (agent, d) =>
-      notify('session/delta', {
-        sessionId: agent.id,
-        turn: d.turn,
-        step: d.step,
-        index: d.index,
-        kind: d.kind,
-        delta: d.delta,
-      }),
+    ctx.on('agent/delta', (agent, { turn, step, index, kind, delta }) =>
+      notify('session/delta', { sessionId: agent.id, turn, step, index, kind, delta }),
     )
     ctx.on('agent/status', (agent, status) => notify('session/status', { sessionId: agent.id, status }))
     ctx.effect(() => () => this.peer.close(), 'sdk connection')
@@ -170,14 +156,9 @@ export class SdkServer {
 
   /** What `session/configure` answers: the settings the session's next request uses. */
   private async settings(id: string): Promise<ResultOf<'session/configure'>> {
-    const view = await this.conversations.show(id)
-    return {
-      model: view.model ?? this.ctx.agents.defaults().model,
-      ...(view.reasoningEffort ? { reasoningEffort: view.reasoningEffort } : {}),
-      ...(view.preset ? { preset: view.preset } : {}),
-      ...(view.network ? { network: view.network } : {}),
-      planMode: view.plan,
-    }
+    // Fields left undefined are not sent (JSON has no undefined).
+    const { model, reasoningEffort, preset, network, plan } = await this.conversations.show(id)
+    return { model: model ?? this.ctx.agents.defaults().model, reasoningEffort, preset, network, planMode: plan }
   }
 
   private get conversations() {
@@ -185,16 +166,6 @@ export class SdkServer {
   }
 
   private async initialize(p: Params<'initialize'>): Promise<ResultOf<'initialize'>> {
-    if (this.methods.initialized || this.initializing)
-      throw new RpcError(ErrorCodes.AlreadyInitialized, 'initialize was already called')
-    if (p.protocolVersion !== PROTOCOL_VERSION) {
-      throw invalidField(
-        'initialize',
-        'protocolVersion',
-        `this server speaks protocol version ${PROTOCOL_VERSION}, not ${p.protocolVersion}`,
-      )
-    }
-    this.initializing = true
     await (this.ctx.get('loader') as LoaderLike | undefined)?.settle(this.config.settleTimeoutMs)
     const { broker } = this.conversations
     if (p.capabilities?.approvals)
@@ -264,7 +235,7 @@ export class SdkServer {
       if (request) this.peer.notify('session/queued', { sessionId: agent.id, id: request.id, position })
     }
     const events = await this.conversations.prompt(agent.id, message, { onQueued })
-    return turnResult(events, this.conversations.meter(events))
+    return promptOutcome(events, this.conversations.meter(events))
   }
 
   /**
