@@ -240,7 +240,7 @@ export class Conversations extends Service {
    * under the source's current model, effort, preset, network and plan mode,
    * even when they changed after the fork point.
    */
-  async fork(id: string, options: { turn?: number } = {}): Promise<Agent> {
+  async fork(id: string, options: { turn?: number | undefined } = {}): Promise<Agent> {
     const source = await this.readable(id)
     const { turn } = options
     if (

@@ -4,6 +4,7 @@ import {
   ConversationError,
   type ConversationSummary,
   checkedPrompt,
+  type PromptInput,
   promptOutcome,
   promptText,
   rpcErrorOf,
@@ -110,18 +111,18 @@ export class SdkServer {
       'session/new': async ({ cwd, model, permissionPreset: preset, network }) => ({
         sessionId: (await this.conversations.create({ cwd, model, preset, network })).id,
       }),
-      'session/resume': async (p) => {
-        const { problems } = await this.conversations.resume(p.sessionId)
-        return problems.length ? { sessionId: p.sessionId, problems } : { sessionId: p.sessionId }
+      'session/resume': async ({ sessionId }) => {
+        const { problems } = await this.conversations.resume(sessionId)
+        return { sessionId, problems: problems.length ? problems : undefined }
       },
-      'session/fork': async (p) => ({
-        sessionId: (await this.conversations.fork(p.sessionId, p.turn === undefined ? {} : { turn: p.turn })).id,
+      'session/fork': async ({ sessionId, turn }) => ({
+        sessionId: (await this.conversations.fork(sessionId, { turn })).id,
       }),
       'session/list': async (p) => {
         if (p.limit !== undefined && p.limit > this.config.maxListLimit)
           throw invalidField('session/list', 'limit', `must be at most ${this.config.maxListLimit}`)
         const page = await this.conversations.list({ ...p, limit: p.limit ?? this.config.listLimit })
-        return { sessions: page.sessions.map(summary), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
+        return { sessions: page.sessions.map(summary), nextCursor: page.nextCursor }
       },
       'session/prompt': (p, request) => this.prompt(p, request),
       'session/steer': async (p) => {
@@ -211,7 +212,7 @@ export class SdkServer {
   }
 
   /** The user message of a prompt or a steer; too big or empty is -32602 naming `content`. */
-  private message(content: Params<'session/prompt'>['content']) {
+  private message(content: PromptInput) {
     return checkedPrompt(content, this.config.maxPromptBytes, 'maxPromptBytes')
   }
 
