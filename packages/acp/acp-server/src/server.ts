@@ -524,22 +524,12 @@ export class AcpServer {
   private async approve({ sessionId, call, reason }: ApprovalPrompt, signal: AbortSignal): Promise<ApprovalReply> {
     const state = this.sessions.get(sessionId)
     if (!state) throw new Error(`session ${sessionId} is not driven by the ACP client, so no one can approve its calls`)
-    const view = state.updates.view(call.name, call.arguments)
+    const toolCall = state.updates.toolCall(call.callId, call.name, call.arguments)
+    // The reason goes under what the call shows (a diff, say).
+    toolCall.content = [...(toolCall.content ?? []), { type: 'content', content: { type: 'text', text: reason } }]
     const response = await this.connection.client.request(
       acp.methods.client.session.requestPermission,
-      {
-        sessionId,
-        toolCall: {
-          toolCallId: call.callId,
-          title: view.title,
-          kind: view.kind,
-          status: 'pending',
-          rawInput: view.rawInput,
-          ...(view.locations.length ? { locations: view.locations } : {}),
-          content: [...view.content, { type: 'content', content: { type: 'text', text: reason } }],
-        },
-        options: PERMISSION_OPTIONS,
-      },
+      { sessionId, toolCall, options: PERMISSION_OPTIONS },
       { cancellationSignal: signal, stopWaitingOnCancel: true },
     )
     const outcome = response.outcome

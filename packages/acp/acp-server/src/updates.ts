@@ -1,4 +1,4 @@
-import type { ContentBlock as AcpContent, PlanEntry, SessionUpdate } from '@agentclientprotocol/sdk'
+import type { ContentBlock as AcpContent, PlanEntry, SessionUpdate, ToolCall } from '@agentclientprotocol/sdk'
 import type { AgentDelta } from '@dsh/agent'
 import type { ContentBlock, Message } from '@dsh/llm'
 import type { AnySessionEvent, SessionEvent } from '@dsh/session'
@@ -53,9 +53,18 @@ export class SessionUpdates {
     return this.map(event, true)
   }
 
-  /** The tool call view for a permission request; the client already knows the call by its id. */
-  view(name: string, rawArguments: string) {
-    return this.views.view(name, rawArguments)
+  /** A call as ACP's `ToolCall`, `pending`: what `tool_call` announces and a permission request shows. */
+  toolCall(callId: string, name: string, rawArguments: string): ToolCall {
+    const view = this.views.view(name, rawArguments)
+    return {
+      toolCallId: callId,
+      title: view.title,
+      kind: view.kind,
+      status: 'pending',
+      ...(view.locations.length ? { locations: view.locations } : {}),
+      ...(view.content.length ? { content: view.content } : {}),
+      rawInput: view.rawInput,
+    }
   }
 
   private map(event: SessionEvent, replay: boolean): SessionUpdate[] {
@@ -131,19 +140,7 @@ export class SessionUpdates {
 
   private announce(callId: string, name: string, rawArguments: string): SessionUpdate[] {
     this.announced.set(callId, { name, arguments: rawArguments })
-    const view = this.views.view(name, rawArguments)
-    return [
-      {
-        sessionUpdate: 'tool_call',
-        toolCallId: callId,
-        title: view.title,
-        kind: view.kind,
-        status: 'pending',
-        ...(view.locations.length ? { locations: view.locations } : {}),
-        ...(view.content.length ? { content: view.content } : {}),
-        rawInput: view.rawInput,
-      },
-    ]
+    return [{ sessionUpdate: 'tool_call', ...this.toolCall(callId, name, rawArguments) }]
   }
 }
 
