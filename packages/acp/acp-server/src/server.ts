@@ -7,21 +7,23 @@ import {
   type ApprovalReply,
   ConversationError,
   optionSettings,
+  type PromptStop,
+  promptOutcome,
   rpcErrorOf,
   SETTINGS_EVENT,
   type SessionOptionId,
-  type SessionSettings,
   sessionOptions,
 } from '@dsh/conversations'
-import { assertNever, type Context } from '@dsh/cordis'
-import { NETWORK_EVENT, NETWORK_MODES, type NetworkMode, PRESET_EVENT } from '@dsh/permission'
+import type { Context } from '@dsh/cordis'
+import { NETWORK_EVENT, PRESET_EVENT } from '@dsh/permission'
 import type { SessionEvent } from '@dsh/session'
 import { rewindSession } from '@dsh/checkpoints'
-import { answeredBeforeEnd, schemas, sessionIdProblem } from '@dsh/sdk-protocol'
+import { answeredBeforeEnd, parseParams, RpcError, schemas, sessionIdProblem } from '@dsh/sdk-protocol'
 import { routeFilesThroughClient } from '@dsh/fs'
 import { errorMessage } from '@dsh/tools'
 import type { AcpServerConfig } from './config.ts'
 import { type McpServerConfig, SessionServers } from '@dsh/mcp'
+import { z } from 'zod'
 import { mcpConfig, mcpError } from './mcp.ts'
 import { promptMessage } from './prompt.ts'
 import { ToolViews } from './tool-view.ts'
@@ -43,8 +45,6 @@ interface AcpSession {
   /** Prompts of this session in flight (a second one is queued by the conversation service, answered when its turn ends). */
   prompts: number
   cancelled: boolean
-  /** Lifts the session's tool restriction. */
-  unrestrict: () => void
 }
 
 const PERMISSION_OPTIONS: acp.PermissionOption[] = [
@@ -59,6 +59,13 @@ const CATEGORIES: Record<SessionOptionId, string> = {
   reasoning_effort: 'thought_level',
   mode: 'mode',
   network: '_network',
+}
+/** ACP's stop reason of each way a prompt's turn ends (`promptOutcome`); an `error` that reaches it was a refusal. */
+const STOP_REASONS: Record<PromptStop, acp.StopReason> = {
+  completed: 'end_turn',
+  cancelled: 'cancelled',
+  'max-tokens': 'max_tokens',
+  error: 'refusal',
 }
 /** The logged events that change a session's config options. */
 const CONFIG_EVENTS = new Set<string>([SETTINGS_EVENT, PRESET_EVENT, NETWORK_EVENT, 'plan/mode'])
@@ -110,9 +117,9 @@ export class AcpServer {
     }
     app
       .onNotification(session.cancel, ({ params }) => this.cancel(params.sessionId))
-      .onRequest<RewindParams, RewindResult>(
+      .onRequest<unknown, RewindResult>(
         REWIND_METHOD,
-        (value) => rewindParams(value),
+        (value) => value,
         ({ params }) => explained(() => this.rewind(params)),
       )
       .onRequest<{ bytes?: number; limit?: number }, never>(
@@ -199,7 +206,6 @@ export class AcpServer {
       const state = this.sessions.get(session.id)
       if (!state || state.agent.session.id !== session.id) return
       this.sessions.delete(session.id)
-      state.unrestrict()
       await this.links.detach(session.id)
     })
     ctx.conversations.broker.setApprover(ctx, (prompt, signal) => this.approve(prompt, signal))
@@ -300,12 +306,8 @@ export class AcpServer {
     agent: Agent,
     updates = new SessionUpdates(new ToolViews(agent.session.meta.cwd, this.ctx.tools, this.config.toolKinds)),
   ): AcpSession {
-    const id = agent.id
-    // Tools of MCP servers a client supplied are for the sessions that supplied them.
-    const unrestrict =
-      this.ctx.get('tools')?.restrict(this.ctx, id, (name) => this.links.visible(id, name)) ?? (() => {})
-    const state: AcpSession = { agent, updates, prompts: 0, cancelled: false, unrestrict }
-    this.sessions.set(id, state)
+    const state: AcpSession = { agent, updates, prompts: 0, cancelled: false }
+    this.sessions.set(agent.id, state)
     return state
   }
 
@@ -313,7 +315,6 @@ export class AcpServer {
   private async drop(state: AcpSession): Promise<void> {
     this.sessions.delete(state.agent.id)
     await this.ctx.conversations.close(state.agent.id)
-    state.unrestrict()
     await this.links.detach(state.agent.id)
   }
 
@@ -321,6 +322,7 @@ export class AcpServer {
     return servers.map((server) => [server.name, mcpConfig(server, cwd)])
   }
 
+  /** Connects the session's MCP servers; tools of servers a client supplied are for the sessions that supplied them. */
   private async connectMcp(state: AcpSession, servers: Array<[string, McpServerConfig]>): Promise<void> {
     try {
       await this.links.attach(state.agent.id, servers)
@@ -333,7 +335,10 @@ export class AcpServer {
   private async newSession(params: acp.NewSessionRequest): Promise<acp.NewSessionResponse> {
     const cwd = folderOf(params)
     const servers = this.mcpServers(params.mcpServers, cwd)
-    const agent = await this.ctx.conversations.create({ cwd, network: networkOf(params._meta) })
+    const agent = await this.ctx.conversations.create({
+      cwd,
+      network: parseParams('session/new', NewSessionMeta, params)._meta?.network,
+    })
     const state = this.adopt(agent)
     await this.connectMcp(state, servers)
     this.announceCommands(state)
@@ -376,8 +381,16 @@ export class AcpServer {
       state.prompts--
     }
     this.send(state, usageUpdate(this.ctx.conversations.meter(agent.session.events)))
-    const end = events.filter((e) => e.type === 'turn/end').at(-1) as SessionEvent<'turn/end'> | undefined
-    return { stopReason: stopReason(end, state.cancelled) }
+    if (state.cancelled) return { stopReason: 'cancelled' }
+    // A failed turn rejects the prompt with the failure; a refused one (the content filter) is ACP's `refusal`.
+    const { stopReason, error } = promptOutcome(events, this.ctx.conversations.meter(events))
+    if (stopReason === 'error' && error?.code !== 'CONTENT_FILTER')
+      throw new acp.RequestError(
+        -32603,
+        `the turn failed: ${error?.code ?? 'UNKNOWN'}: ${error?.message ?? 'no details'}`,
+        error,
+      )
+    return { stopReason: STOP_REASONS[stopReason] }
   }
 
   private cancel(sessionId: string): void {
@@ -406,21 +419,13 @@ export class AcpServer {
    * Sets one config option (model, reasoning effort, mode or network) through
    * `ctx.conversations.configure`, logged so that it holds after
    * `session/load`; answers the whole set. A value or option the session does
-   * not show is -32602 naming `configId` or `value`.
+   * not show is -32602 naming `configId` or `value` (the service's refusal, through `explained`).
    */
   private async setConfigOption(
     params: acp.SetSessionConfigOptionRequest,
   ): Promise<acp.SetSessionConfigOptionResponse> {
     const { agent } = this.require(params.sessionId)
-    let settings: SessionSettings
-    try {
-      settings = optionSettings(sessionOptions(this.ctx, agent), params.configId, params.value)
-    } catch (error) {
-      const field = error instanceof ConversationError ? error.details.field : undefined
-      if (field === 'configId' || field === 'value')
-        throw invalid(`${field}: ${errorMessage(error)}`, { field, [field]: params[field] })
-      throw error
-    }
+    const settings = optionSettings(sessionOptions(this.ctx, agent), params.configId, params.value)
     if (Object.keys(settings).length) await this.ctx.conversations.configure(params.sessionId, settings)
     return { configOptions: this.shown(agent).configOptions }
   }
@@ -487,8 +492,10 @@ export class AcpServer {
    * asked, restore the workspace's files (`ctx.checkpoints`). The fork is
    * stored closed; `session/resume` or `session/load` opens it.
    */
-  private rewind({ sessionId, ...options }: RewindParams): Promise<RewindResult> {
-    return rewindSession(this.ctx, checkSessionId(sessionId), options)
+  private rewind(params: unknown): Promise<RewindResult> {
+    // The SDK's `session/rewind` params; -32602 naming the field otherwise.
+    const { sessionId, ...options } = parseParams(REWIND_METHOD, schemas.SessionRewindParams, params)
+    return rewindSession(this.ctx, sessionId, options)
   }
 
   /** Renames an open or stored session; a stored one is closed again afterwards. */
@@ -541,14 +548,16 @@ export class AcpServer {
 
 /**
  * Runs a handler. A conversation service error becomes its ACP error (an
- * unknown session -32002, a busy one or a bad argument -32602); any other
- * failure reaches the client as -32603 with its message, not a bare "Internal error".
+ * unknown session -32002, a busy one or a bad argument -32602), a failed
+ * `parseParams` keeps its -32602; any other failure reaches the client as
+ * -32603 with its message, not a bare "Internal error".
  */
 async function explained<T>(handler: () => Promise<T>): Promise<T> {
   try {
     return await handler()
   } catch (error) {
     if (error instanceof acp.RequestError) throw error
+    if (error instanceof RpcError) throw new acp.RequestError(error.code, error.message, error.data)
     if (!(error instanceof ConversationError)) throw acp.RequestError.internalError(undefined, errorMessage(error))
     const { code, message, data } = rpcErrorOf(error, { notFound: -32002, busy: -32602 })
     throw new acp.RequestError(code, message, data)
@@ -559,19 +568,9 @@ function invalid(text: string, data?: unknown): acp.RequestError {
   return acp.RequestError.invalidParams(data, text)
 }
 
-/** The id, or -32602 saying why it cannot name a session (a path, a wrong shape). */
-type RewindParams = ReturnType<typeof schemas.SessionRewindParams.parse>
 type RewindResult = ReturnType<typeof schemas.SessionRewindResult.parse>
 
-/** The params of `_dsh/session/rewind`: the SDK's `session/rewind` shape; -32602 naming the field otherwise. */
-function rewindParams(value: unknown): RewindParams {
-  const parsed = schemas.SessionRewindParams.safeParse(value ?? {})
-  if (parsed.success) return parsed.data
-  const issue = parsed.error.issues[0]
-  const field = issue?.path.join('.') || 'params'
-  throw invalid(`${REWIND_METHOD}: ${field}: ${issue?.message ?? 'invalid'}`, { field })
-}
-
+/** The id, or -32602 saying why it cannot name a session (a path, a wrong shape). */
 function checkSessionId(id: string): string {
   const problem = sessionIdProblem(id)
   if (problem) throw invalid(`sessionId ${JSON.stringify(id)} ${problem}`, { sessionId: id })
@@ -592,39 +591,10 @@ function folderOf(params: { cwd: string; additionalDirectories?: string[] | null
   return cwd
 }
 
-/** The ACP stop reason of a prompt's turn. A failed turn rejects the prompt with the failure. */
-function stopReason(end: SessionEvent<'turn/end'> | undefined, cancelled: boolean): acp.StopReason {
-  if (cancelled || !end) return 'cancelled'
-  const { reason, error } = end.data
-  switch (reason) {
-    case 'completed':
-      return 'end_turn'
-    case 'aborted':
-    case 'interrupted':
-      return 'cancelled'
-    case 'max-tokens':
-      return 'max_tokens'
-    case 'error':
-      if (error?.code === 'CONTENT_FILTER') return 'refusal'
-      throw new acp.RequestError(
-        -32603,
-        `the turn failed: ${error?.code ?? 'UNKNOWN'}: ${error?.message ?? 'no details'}`,
-        error ? { ...error } : undefined,
-      )
-    default:
-      return assertNever(reason, 'turn end reason')
-  }
-}
-
-/** dsh's own `session/new` option, in `_meta`: `{ network: 'off' | 'proxy' | 'on' }` for the session's sandboxed commands. */
-function networkOf(meta: unknown): NetworkMode | undefined {
-  if (meta === null || meta === undefined || typeof meta !== 'object') return undefined
-  const value = (meta as Record<string, unknown>).network
-  if (value === undefined) return undefined
-  if (!NETWORK_MODES.includes(value as NetworkMode)) {
-    throw invalid(`_meta.network must be one of ${NETWORK_MODES.join(', ')}, got ${JSON.stringify(value)}`, {
-      network: value,
-    })
-  }
-  return value as NetworkMode
-}
+/**
+ * dsh's own `session/new` option, in `_meta`: `{ network: 'off' | 'proxy' | 'on' }` for the session's
+ * sandboxed commands, checked as the SDK's `session/new` checks its `network` (-32602 naming `_meta.network`).
+ */
+const NewSessionMeta = z.object({
+  _meta: z.object({ network: schemas.SessionNewParams.shape.network }).nullish(),
+})

@@ -1,6 +1,6 @@
 import { summarizeTurns } from '@dsh/agent'
 import type { SessionEvent, TurnEndReason } from '@dsh/session'
-import type { ContextUse, UsageReport } from '@dsh/wire-types'
+import type { ContextUse, LlmFailure, UsageReport } from '@dsh/wire-types'
 
 /** How a prompt ended, in the words of the SDK protocol; other surfaces map these to theirs. */
 export type PromptStop = 'completed' | 'cancelled' | 'error' | 'max-tokens'
@@ -17,7 +17,8 @@ export interface PromptOutcome {
   steps: number
   context?: ContextUse
   turn?: number
-  error?: { code: string; message: string }
+  /** Why a turn ended in `error`: the model failure as logged (code, message, and status or request id when known). */
+  error?: LlmFailure
 }
 
 const STOPS: Record<TurnEndReason, PromptStop> = {
@@ -48,6 +49,6 @@ export function promptOutcome(events: readonly SessionEvent[], meter: UsageRepor
   if (durations.length > 0) result.durationMs = durations.reduce((a, b) => a + b, 0)
   if (meter.context) result.context = meter.context
   if (end) result.turn = end.data.turn
-  if (end?.data.error) result.error = { code: end.data.error.code, message: end.data.error.message }
+  if (end?.data.error) result.error = { ...end.data.error }
   return result
 }

@@ -28,15 +28,23 @@ interface Link {
  * The MCP servers a surface's client supplies per session (ACP's
  * `mcpServers`), connected through `ctx.mcp.connect`: sessions that supply the
  * same server under the same name share one connection, which closes when the
- * last of them detaches. `visible` tells whether a session may use a tool, so
- * that a session sees only the client-supplied servers it asked for.
+ * last of them detaches. A session passed to `attach` sees only the
+ * client-supplied servers it asked for (`visible`, a `ctx.tools.restrict`
+ * filter lifted by `detach`).
  */
 export class SessionServers {
   private readonly links = new Map<string, Link>()
+  /** Lifts the tool restriction of each attached session. */
+  private readonly restricted = new Map<string, () => void>()
 
   constructor(private readonly ctx: Context) {}
 
+  /** Connects the session's servers; the session is restricted to them (and to no other session's) even when none. */
   async attach(sessionId: string, servers: ReadonlyArray<[string, McpServerConfig]>): Promise<void> {
+    if (!this.restricted.has(sessionId)) {
+      const lift = this.ctx.get('tools')?.restrict(this.ctx, sessionId, (name) => this.visible(sessionId, name))
+      this.restricted.set(sessionId, lift ?? (() => {}))
+    }
     if (servers.length === 0) return
     const mcp = this.ctx.get('mcp')
     if (!mcp) {
@@ -82,8 +90,10 @@ export class SessionServers {
     return true
   }
 
-  /** Lets go of the session's servers; one no other session uses is disconnected. */
+  /** Lets go of the session's servers and lifts its restriction; a server no other session uses is disconnected. */
   async detach(sessionId: string): Promise<void> {
+    this.restricted.get(sessionId)?.()
+    this.restricted.delete(sessionId)
     const closing: Promise<void>[] = []
     for (const [name, link] of this.links) {
       if (!link.users.delete(sessionId) || link.users.size > 0) continue
