@@ -1,6 +1,6 @@
 import type { ContentBlock as AcpContent, PlanEntry, SessionUpdate, ToolCall } from '@agentclientprotocol/sdk'
 import type { AgentDelta } from '@dsh/agent'
-import type { ContentBlock, Message } from '@dsh/llm'
+import type { Message } from '@dsh/llm'
 import type { AnySessionEvent, SessionEvent } from '@dsh/session'
 import type { UsageReport } from '@dsh/wire-types'
 import type { ToolViews } from './tool-view.ts'
@@ -71,9 +71,7 @@ export class SessionUpdates {
     const typed = event as AnySessionEvent
     switch (typed.type) {
       case 'user/message':
-        return replay && typed.data.message.source.kind === 'user'
-          ? chunks('user_message_chunk', typed.data.message)
-          : []
+        return replay && typed.data.message.source.kind === 'user' ? userChunks(typed.data.message) : []
       case 'assistant/message': {
         const out: SessionUpdate[] = []
         for (const block of typed.data.message.content) {
@@ -144,17 +142,13 @@ export class SessionUpdates {
   }
 }
 
-function chunks(kind: 'user_message_chunk' | 'agent_message_chunk', message: Message): SessionUpdate[] {
-  const out: SessionUpdate[] = []
-  for (const block of message.content) {
-    const content = acpContent(block)
-    if (content) out.push({ sessionUpdate: kind, content })
-  }
-  return out
-}
-
-function acpContent(block: ContentBlock): AcpContent | undefined {
-  if (block.type === 'text') return block.text ? { type: 'text', text: block.text } : undefined
-  if (block.type === 'image') return { type: 'image', mimeType: block.mediaType, data: block.data }
-  return undefined
+/** A user's message replayed: its non-empty text and its images, a chunk each. */
+function userChunks(message: Message): SessionUpdate[] {
+  return message.content.flatMap((block): SessionUpdate[] => {
+    if (block.type === 'text' && block.text)
+      return [{ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: block.text } }]
+    if (block.type !== 'image') return []
+    const content: AcpContent = { type: 'image', mimeType: block.mediaType, data: block.data }
+    return [{ sessionUpdate: 'user_message_chunk', content }]
+  })
 }
