@@ -1,14 +1,15 @@
 import { fileURLToPath } from 'node:url'
 import { type ContentBlock as AcpContent, RequestError } from '@agentclientprotocol/sdk'
-import type { ContentBlock, Message } from '@dsh/llm'
+import { checkedPrompt, type PromptInput } from '@dsh/conversations'
+import type { Message } from '@dsh/llm'
 import { schemas } from '@dsh/sdk-protocol'
-import { newMessageId } from '@dsh/session'
 
 export interface PromptLimits {
   /** Whether image blocks are accepted (the model takes images). */
   images: boolean
   /** The model named in the refusal of an image. */
   model: string
+  /** The most UTF-8 bytes of text plus base64 characters of images (`checkedPrompt` of `@dsh/conversations`). */
   maxBytes: number
 }
 
@@ -31,12 +32,12 @@ function refuse(message: string): RequestError {
  * becomes a Markdown link the model can follow with its tools; an embedded
  * text resource is inlined in a `<context>` element naming where it came from;
  * images (and image blobs) become image blocks when the model takes them.
- * Audio, other binary resources and an empty prompt are refused with -32602.
+ * Audio and other binary resources are refused with -32602; an empty or
+ * oversized prompt is refused by `checkedPrompt` (`invalid` naming `content`).
  */
 export function promptMessage(blocks: readonly AcpContent[], limits: PromptLimits): Message {
-  const content: ContentBlock[] = []
+  const content: Exclude<PromptInput, string>[number][] = []
   let text = ''
-  let bytes = 0
   const flush = () => {
     if (text.trim()) content.push({ type: 'text', text })
     text = ''
@@ -55,22 +56,17 @@ export function promptMessage(blocks: readonly AcpContent[], limits: PromptLimit
     switch (block.type) {
       case 'text':
         text += block.text
-        bytes += Buffer.byteLength(block.text)
         break
       case 'resource_link': {
         const link = `[${block.title ?? block.name}](${location(block.uri)})`
         text += text && !/\s$/.test(text) ? ` ${link}` : link
-        bytes += Buffer.byteLength(link)
         break
       }
       case 'resource': {
         const resource = block.resource
         if ('text' in resource) {
-          const inlined = `\n<context source="${location(resource.uri).replace(/"/g, '&quot;')}">\n${resource.text}\n</context>\n`
-          text += inlined
-          bytes += Buffer.byteLength(inlined)
+          text += `\n<context source="${location(resource.uri).replace(/"/g, '&quot;')}">\n${resource.text}\n</context>\n`
         } else if (resource.mimeType?.startsWith('image/')) {
-          bytes += resource.blob.length
           image(resource.mimeType, resource.blob, what)
         } else {
           throw refuse(
@@ -80,7 +76,6 @@ export function promptMessage(blocks: readonly AcpContent[], limits: PromptLimit
         break
       }
       case 'image':
-        bytes += block.data.length
         image(block.mimeType, block.data, what)
         break
       case 'audio':
@@ -88,13 +83,7 @@ export function promptMessage(blocks: readonly AcpContent[], limits: PromptLimit
       default:
         throw refuse(`${what}: unknown content type`)
     }
-    if (bytes > limits.maxBytes) {
-      throw refuse(
-        `the prompt is larger than ${limits.maxBytes} bytes, the most this server accepts (acp-server config maxPromptBytes)`,
-      )
-    }
   }
   flush()
-  if (content.length === 0) throw refuse('the prompt is empty: send some text, a resource or an image')
-  return { id: newMessageId(), role: 'user', source: { kind: 'user' }, content }
+  return checkedPrompt(content, limits.maxBytes, 'acp-server config maxPromptBytes')
 }

@@ -52,17 +52,17 @@ describe('prompts', () => {
       ),
     ).toThrow('the binary resource file:///a.zip (application/zip) cannot be used')
     expect(() => promptMessage([{ type: 'text', text: '  \n' }], limits)).toThrow('the prompt is empty')
-    expect(() => promptMessage([{ type: 'text', text: 'x'.repeat(1001) }], limits)).toThrow('larger than 1000 bytes')
+    expect(() => promptMessage([{ type: 'text', text: 'x'.repeat(1001) }], limits)).toThrow(
+      'more than the limit of 1000 (acp-server config maxPromptBytes)',
+    )
     let thrown: unknown
     try {
       promptMessage([], limits)
     } catch (error) {
       thrown = error
     }
-    expect(thrown).toMatchObject({
-      code: -32602,
-      message: 'Invalid params: the prompt is empty: send some text, a resource or an image',
-    })
+    // The one prompt check of every surface (`checkedPrompt`); the server answers it -32602 naming `content`.
+    expect(thrown).toMatchObject({ kind: 'invalid', message: 'the prompt is empty', details: { field: 'content' } })
   })
 })
 
