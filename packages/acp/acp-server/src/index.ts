@@ -16,7 +16,7 @@ export { type AcpServerConfig, Config } from './config.ts'
 export { mcpConfig } from './mcp.ts'
 export { type PromptLimits, promptMessage } from './prompt.ts'
 export { AcpServer, OVERSIZED_METHOD } from './server.ts'
-export { type ToolCallView, ToolViews } from './tool-view.ts'
+export { ToolViews } from './tool-view.ts'
 export { SessionUpdates } from './updates.ts'
 
 export const name = 'acp-server'

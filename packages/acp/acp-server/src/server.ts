@@ -531,7 +531,7 @@ export class AcpServer {
   private async approve({ sessionId, call, reason }: ApprovalPrompt, signal: AbortSignal): Promise<ApprovalReply> {
     const state = this.sessions.get(sessionId)
     if (!state) throw new Error(`session ${sessionId} is not driven by the ACP client, so no one can approve its calls`)
-    const toolCall = state.updates.toolCall(call.callId, call.name, call.arguments)
+    const toolCall = state.updates.views.toolCall(call.callId, call.name, call.arguments)
     // The reason goes under what the call shows (a diff, say).
     toolCall.content = [...(toolCall.content ?? []), { type: 'content', content: { type: 'text', text: reason } }]
     const response = await this.connection.client.request(

@@ -1,4 +1,4 @@
-import type { ToolCallContent, ToolCallLocation, ToolKind } from '@agentclientprotocol/sdk'
+import type { ToolCall, ToolCallContent, ToolKind } from '@agentclientprotocol/sdk'
 import type { ContentBlock } from '@dsh/llm'
 import {
   codeFence,
@@ -8,15 +8,6 @@ import {
   type ToolCallPresentation,
   type ToolRuntime,
 } from '@dsh/tools'
-
-/** How a tool call looks to the client: everything but its status and outcome. */
-export interface ToolCallView {
-  title: string
-  kind: ToolKind
-  locations: ToolCallLocation[]
-  content: ToolCallContent[]
-  rawInput: unknown
-}
 
 /**
  * Renders tool calls for one session from each tool's own presentation
@@ -34,17 +25,18 @@ export class ToolViews {
     return this.tools.present({ name, arguments: rawArguments }, this.cwd)
   }
 
-  view(name: string, rawArguments: string): ToolCallView {
+  /** A call as ACP's `ToolCall`, `pending`: what `tool_call` announces and a permission request shows. */
+  toolCall(callId: string, name: string, rawArguments: string): ToolCall {
     const shown = this.present(name, rawArguments)
-    const args = parseCallArguments(rawArguments)
-    const { change } = shown
     return {
+      toolCallId: callId,
       title: shown.title,
       kind: this.kinds[name] ?? shown.kind,
-      locations: shown.locations.map((path) => ({ path })),
+      status: 'pending',
+      ...(shown.locations.length ? { locations: shown.locations.map((path) => ({ path })) } : {}),
       // What a call shows before it runs: the diff of a file change.
-      content: change ? [diffOf(change)] : [],
-      rawInput: args ?? rawArguments,
+      ...(shown.change ? { content: [diffOf(shown.change)] } : {}),
+      rawInput: parseCallArguments(rawArguments) ?? rawArguments,
     }
   }
 
@@ -68,7 +60,7 @@ export class ToolViews {
       const diff = result.change ? [diffOf(result.change)] : undefined
       // The language server's findings go under the diff (content replaces the whole list).
       if (!result.diagnostics) return diff
-      return [...(diff ?? this.view(name, call.arguments).content), text(result.diagnostics)]
+      return [...(diff ?? (shown.change ? [diffOf(shown.change)] : [])), text(result.diagnostics)]
     }
     const out: ToolCallContent[] = []
     if (result.text) out.push(text(result.code === undefined ? result.text : codeFence(result.text, result.code)))

@@ -1,4 +1,4 @@
-import type { ContentBlock as AcpContent, PlanEntry, SessionUpdate, ToolCall } from '@agentclientprotocol/sdk'
+import type { ContentBlock as AcpContent, PlanEntry, SessionUpdate } from '@agentclientprotocol/sdk'
 import type { AgentDelta } from '@dsh/agent'
 import type { Message } from '@dsh/llm'
 import type { AnySessionEvent, SessionEvent } from '@dsh/session'
@@ -34,7 +34,8 @@ export class SessionUpdates {
   /** Tool calls the client has been told about, by call id. */
   private readonly announced = new Map<string, { name: string; arguments: string }>()
 
-  constructor(private readonly views: ToolViews) {}
+  /** The session's tool calls as ACP shows them (`toolCall` is also what a permission request shows). */
+  constructor(readonly views: ToolViews) {}
 
   delta(delta: AgentDelta): SessionUpdate[] {
     if (delta.delta.length === 0) return []
@@ -51,20 +52,6 @@ export class SessionUpdates {
 
   replay(event: SessionEvent): SessionUpdate[] {
     return this.map(event, true)
-  }
-
-  /** A call as ACP's `ToolCall`, `pending`: what `tool_call` announces and a permission request shows. */
-  toolCall(callId: string, name: string, rawArguments: string): ToolCall {
-    const view = this.views.view(name, rawArguments)
-    return {
-      toolCallId: callId,
-      title: view.title,
-      kind: view.kind,
-      status: 'pending',
-      ...(view.locations.length ? { locations: view.locations } : {}),
-      ...(view.content.length ? { content: view.content } : {}),
-      rawInput: view.rawInput,
-    }
   }
 
   private map(event: SessionEvent, replay: boolean): SessionUpdate[] {
@@ -138,7 +125,7 @@ export class SessionUpdates {
 
   private announce(callId: string, name: string, rawArguments: string): SessionUpdate[] {
     this.announced.set(callId, { name, arguments: rawArguments })
-    return [{ sessionUpdate: 'tool_call', ...this.toolCall(callId, name, rawArguments) }]
+    return [{ sessionUpdate: 'tool_call', ...this.views.toolCall(callId, name, rawArguments) }]
   }
 }
 

@@ -101,41 +101,39 @@ describe('tool calls', () => {
   const views = new ToolViews('/work', tools, { deploy: 'execute' })
 
   it("names, sorts and locates calls by the tool's own presentation", () => {
-    expect(views.view('read', JSON.stringify({ path: 'src/a.ts' }))).toMatchObject({
+    expect(views.toolCall('c1', 'read', JSON.stringify({ path: 'src/a.ts' }))).toMatchObject({
       title: 'Read src/a.ts',
       kind: 'read',
       locations: [{ path: '/work/src/a.ts' }],
     })
-    expect(views.view('patch', JSON.stringify({ path: '/etc/hosts', old: 'a', new: 'b' }))).toEqual({
+    expect(views.toolCall('c1', 'patch', JSON.stringify({ path: '/etc/hosts', old: 'a', new: 'b' }))).toEqual({
+      toolCallId: 'c1',
+      status: 'pending',
       title: 'Patch /etc/hosts',
       kind: 'edit',
       locations: [{ path: '/etc/hosts' }],
       content: [{ type: 'diff', path: '/etc/hosts', oldText: 'a', newText: 'b' }],
       rawInput: { path: '/etc/hosts', old: 'a', new: 'b' },
     })
-    expect(views.view('patch', JSON.stringify({ path: 'n.md', new: 'hi' })).content).toEqual([
+    expect(views.toolCall('c1', 'patch', JSON.stringify({ path: 'n.md', new: 'hi' })).content).toEqual([
       { type: 'diff', path: '/work/n.md', oldText: null, newText: 'hi' },
     ])
-    expect(views.view('shell', JSON.stringify({ command: 'npm test' }))).toMatchObject({
-      title: '`npm test`',
-      kind: 'execute',
-      locations: [],
-    })
-    expect(views.view('lint', JSON.stringify({ path: 'src' }))).toMatchObject({
+    const shell = views.toolCall('c1', 'shell', JSON.stringify({ command: 'npm test' }))
+    expect(shell).toMatchObject({ title: '`npm test`', kind: 'execute' })
+    // Nothing to locate: ACP's optional locations are left out.
+    expect(shell.locations).toBeUndefined()
+    expect(views.toolCall('c1', 'lint', JSON.stringify({ path: 'src' }))).toMatchObject({
       title: 'lint: src',
       kind: 'other',
       locations: [{ path: '/work/src' }],
     })
-    expect(views.view('deploy', JSON.stringify({ description: 'ship it' }))).toMatchObject({
+    expect(views.toolCall('c1', 'deploy', JSON.stringify({ description: 'ship it' }))).toMatchObject({
       title: 'deploy: ship it',
       kind: 'execute',
     })
-    expect(views.view('read', 'not json')).toMatchObject({
-      title: 'read',
-      kind: 'read',
-      rawInput: 'not json',
-      locations: [],
-    })
+    const unparsed = views.toolCall('c1', 'read', 'not json')
+    expect(unparsed).toMatchObject({ title: 'read', kind: 'read', rawInput: 'not json' })
+    expect(unparsed.locations).toBeUndefined()
   })
 
   it('fences terminal and read output, keeps the diff of a successful diff call, and reports failures as text', () => {
