@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import { Readable, Writable } from 'node:stream'
 import { ndJsonStream } from '@agentclientprotocol/sdk'
 import type {} from '@dsh/cmdline'
@@ -9,6 +8,7 @@ import type {} from '@dsh/llm'
 import type {} from '@dsh/permission'
 import { oversizedLineGuard, protocolStdio } from '@dsh/sdk-protocol'
 import { errorMessage } from '@dsh/tools'
+import manifest from '../package.json' with { type: 'json' }
 import type { AcpServerConfig } from './config.ts'
 import { AcpServer, OVERSIZED_METHOD } from './server.ts'
 
@@ -21,9 +21,6 @@ export { SessionUpdates } from './updates.ts'
 
 export const name = 'acp-server'
 export const inject = ['acpAppStartup', 'agents', 'sessions', 'conversations', 'permission', 'tools', 'appExit']
-
-const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
-  .version
 
 /**
  * Serves the Agent Client Protocol on stdin and stdout (nothing else may
@@ -39,7 +36,7 @@ export function apply(ctx: Context, config: AcpServerConfig) {
   )
   const output = Writable.toWeb(io.output as Writable) as WritableStream<Uint8Array>
   const stream = ndJsonStream(output, input, { maxMessageBytes: config.maxMessageBytes + 4096 })
-  const server = new AcpServer(ctx, config, stream, version)
+  const server = new AcpServer(ctx, config, stream, manifest.version)
   ctx.effect(
     () => () => {
       disposing = true

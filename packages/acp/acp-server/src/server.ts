@@ -172,9 +172,7 @@ export class AcpServer {
 
   /** Cancels and saves every session of this connection and disconnects their MCP servers. */
   async shutdown(): Promise<void> {
-    const states = [...this.sessions.values()]
-    for (const state of states) state.cancelled = true
-    await Promise.all(states.map((state) => this.drop(state)))
+    await Promise.all([...this.sessions.values()].map((state) => this.drop(state)))
   }
 
   private listen(): void {
@@ -311,8 +309,9 @@ export class AcpServer {
     return state
   }
 
-  /** Closes a session: cancels its turn, saves it, and lets go of its MCP servers. */
+  /** Closes a session: cancels its turn (a prompt in flight answers `cancelled`), saves it, and lets go of its MCP servers. */
   private async drop(state: AcpSession): Promise<void> {
+    state.cancelled = true
     this.sessions.delete(state.agent.id)
     await this.ctx.conversations.close(state.agent.id)
     await this.links.detach(state.agent.id)
@@ -513,18 +512,13 @@ export class AcpServer {
   private async deleteSession(params: acp.DeleteSessionRequest): Promise<acp.DeleteSessionResponse> {
     const id = checkSessionId(params.sessionId)
     const state = this.sessions.get(id)
-    if (state) {
-      state.cancelled = true
-      await this.drop(state)
-    }
+    if (state) await this.drop(state)
     await this.ctx.conversations.delete(id)
     return {}
   }
 
   private async closeSession(params: acp.CloseSessionRequest): Promise<acp.CloseSessionResponse> {
-    const state = this.require(params.sessionId)
-    state.cancelled = true
-    await this.drop(state)
+    await this.drop(this.require(params.sessionId))
     return {}
   }
 
