@@ -181,15 +181,12 @@ export class AcpServer {
       const state = this.sessions.get(session.id)
       if (!state || state.agent.session.id !== session.id) return
       this.send(state, state.updates.live(event))
+      if (!CONFIG_EVENTS.has(event.type)) return
+      const { modes, configOptions } = this.shown(state.agent)
       // Plan mode or the preset changed (by set_mode, set_config_option, or an approved plan): so did the mode.
       if (event.type === 'plan/mode' || event.type === PRESET_EVENT)
-        this.send(state, [
-          { sessionUpdate: 'current_mode_update', currentModeId: this.shown(state.agent).modes.currentModeId },
-        ])
-      if (CONFIG_EVENTS.has(event.type))
-        this.send(state, [
-          { sessionUpdate: 'config_option_update', configOptions: this.shown(state.agent).configOptions },
-        ])
+        this.send(state, [{ sessionUpdate: 'current_mode_update', currentModeId: modes.currentModeId }])
+      this.send(state, [{ sessionUpdate: 'config_option_update', configOptions }])
     })
     ctx.on('agent/delta', (agent, delta) => {
       const state = this.sessions.get(agent.id)

@@ -37,13 +37,9 @@ export class SessionUpdates {
   /** The session's tool calls as ACP shows them (`toolCall` is also what a permission request shows). */
   constructor(readonly views: ToolViews) {}
 
+  /** Streamed text and reasoning; the arguments of a tool call are shown once the call is announced. */
   delta(delta: AgentDelta): SessionUpdate[] {
-    if (delta.delta.length === 0) return []
-    if (delta.kind === 'text')
-      return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: delta.delta } }]
-    if (delta.kind === 'reasoning')
-      return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: delta.delta } }]
-    return []
+    return delta.kind === 'tool-arguments' ? [] : agentChunk(delta.kind, delta.delta)
   }
 
   live(event: SessionEvent): SessionUpdate[] {
@@ -63,10 +59,8 @@ export class SessionUpdates {
         const out: SessionUpdate[] = []
         for (const block of typed.data.message.content) {
           if (block.type === 'tool-call') out.push(...this.announce(block.id, block.name, block.arguments))
-          else if (replay && block.type === 'reasoning' && block.text)
-            out.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.text } })
-          else if (replay && block.type === 'text' && block.text)
-            out.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: block.text } })
+          else if (replay && (block.type === 'reasoning' || block.type === 'text'))
+            out.push(...agentChunk(block.type, block.text))
         }
         return out
       }
@@ -127,6 +121,12 @@ export class SessionUpdates {
     this.announced.set(callId, { name, arguments: rawArguments })
     return [{ sessionUpdate: 'tool_call', ...this.views.toolCall(callId, name, rawArguments) }]
   }
+}
+
+/** The model's text or reasoning as ACP's chunk; none for empty text. */
+function agentChunk(kind: 'text' | 'reasoning', text: string): SessionUpdate[] {
+  const sessionUpdate = kind === 'text' ? 'agent_message_chunk' : 'agent_thought_chunk'
+  return text ? [{ sessionUpdate, content: { type: 'text', text } }] : []
 }
 
 /** A user's message replayed: its non-empty text and its images, a chunk each. */
