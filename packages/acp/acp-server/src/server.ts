@@ -255,7 +255,7 @@ export class AcpServer {
   private modelTakesImages(agent?: Agent): boolean {
     try {
       const { provider, model } = agent?.options ?? this.ctx.agents.defaults()
-      return this.ctx.get('llm')?.modelInfo(provider, model)?.images === true
+      return this.ctx.get('llm')?.takesImages(provider, model) === true
     } catch {
       return false
     }

@@ -1,4 +1,3 @@
-import type { AgentOptions } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import type {} from '@dsh/llm'
 import { defineTool, ToolError, type ToolOutput } from '@dsh/tools'
@@ -34,7 +33,7 @@ export function readImageTool(ctx: Context, config: FsToolsConfig) {
     access: (args) => ({ kind: 'read', paths: [args.file_path], summary: `read image ${args.file_path}` }),
     async execute(args, run): Promise<ToolOutput> {
       const model = ctx.get('agents')?.get(run.sessionId)?.options
-      if (model && !takesImages(ctx, model))
+      if (model && !ctx.get('llm')?.takesImages(model.provider, model.model))
         throw new ToolError(
           'FS_MODEL_NO_IMAGES',
           `the model ${model.model} does not accept images, so read_image cannot show ${args.file_path}. ` +
@@ -59,10 +58,6 @@ export function readImageTool(ctx: Context, config: FsToolsConfig) {
   })
 }
 
-function takesImages(ctx: Context, options: Pick<AgentOptions, 'provider' | 'model'>): boolean {
-  return ctx.get('llm')?.modelInfo(options.provider, options.model)?.images === true
-}
-
 /**
  * Shows `read_image` only to sessions whose current model takes images (a
  * restriction per agent, asked on every request, so a model change shows or
@@ -76,7 +71,8 @@ export function offerToImageModels(ctx: Context): void {
   }
   ctx.on('agent/created', (agent) => {
     lift(agent.id)
-    const allow = (name: string) => name !== 'read_image' || takesImages(ctx, agent.options)
+    const allow = (name: string) =>
+      name !== 'read_image' || ctx.get('llm')?.takesImages(agent.options.provider, agent.options.model) === true
     lifts.set(agent.id, ctx.tools.restrict(ctx, agent.id, allow))
   })
   ctx.on('agent/disposed', (agent) => lift(agent.id))

@@ -68,6 +68,11 @@ export class LlmRuntime extends Service {
     return this.models(route).find((m) => m.id === model)
   }
 
+  /** Whether the route's catalog says the model takes images; false for a model it does not list. */
+  takesImages(route: string, model: string): boolean {
+    return this.modelInfo(route, model)?.images === true
+  }
+
   retryPolicy(route: string): RetryPolicy | undefined {
     return this.routes.get(route)?.retryPolicy()
   }
