@@ -30,6 +30,10 @@ export async function start(options: StartOptions): Promise<void> {
   // it in the background and process exit waits for that (~150 ms per run).
   // The baseline tier is fast enough for response parsing.
   setFlagsFromString('--liftoff-only')
+  // A run that ends while V8 marks the heap on its helper threads waits for that marking at exit (~5 ms for a
+  // one-shot task). Marked on the main thread, in the same small incremental steps, a short run exits at once; a
+  // long-running surface pays the marking on its own thread, which at dsh's heap sizes is a few milliseconds.
+  setFlagsFromString('--no-concurrent-marking')
 
   // Anything that escapes the launcher is a bug: say so on one line and exit 1.
   const fatal = (error: unknown) => {
