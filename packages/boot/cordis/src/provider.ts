@@ -1,9 +1,10 @@
-import { type Context, Service } from 'cordis'
+import type { Context } from 'cordis'
+import { Service } from './service.ts'
 
 /**
  * The base of a service seam (`ctx.jobs`, `ctx.shell`, ...): a provider
- * extends it and reaches the context it was mounted on as `home`, since
- * cordis swaps `this.ctx` for the caller's context inside methods.
+ * extends it and reaches the context it was mounted on as `home` (`this.ctx`
+ * answers the caller's context).
  */
 export abstract class ProviderService extends Service {
   protected readonly home: Context
@@ -14,11 +15,14 @@ export abstract class ProviderService extends Service {
   }
 }
 
+/** A seam's base class, bound to its name: constructed with the context alone. */
+export type NamedProviderService = abstract new (ctx: Context) => ProviderService
+
 /**
  * The base class of the seam named `name`: `class Jobs extends providerService('jobs')`
  * registers `ctx.jobs` when a provider is constructed.
  */
-export function providerService(name: string) {
+export function providerService(name: string): NamedProviderService {
   abstract class Named extends ProviderService {
     constructor(ctx: Context) {
       super(ctx, name)
