@@ -96,3 +96,149 @@ describe('reading a service through a context (patched cordis)', () => {
     },
   )
 })
+
+/** Errors the tree logs (cordis logs what an effect's disposer throws), as Error objects. */
+function loggedErrors(ctx: Context): Error[] {
+  const errors: Error[] = []
+  ctx.logger.exporter({
+    export(message: { args: unknown[] }) {
+      for (const arg of message.args) if (arg instanceof Error) errors.push(arg)
+    },
+  } as never)
+  return errors
+}
+
+describe('cheaper reads and effects (patched cordis)', () => {
+  it('hands out one traceable per context and service, whose methods still see the calling context', async () => {
+    class Caller extends Service {
+      constructor(ctx: Context) {
+        super(ctx, 'caller')
+      }
+      whoCalls(): unknown {
+        return this.ctx
+      }
+    }
+    await t.root.plugin(Caller)
+    let first: unknown
+    let second: unknown
+    let seen: unknown
+    let self: Context | undefined
+    await t.root.plugin({
+      name: 'reader',
+      inject: ['caller'],
+      apply: (ctx: Context) => {
+        self = ctx
+        first = (ctx as unknown as { caller: Caller }).caller
+        second = (ctx as unknown as { caller: Caller }).caller
+        seen = (ctx as unknown as { caller: Caller }).caller.whoCalls()
+      },
+    })
+    expect(first).toBe(second)
+    expect(seen).toBe(self)
+  })
+
+  it('still shows every read to an internal/get listener, and none when there is no listener', async () => {
+    await t.root.plugin(Welcomer)
+    const reads: string[] = []
+    let said = ''
+    await t.root.plugin({
+      name: 'user',
+      inject: ['welcomer'],
+      apply: (ctx: Context) => {
+        said = ctx.welcomer.greet('a')
+        ctx.on(
+          'internal/get' as never,
+          ((_: Context, prop: string, _e: unknown, next: () => unknown) => {
+            reads.push(prop)
+            return next()
+          }) as never,
+        )
+        said += ctx.welcomer.greet('b')
+      },
+    })
+    expect(said).toBe('hello ahello b')
+    expect(reads).toEqual(['welcomer'])
+  })
+
+  it('treats numeric, underscored and reserved names as plain properties, not services', () => {
+    const ctx = t.root as unknown as Record<string, unknown>
+    // A context is not a promise: awaiting one must not look for a "then" service.
+    expect(ctx.then).toBeUndefined()
+    expect(ctx['0']).toBeUndefined()
+    expect(ctx._nothing).toBeUndefined()
+  })
+
+  it('joins the stack of an error an async plugin throws before its first await', async () => {
+    function throwEarly(): never {
+      throw new Error('early')
+    }
+    function mountAsyncFromHere(ctx: Context) {
+      return ctx.plugin({
+        name: 'bad-async',
+        apply: async () => {
+          throwEarly()
+          await Promise.resolve()
+        },
+      })
+    }
+    const errors = loggedErrors(t.root)
+    await Promise.resolve(mountAsyncFromHere(t.root)).then(
+      () => undefined,
+      (reason: unknown) => errors.push(reason as Error),
+    )
+    const error = errors.find((e) => e.message === 'early')
+    const frames = (error?.stack ?? '').split('\n')
+    expect(frames[1]).toContain('throwEarly')
+    expect(frames.findIndex((line) => line.includes('mountAsyncFromHere'))).toBeGreaterThan(1)
+  })
+
+  it("logs the error an effect's cleanup throws when its plugin stops, with the stack of the cleanup", async () => {
+    function failingCleanup(): never {
+      throw new Error('cleanup failed')
+    }
+    function makeEffectHere(ctx: Context) {
+      ctx.effect(() => () => failingCleanup(), 'failing cleanup')
+    }
+    const errors = loggedErrors(t.root)
+    const provider = t.root.plugin({
+      name: 'provider',
+      apply: (ctx: Context) => ctx.provide('needed' as never, {} as never),
+    })
+    t.root.plugin({ name: 'with-cleanup', inject: ['needed'], apply: (ctx: Context) => makeEffectHere(ctx) })
+    await provider
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    // The service goes away, so the plugin that needs it stops: its cleanup runs (and throws) then.
+    await provider.dispose()
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    const error = errors.find((e) => e.message === 'cleanup failed')
+    const frames = (error?.stack ?? '').split('\n')
+    expect(frames[1]).toContain('failingCleanup')
+  })
+
+  it('starts and stops the dependents of each service a plugin provides as it comes and goes', async () => {
+    const log: string[] = []
+    const provider = t.root.plugin({
+      name: 'two-services',
+      apply: (ctx: Context) => {
+        ctx.provide('first' as never, { n: 1 } as never)
+        ctx.provide('second' as never, { n: 2 } as never)
+      },
+    })
+    for (const name of ['first', 'second']) {
+      t.root.plugin({
+        name: `needs-${name}`,
+        inject: [name],
+        apply: (ctx: Context) => {
+          log.push(`start ${name}`)
+          ctx.effect(() => () => void log.push(`stop ${name}`))
+        },
+      })
+    }
+    await provider
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(log.sort()).toEqual(['start first', 'start second'])
+    await provider.dispose()
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(log.filter((l) => l.startsWith('stop')).sort()).toEqual(['stop first', 'stop second'])
+  })
+})
