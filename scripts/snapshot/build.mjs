@@ -60,6 +60,10 @@ const LAZY_PACKAGES = new Set([
   'turndown',
   'import-meta-resolve',
   '@mariozechner/pi-ai',
+  // Used only once a language server starts, a page is fetched, an edit shows its diff.
+  'vscode-jsonrpc',
+  'entities',
+  'diff',
 ])
 const LAZY_SPECIFIERS = new Set(['undici'])
 const LAZY_FILES = [/\/zod\/v4\/locales\/index\.js$/]
