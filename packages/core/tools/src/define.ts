@@ -78,21 +78,69 @@ function isObjectSchema(value: unknown): value is ParameterSchema {
  * The JSON Schema the model is shown for a tool: its `inputSchema` as is,
  * else its parameter schema on the input side (fields with defaults are
  * optional), without the `$schema` marker. Throws, naming the tool, for a
- * type JSON Schema cannot express.
+ * type JSON Schema cannot express. Each call returns a fresh copy; the
+ * conversion itself runs once per schema object (see `toolParameters`).
  */
 export function parametersJsonSchema(definition: ToolDefinition<ParameterSchema>): Record<string, JsonValue> {
   if (definition.inputSchema !== undefined)
     return JSON.parse(JSON.stringify(definition.inputSchema)) as Record<string, JsonValue>
-  let schema: Record<string, unknown>
-  try {
-    schema = z.toJSONSchema(definition.parameters, { io: 'input' }) as Record<string, unknown>
-  } catch (error) {
+  const conversion = convert(definition.parameters)
+  if ('failure' in conversion) {
     throw new Error(
-      `tool "${definition.name}": its parameters cannot be expressed as JSON Schema: ${errorMessage(error)}`,
+      `tool "${definition.name}": its parameters cannot be expressed as JSON Schema: ${conversion.failure}`,
     )
   }
-  const { $schema: _ignored, ...rest } = schema
-  return JSON.parse(JSON.stringify(rest)) as Record<string, JsonValue>
+  return JSON.parse(conversion.json) as Record<string, JsonValue>
+}
+
+/** A parameter schema's JSON Schema as text, or why it has none. */
+type Conversion = { readonly json: string } | { readonly failure: string }
+
+/** Conversions by schema object: a schema shared by several definitions or registrations is converted once. */
+const conversions = new WeakMap<ParameterSchema, Conversion>()
+
+function convert(schema: ParameterSchema): Conversion {
+  let conversion = conversions.get(schema)
+  if (conversion !== undefined) return conversion
+  try {
+    const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>
+    conversion = { json: JSON.stringify(rest) }
+  } catch (error) {
+    conversion = { failure: errorMessage(error) }
+  }
+  conversions.set(schema, conversion)
+  return conversion
+}
+
+/**
+ * Returns `schema` after converting it to the JSON Schema the model will be
+ * shown and keeping the result, so a tool package that calls this at module
+ * scope pays for the conversion when the module is evaluated (for dsh, while
+ * the start-up snapshot is built), not when the tool is registered. A schema
+ * JSON Schema cannot express is not refused here: registering a tool with it
+ * throws, naming the tool.
+ */
+export function toolParameters<S extends ParameterSchema>(schema: S): S {
+  convert(schema)
+  return schema
+}
+
+/**
+ * `toolParameters` for a schema shaped by configuration: `build(key)` runs
+ * once per key (the config values the schema depends on, e.g. a limit), and
+ * the same schema object comes back for the same key. Call it at module scope
+ * with the default config's key so a default start converts nothing.
+ */
+export function toolParametersBy<K, S extends ParameterSchema>(build: (key: K) => S): (key: K) => S {
+  const built = new Map<K, S>()
+  return (key) => {
+    let schema = built.get(key)
+    if (schema === undefined) {
+      schema = toolParameters(build(key))
+      built.set(key, schema)
+    }
+    return schema
+  }
 }
 
 export function errorMessage(error: unknown): string {

@@ -3,7 +3,7 @@ import { type ToolsConfig, ToolRuntime } from './runtime.ts'
 
 export * from './types.ts'
 export { untilAborted } from './abort.ts'
-export { defineTool, errorMessage, parametersJsonSchema } from './define.ts'
+export { defineTool, errorMessage, parametersJsonSchema, toolParameters, toolParametersBy } from './define.ts'
 export {
   callTarget,
   diagnosticCounts,
