@@ -126,17 +126,21 @@ export function toolParameters<S extends ParameterSchema>(schema: S): S {
 }
 
 /**
- * `toolParameters` for a schema shaped by configuration: `build(key)` runs
- * once per key (the config values the schema depends on, e.g. a limit), and
- * the same schema object comes back for the same key. Call it at module scope
- * with the default config's key so a default start converts nothing.
+ * `toolParameters` for a schema shaped by configuration: `build(...values)`
+ * runs once per list of values (the config values the schema depends on,
+ * e.g. a limit), and the same schema object comes back for equal values.
+ * Call it at module scope with the default config's values so a default
+ * start converts nothing.
  */
-export function toolParametersBy<K, S extends ParameterSchema>(build: (key: K) => S): (key: K) => S {
-  const built = new Map<K, S>()
-  return (key) => {
+export function toolParametersBy<V extends readonly (string | number | boolean)[], S extends ParameterSchema>(
+  build: (...values: V) => S,
+): (...values: V) => S {
+  const built = new Map<string, S>()
+  return (...values) => {
+    const key = JSON.stringify(values)
     let schema = built.get(key)
     if (schema === undefined) {
-      schema = toolParameters(build(key))
+      schema = toolParameters(build(...values))
       built.set(key, schema)
     }
     return schema

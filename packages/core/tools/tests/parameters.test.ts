@@ -122,18 +122,19 @@ describe('parameter schemas are converted once per schema object', () => {
     expect(conversionsOf(schema)).toBe(1)
   })
 
-  it('builds a config-shaped schema once per key', () => {
+  it('builds a config-shaped schema once per list of values', () => {
     let builds = 0
-    const limited = toolParametersBy((max: number) => {
+    const limited = toolParametersBy((max: number, unit: string) => {
       builds += 1
-      return z.object({ items: z.array(z.string()).max(max) })
+      return z.object({ items: z.array(z.string()).max(max).describe(`In ${unit}.`) })
     })
-    expect(limited(5)).toBe(limited(5))
-    expect(limited(7)).not.toBe(limited(5))
-    expect(builds).toBe(2)
-    expect(conversionsOf(limited(5))).toBe(1)
-    expect(parametersJsonSchema(toolWith('limited', limited(7)))).toMatchObject({
-      properties: { items: { maxItems: 7 } },
+    expect(limited(5, 'kg')).toBe(limited(5, 'kg'))
+    expect(limited(7, 'kg')).not.toBe(limited(5, 'kg'))
+    expect(limited(5, 'lb')).not.toBe(limited(5, 'kg'))
+    expect(builds).toBe(3)
+    expect(conversionsOf(limited(5, 'kg'))).toBe(1)
+    expect(parametersJsonSchema(toolWith('limited', limited(7, 'lb')))).toMatchObject({
+      properties: { items: { maxItems: 7, description: 'In lb.' } },
     })
   })
 })

@@ -1,5 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import { defineTool, ToolError } from '@dsh/tools'
+import { defineTool, ToolError, toolParameters } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { editDiff, type Replacement } from './diff.ts'
@@ -18,6 +18,22 @@ import { fileChange } from './presentation.ts'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
+const editParameters = toolParameters(
+  z.object({
+    file_path: z
+      .string()
+      .min(1)
+      .max(MAX_PATH_LENGTH)
+      .describe('The file to edit, absolute or relative to the workspace.'),
+    old_string: z.string().min(1).describe('The exact text to replace.'),
+    new_string: z.string().describe('The text to put in its place.'),
+    replace_all: z
+      .boolean()
+      .optional()
+      .describe('Replace every occurrence instead of requiring exactly one. Default false.'),
+  }),
+)
+
 export function editTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'edit',
@@ -29,19 +45,7 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       'unless `replace_all` is true, exactly once; include enough surrounding lines to make it unique. ' +
       'Read the file in this session first; an edit of a file that was not read, or that changed on disk since, is refused. ' +
       'Returns a diff of the change.',
-    parameters: z.object({
-      file_path: z
-        .string()
-        .min(1)
-        .max(MAX_PATH_LENGTH)
-        .describe('The file to edit, absolute or relative to the workspace.'),
-      old_string: z.string().min(1).describe('The exact text to replace.'),
-      new_string: z.string().describe('The text to put in its place.'),
-      replace_all: z
-        .boolean()
-        .optional()
-        .describe('Replace every occurrence instead of requiring exactly one. Default false.'),
-    }),
+    parameters: editParameters,
     access: (args) => ({ kind: 'write', paths: [args.file_path], summary: `edit ${args.file_path}` }),
     async execute(args, run) {
       let shown = shownArgument(run.cwd, args.file_path)

@@ -1,5 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import { defineTool, textArgument, ToolError } from '@dsh/tools'
+import { defineTool, textArgument, ToolError, toolParameters } from '@dsh/tools'
 import { searchTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
@@ -11,6 +11,22 @@ const VCS_FOLDERS = ['.git', '.svn', '.hg', '.bzr', '.jj', '.sl']
 
 /** Longest pattern accepted; real globs are far shorter. */
 export const MAX_PATTERN_LENGTH = 4096
+
+const globParameters = toolParameters(
+  z.object({
+    pattern: z
+      .string()
+      .min(1)
+      .max(MAX_PATTERN_LENGTH)
+      .describe('The glob pattern (ripgrep glob syntax: *, **, ?, [abc], {a,b}).'),
+    path: z
+      .string()
+      .min(1)
+      .max(MAX_PATH_LENGTH)
+      .optional()
+      .describe('The directory to search in. Default: the workspace.'),
+  }),
+)
 
 export function globTool(ctx: Context, config: FsToolsConfig) {
   const ignored = config.globIncludeIgnored
@@ -27,19 +43,7 @@ export function globTool(ctx: Context, config: FsToolsConfig) {
       'Find files by name pattern, e.g. `**/*.ts` or `src/**/test_*.py`. A pattern without `/` matches file names at any depth; ' +
       'one with `/` matches paths relative to `path`. Lists files only (not directories), most recently modified first, ' +
       `hidden files included. ${ignored} Shows at most ${config.globMaxResults} paths.`,
-    parameters: z.object({
-      pattern: z
-        .string()
-        .min(1)
-        .max(MAX_PATTERN_LENGTH)
-        .describe('The glob pattern (ripgrep glob syntax: *, **, ?, [abc], {a,b}).'),
-      path: z
-        .string()
-        .min(1)
-        .max(MAX_PATH_LENGTH)
-        .optional()
-        .describe('The directory to search in. Default: the workspace.'),
-    }),
+    parameters: globParameters,
     ...searchTraits(config, 'glob'),
     async execute(args, run) {
       if (args.pattern.startsWith('!')) {

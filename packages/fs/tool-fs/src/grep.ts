@@ -1,5 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import { defineTool, textArgument, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import { defineTool, textArgument, ToolError, type ToolOutput, type ToolRunContext, toolParameters } from '@dsh/tools'
 import { searchTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
@@ -27,6 +27,24 @@ interface FileBlock {
   lines: Line[]
 }
 
+const grepParameters = toolParameters(
+  z.object({
+    pattern: z.string().min(1).max(MAX_PATTERN_LENGTH).describe('The regular expression to search for.'),
+    path: z
+      .string()
+      .min(1)
+      .max(MAX_PATH_LENGTH)
+      .optional()
+      .describe('File or directory to search. Default: the workspace.'),
+    include: z
+      .string()
+      .min(1)
+      .max(MAX_PATTERN_LENGTH)
+      .optional()
+      .describe('Only search files matching this one glob, e.g. `*.ts` or `src/**/*.py`.'),
+  }),
+)
+
 export function grepTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'grep',
@@ -41,21 +59,7 @@ export function grepTool(ctx: Context, config: FsToolsConfig) {
       'Narrow the files with `include`, one glob such as `*.ts` or `*.{js,jsx}`. ' +
       'Returns the matching lines with their line numbers, grouped under a heading per file. ' +
       `Shows the first ${config.grepMaxResults} matching lines; to see the lines around a match, read that file.`,
-    parameters: z.object({
-      pattern: z.string().min(1).max(MAX_PATTERN_LENGTH).describe('The regular expression to search for.'),
-      path: z
-        .string()
-        .min(1)
-        .max(MAX_PATH_LENGTH)
-        .optional()
-        .describe('File or directory to search. Default: the workspace.'),
-      include: z
-        .string()
-        .min(1)
-        .max(MAX_PATTERN_LENGTH)
-        .optional()
-        .describe('Only search files matching this one glob, e.g. `*.ts` or `src/**/*.py`.'),
-    }),
+    parameters: grepParameters,
     ...searchTraits(config, 'grep'),
     async execute(args, run): Promise<ToolOutput> {
       // A NUL byte cannot pass through a process argument.

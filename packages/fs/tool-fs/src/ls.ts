@@ -1,7 +1,7 @@
 import path from 'node:path'
 import type { Context } from '@dsh/cordis'
 import { type DirEntry, type FileStat, FileSystemError } from '@dsh/fs'
-import { callTarget, defineTool, ToolError, type ToolOutput } from '@dsh/tools'
+import { callTarget, defineTool, ToolError, type ToolOutput, toolParameters } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { displayPath, fsOptions, MAX_PATH_LENGTH, printable, shownArgument, toolErrorOf } from './files.ts'
@@ -44,6 +44,17 @@ export function globMatcher(pattern: string): RegExp {
   return new RegExp(`^${source}$`)
 }
 
+const lsParameters = toolParameters(
+  z.object({
+    path: z.string().min(1).max(MAX_PATH_LENGTH).optional().describe('The directory to list. Default: the workspace.'),
+    ignore: z
+      .array(z.string().min(1).max(256))
+      .max(100)
+      .optional()
+      .describe('Glob patterns of names (or relative paths) to leave out, e.g. ["dist", "*.log"].'),
+  }),
+)
+
 export function lsTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'ls',
@@ -53,19 +64,7 @@ export function lsTool(ctx: Context, config: FsToolsConfig) {
       'Directories end with `/`, symlinks with `@` (not followed); a directory shown as `name/ …` was not opened (list it to see inside). ' +
       `Leaves out ${config.lsIgnore.length ? config.lsIgnore.join(', ') : 'nothing'} and whatever \`ignore\` names. ` +
       'To find files by pattern use glob; to read a file use read.',
-    parameters: z.object({
-      path: z
-        .string()
-        .min(1)
-        .max(MAX_PATH_LENGTH)
-        .optional()
-        .describe('The directory to list. Default: the workspace.'),
-      ignore: z
-        .array(z.string().min(1).max(256))
-        .max(100)
-        .optional()
-        .describe('Glob patterns of names (or relative paths) to leave out, e.g. ["dist", "*.log"].'),
-    }),
+    parameters: lsParameters,
     readOnly: true,
     isConcurrencySafe: () => true,
     access: (args) => ({ kind: 'read', paths: [args.path ?? '.'], summary: `ls ${args.path ?? '.'}` }),

@@ -1,12 +1,22 @@
 import type { Context } from '@dsh/cordis'
 import type {} from '@dsh/llm'
-import { defineTool, ToolError, type ToolOutput } from '@dsh/tools'
+import { defineTool, ToolError, type ToolOutput, toolParameters } from '@dsh/tools'
 import { pathTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { MAX_PATH_LENGTH } from './files.ts'
 import { imageType } from './image.ts'
 import { imageOutput, openFile, sniff } from './read.ts'
+
+const readImageParameters = toolParameters(
+  z.object({
+    file_path: z
+      .string()
+      .min(1)
+      .max(MAX_PATH_LENGTH)
+      .describe('Path to the image file, absolute or relative to the workspace.'),
+  }),
+)
 
 /**
  * `read_image`: one image file as an image block for the model, through the
@@ -21,13 +31,7 @@ export function readImageTool(ctx: Context, config: FsToolsConfig) {
       'Read a PNG, JPEG, WebP or GIF file and see the image itself. The format is told by the file content, so a path ' +
       `without an extension works too. Images up to ${config.maxImageBytes} bytes. Use it instead of installing image ` +
       'tools or making thumbnails; independent images can be read in parallel. Needs a model that accepts images.',
-    parameters: z.object({
-      file_path: z
-        .string()
-        .min(1)
-        .max(MAX_PATH_LENGTH)
-        .describe('Path to the image file, absolute or relative to the workspace.'),
-    }),
+    parameters: readImageParameters,
     readOnly: true,
     isConcurrencySafe: () => true,
     access: (args) => ({ kind: 'read', paths: [args.file_path], summary: `read image ${args.file_path}` }),

@@ -3,10 +3,17 @@ import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import type { Context } from '@dsh/cordis'
 import type { FileStat } from '@dsh/fs'
-import { type CallArguments, defineTool, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import {
+  type CallArguments,
+  defineTool,
+  ToolError,
+  type ToolOutput,
+  type ToolRunContext,
+  toolParametersBy,
+} from '@dsh/tools'
 import { pathTitle } from './presentation.ts'
 import { z } from 'zod'
-import type { FsToolsConfig } from './config.ts'
+import { Config, type FsToolsConfig } from './config.ts'
 import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, shownArgument, toolErrorOf } from './files.ts'
 import { type ImageMediaType, imageName, imageType } from './image.ts'
 
@@ -21,6 +28,20 @@ function lineRange(args: CallArguments): string {
   return ` (from line ${from ?? 1}${count !== undefined ? `, ${count} lines` : ''})`
 }
 
+/** The read parameters for a `readLimit`, the most lines one call may ask for. */
+const readParameters = toolParametersBy((readLimit: number) =>
+  z.object({
+    file_path: z
+      .string()
+      .min(1)
+      .max(MAX_PATH_LENGTH)
+      .describe('The file to read, absolute or relative to the workspace.'),
+    offset: z.number().int().min(1).optional().describe('The first line to show, 1-based. Default 1.'),
+    limit: z.number().int().min(1).max(readLimit).optional().describe(`How many lines to show. Default ${readLimit}.`),
+  }),
+)
+readParameters(Config().readLimit)
+
 export function readTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
     name: 'read',
@@ -31,21 +52,7 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
       `Lines longer than ${config.maxLineLength} characters are cut. PNG, JPEG, GIF and WebP images come back as images ` +
       `(up to ${config.maxImageBytes} bytes); other binary files are refused. Relative paths are resolved against the workspace. ` +
       `Read a file before you edit it.`,
-    parameters: z.object({
-      file_path: z
-        .string()
-        .min(1)
-        .max(MAX_PATH_LENGTH)
-        .describe('The file to read, absolute or relative to the workspace.'),
-      offset: z.number().int().min(1).optional().describe('The first line to show, 1-based. Default 1.'),
-      limit: z
-        .number()
-        .int()
-        .min(1)
-        .max(config.readLimit)
-        .optional()
-        .describe(`How many lines to show. Default ${config.readLimit}.`),
-    }),
+    parameters: readParameters(config.readLimit),
     readOnly: true,
     isConcurrencySafe: () => true,
     access: (args) => ({ kind: 'read', paths: [args.file_path], summary: `read ${args.file_path}` }),

@@ -1,11 +1,22 @@
 import type { Context } from '@dsh/cordis'
 import type { FsCallOptions } from '@dsh/fs'
-import { defineTool, type ToolRunContext, ToolError } from '@dsh/tools'
+import { defineTool, type ToolRunContext, ToolError, toolParameters } from '@dsh/tools'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { replacementDiff } from './diff.ts'
 import { displayPath, fsOptions, MAX_PATH_LENGTH, shownArgument, statOrUndefined, writeKnown } from './files.ts'
 import { fileChange } from './presentation.ts'
+
+const writeParameters = toolParameters(
+  z.object({
+    file_path: z
+      .string()
+      .min(1)
+      .max(MAX_PATH_LENGTH)
+      .describe('The file to write, absolute or relative to the workspace.'),
+    content: z.string().describe('The complete new content of the file.'),
+  }),
+)
 
 export function writeTool(ctx: Context, config: FsToolsConfig) {
   return defineTool({
@@ -17,14 +28,7 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
       'Write a file with the given content, creating it (and any missing parent folders) or replacing it entirely. ' +
       'The new content replaces the old in one step, so no half-written file is ever left behind. ' +
       'Relative paths are resolved against the workspace. To change part of an existing file, prefer edit.',
-    parameters: z.object({
-      file_path: z
-        .string()
-        .min(1)
-        .max(MAX_PATH_LENGTH)
-        .describe('The file to write, absolute or relative to the workspace.'),
-      content: z.string().describe('The complete new content of the file.'),
-    }),
+    parameters: writeParameters,
     access: (args) => ({ kind: 'write', paths: [args.file_path], summary: `write ${args.file_path}` }),
     async execute(args, run) {
       let shown = shownArgument(run.cwd, args.file_path)

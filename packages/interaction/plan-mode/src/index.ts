@@ -1,5 +1,5 @@
 import type { Context } from '@dsh/cordis'
-import { defineTool, oneLine, textArgument, ToolError } from '@dsh/tools'
+import { defineTool, oneLine, textArgument, ToolError, toolParameters } from '@dsh/tools'
 import { z } from 'zod'
 import type { PlanModeConfig } from './config.ts'
 import { EXIT_TOOL, PlanMode } from './service.ts'
@@ -9,6 +9,12 @@ export { EXIT_TOOL, PLAN_EVENT, PlanMode } from './service.ts'
 
 export const name = 'plan-mode'
 export const inject = ['tools', 'sessions', 'systemPrompt']
+
+const exitPlanParameters = toolParameters(
+  z.object({
+    plan: z.string().trim().min(1).describe('The complete plan, as markdown, starting with a # heading.'),
+  }),
+)
 
 /** Provides `ctx.planMode`, its system-prompt section and the `exit_plan_mode` tool. */
 export function apply(ctx: Context, config: PlanModeConfig) {
@@ -37,9 +43,7 @@ export function apply(ctx: Context, config: PlanModeConfig) {
       description:
         'Only in plan mode: submit your plan for the user to approve. Send the complete plan as markdown, starting with a # heading that names it. ' +
         "Once approved, plan mode ends and you carry out the plan from your next step; otherwise the result carries the user's feedback: revise and submit again.",
-      parameters: z.object({
-        plan: z.string().trim().min(1).describe('The complete plan, as markdown, starting with a # heading.'),
-      }),
+      parameters: exitPlanParameters,
       readOnly: true,
       execute(args, run) {
         const planMode = ctx.get('planMode')

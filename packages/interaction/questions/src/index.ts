@@ -1,5 +1,5 @@
 import { type Context, Schema } from '@dsh/cordis'
-import { defineTool, oneLine, ToolError } from '@dsh/tools'
+import { defineTool, oneLine, ToolError, toolParameters } from '@dsh/tools'
 import { z } from 'zod'
 import { NoAskerError, type Question, type QuestionAnswer, Questions } from './service.ts'
 
@@ -57,25 +57,27 @@ const question = z
     })
   })
 
-const parameters = z.object({
-  questions: z
-    .array(question)
-    .min(1)
-    .max(4)
-    .superRefine((list, issues) => {
-      const texts = list.map((q) => q.question)
-      texts.forEach((text, i) => {
-        if (texts.indexOf(text) !== i)
-          issues.addIssue({ code: 'custom', path: [i, 'question'], message: 'the same question is asked twice' })
+const parameters = toolParameters(
+  z.object({
+    questions: z
+      .array(question)
+      .min(1)
+      .max(4)
+      .superRefine((list, issues) => {
+        const texts = list.map((q) => q.question)
+        texts.forEach((text, i) => {
+          if (texts.indexOf(text) !== i)
+            issues.addIssue({ code: 'custom', path: [i, 'question'], message: 'the same question is asked twice' })
+        })
+        const ids = list.map((q) => q.id)
+        ids.forEach((id, i) => {
+          if (ids.indexOf(id) !== i)
+            issues.addIssue({ code: 'custom', path: [i, 'id'], message: `the id "${id}" is used twice` })
+        })
       })
-      const ids = list.map((q) => q.id)
-      ids.forEach((id, i) => {
-        if (ids.indexOf(id) !== i)
-          issues.addIssue({ code: 'custom', path: [i, 'id'], message: `the id "${id}" is used twice` })
-      })
-    })
-    .describe('1 to 4 questions.'),
-})
+      .describe('1 to 4 questions.'),
+  }),
+)
 
 /** Provides `ctx.questions` and registers `ask_user_question`. */
 export function apply(ctx: Context, config: QuestionsConfig) {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type {} from '@dsh/agent'
 import { assertNever, type Context, Schema, sharedMap } from '@dsh/cordis'
 import { textMessage } from '@dsh/session'
-import { defineTool, textArgument, ToolError, type ToolRunContext } from '@dsh/tools'
+import { defineTool, textArgument, ToolError, type ToolRunContext, toolParameters, toolParametersBy } from '@dsh/tools'
 import { z } from 'zod'
 import { leadingContinuation } from './ring.ts'
 import { type JobInfo, JobNotFoundError, type JobOutput, type JobStatus } from './seam.ts'
@@ -47,6 +47,35 @@ export const inject = ['tools', 'jobs']
 
 const CURSORS = 'jobs:read-offsets'
 
+/** job_output's parameters for the longest wait a call may ask for and the default one. */
+const jobOutputParameters = toolParametersBy((maxWaitMs: number, defaultWaitMs: number) =>
+  z.object({
+    job_id: z.string().min(1).describe('The id the job was started with, e.g. job-1.'),
+    wait: z
+      .boolean()
+      .optional()
+      .describe('Wait for the job to end (or the timeout) before answering. Default false: answer at once.'),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(maxWaitMs)
+      .optional()
+      .describe(`With wait: the longest wait in milliseconds. Default ${defaultWaitMs}.`),
+  }),
+)
+const defaults = Config()
+jobOutputParameters(defaults.maxWaitMs, defaults.defaultWaitMs)
+
+const jobListParameters = toolParameters(z.object({}))
+
+const jobKillParameters = toolParameters(
+  z.object({
+    job_id: z.string().min(1).describe('The id of the job to stop.'),
+    reason: z.string().optional().describe('Why you stop it, in a few words; kept in the session log.'),
+  }),
+)
+
 /** Registers `job_output`, `job_list` and `job_kill`: the model's view of its own session's background jobs. */
 export function apply(ctx: Context, config: JobToolsConfig) {
   const jobs = ctx.jobs
@@ -79,20 +108,7 @@ export function apply(ctx: Context, config: JobToolsConfig) {
         'and its status, as a closing [status: ...] line. It answers at once unless wait is true: then it waits for the job ' +
         `to end, at most timeout_ms (default ${config.defaultWaitMs}). Do not poll in a tight loop; prefer one call with wait. ` +
         `At most the newest ${config.maxReadBytes} bytes are returned per call.`,
-      parameters: z.object({
-        job_id: z.string().min(1).describe('The id the job was started with, e.g. job-1.'),
-        wait: z
-          .boolean()
-          .optional()
-          .describe('Wait for the job to end (or the timeout) before answering. Default false: answer at once.'),
-        timeout_ms: z
-          .number()
-          .int()
-          .min(1)
-          .max(config.maxWaitMs)
-          .optional()
-          .describe(`With wait: the longest wait in milliseconds. Default ${config.defaultWaitMs}.`),
-      }),
+      parameters: jobOutputParameters(config.maxWaitMs, config.defaultWaitMs),
       readOnly: true,
       timeoutMs: config.maxWaitMs + config.timeoutAllowanceMs,
       access: (args) => ({ kind: 'read', summary: `output of background job ${args.job_id}` }),
@@ -122,7 +138,7 @@ export function apply(ctx: Context, config: JobToolsConfig) {
       name: 'job_list',
       presentation: { kind: 'read', view: 'generic', title: () => 'List background jobs' },
       description: "List this session's background jobs with their status.",
-      parameters: z.object({}),
+      parameters: jobListParameters,
       readOnly: true,
       isConcurrencySafe: () => true,
       access: () => ({ kind: 'read', summary: 'list background jobs' }),
@@ -145,10 +161,7 @@ export function apply(ctx: Context, config: JobToolsConfig) {
       },
       description:
         'Stop a background job and every process it started. Its output so far stays readable with job_output.',
-      parameters: z.object({
-        job_id: z.string().min(1).describe('The id of the job to stop.'),
-        reason: z.string().optional().describe('Why you stop it, in a few words; kept in the session log.'),
-      }),
+      parameters: jobKillParameters,
       timeoutMs: config.timeoutAllowanceMs,
       access: (args) => ({ kind: 'other', summary: `stop background job ${args.job_id}` }),
       async execute(args, run) {

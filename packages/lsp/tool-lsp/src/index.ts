@@ -9,6 +9,7 @@ import {
   ToolError,
   type ToolOutput,
   type ToolRunContext,
+  toolParameters,
 } from '@dsh/tools'
 import { z } from 'zod'
 
@@ -49,6 +50,15 @@ const NOUNS: Record<Exclude<LspOperation, 'hover'>, [string, string]> = {
   goToImplementation: ['implementation', 'implementations'],
 }
 
+const lspParameters = toolParameters(
+  z.object({
+    operation: z.enum(LSP_OPERATIONS).describe('goToDefinition, findReferences, goToImplementation, or hover.'),
+    file_path: z.string().describe('The source file to query, relative to the workspace or absolute.'),
+    line: z.number().describe('One-based line of the cursor.'),
+    character: z.number().describe('One-based UTF-16 column of the cursor.'),
+  }),
+)
+
 /** Registers `lsp`: definitions, references, implementations and hovers from `ctx.lsp`. */
 export function apply(ctx: Context, config: ToolLspConfig) {
   ctx.tools.register(
@@ -59,12 +69,7 @@ export function apply(ctx: Context, config: ToolLspConfig) {
         'Query a language server to navigate code precisely. operation is goToDefinition, findReferences, ' +
         'goToImplementation or hover. line and character are the one-based UTF-16 cursor position. ' +
         'findReferences includes the declaration.',
-      parameters: z.object({
-        operation: z.enum(LSP_OPERATIONS).describe('goToDefinition, findReferences, goToImplementation, or hover.'),
-        file_path: z.string().describe('The source file to query, relative to the workspace or absolute.'),
-        line: z.number().describe('One-based line of the cursor.'),
-        character: z.number().describe('One-based UTF-16 column of the cursor.'),
-      }),
+      parameters: lspParameters,
       readOnly: true,
       isConcurrencySafe: () => true,
       timeoutMs: config.timeoutMs,

@@ -17,6 +17,7 @@ import {
   ToolError,
   type ToolOutput,
   type ToolRunContext,
+  toolParametersBy,
 } from '@dsh/tools'
 import { z } from 'zod'
 import { StreamCapture } from './capture.ts'
@@ -101,8 +102,11 @@ const escalation = {
     .describe('With escalate: one sentence on why the command must run outside the sandbox.'),
 }
 
-/** The call's parameters: the seeds' bash schema, plus `escalation` when the config allows it. */
-function bashParameters(config: BashToolConfig) {
+/**
+ * The call's parameters: the seeds' bash schema, plus `escalation` when the config allows it, with the rule that an
+ * escalation carries a justification. One schema object per combination of the config values that shape it.
+ */
+const bashParameters = toolParametersBy((maxTimeoutMs: number, defaultTimeoutMs: number, allowEscalation: boolean) => {
   const seed = {
     command: z.string().min(1).describe('The command to run.'),
     description: z.string().describe('What the command does, in 5 to 10 words, shown to the user.'),
@@ -110,9 +114,9 @@ function bashParameters(config: BashToolConfig) {
       .number()
       .int()
       .min(1)
-      .max(config.maxTimeoutMs, `timeoutMs may be at most ${config.maxTimeoutMs} milliseconds`)
+      .max(maxTimeoutMs, `timeoutMs may be at most ${maxTimeoutMs} milliseconds`)
       .optional()
-      .describe(`Timeout in milliseconds. Default ${config.defaultTimeoutMs}, at most ${config.maxTimeoutMs}.`),
+      .describe(`Timeout in milliseconds. Default ${defaultTimeoutMs}, at most ${maxTimeoutMs}.`),
     workdir: z
       .string()
       .min(1)
@@ -125,8 +129,19 @@ function bashParameters(config: BashToolConfig) {
   }
   const full = z.object({ ...seed, ...escalation })
   // Without escalation the two parameters do not exist, so `args.escalate` is always undefined.
-  return config.allowEscalation ? full : (z.object(seed) as unknown as typeof full)
-}
+  const parameters = allowEscalation ? full : (z.object(seed) as unknown as typeof full)
+  return parameters.superRefine((args, issues) => {
+    if (args.escalate && !args.justification?.trim()) {
+      issues.addIssue({
+        code: 'custom',
+        path: ['justification'],
+        message: 'escalate needs a justification: say in one sentence why the command must run outside the sandbox',
+      })
+    }
+  })
+})
+const defaults = Config()
+bashParameters(defaults.maxTimeoutMs, defaults.defaultTimeoutMs, defaults.allowEscalation)
 
 /** Registers `bash` on `ctx.tools`, running through `ctx.shell`. Disposal stops the commands still running. */
 export function apply(ctx: Context, config: BashToolConfig) {
@@ -225,15 +240,7 @@ export function apply(ctx: Context, config: BashToolConfig) {
           : 'A write the sandbox denied is a policy decision, not a bug in the command: do not retry it another way.\n') +
         'For servers, watchers and other long-running commands use run_in_background: true; it returns a job id at once. ' +
         'Read its output with job_output and stop it with job_kill.',
-      parameters: bashParameters(config).superRefine((args, issues) => {
-        if (args.escalate && !args.justification?.trim()) {
-          issues.addIssue({
-            code: 'custom',
-            path: ['justification'],
-            message: 'escalate needs a justification: say in one sentence why the command must run outside the sandbox',
-          })
-        }
-      }),
+      parameters: bashParameters(config.maxTimeoutMs, config.defaultTimeoutMs, config.allowEscalation),
       timeoutMs: config.maxTimeoutMs + config.stopAllowanceMs,
       access: (args) =>
         args.escalate

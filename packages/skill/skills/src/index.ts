@@ -3,7 +3,7 @@ import path from 'node:path'
 import type {} from '@dsh/commands'
 import { type Context, Schema, stringList } from '@dsh/cordis'
 import { projectFolders } from '@dsh/system-prompt'
-import { defineTool, errorMessage, textArgument, ToolError } from '@dsh/tools'
+import { defineTool, errorMessage, textArgument, ToolError, toolParameters } from '@dsh/tools'
 import { z } from 'zod'
 import { type Discovery, parseSkill, readSkillFile, type Skill, SkillScanner } from './discover.ts'
 
@@ -44,6 +44,10 @@ export const Config: Schema<SkillsConfig> = Schema.object({
 
 export const name = 'skills'
 export const inject = ['tools', 'systemPrompt']
+
+const skillParameters = toolParameters(
+  z.object({ name: z.string().min(1).describe('The skill name, exactly as the catalog lists it.') }),
+)
 
 /**
  * Skills: folders with a SKILL.md (frontmatter `name`, `description`) from
@@ -95,7 +99,7 @@ export function apply(ctx: Context, config: SkillsConfig) {
       description:
         'Load a skill: its instructions and the folder holding its supporting files. Call it with a name from the skill catalog in the system prompt ' +
         'when a task matches that skill, before you start the task.',
-      parameters: z.object({ name: z.string().min(1).describe('The skill name, exactly as the catalog lists it.') }),
+      parameters: skillParameters,
       readOnly: true,
       isConcurrencySafe: () => true,
       access: (args) => ({ kind: 'read', summary: `skill ${args.name}` }),

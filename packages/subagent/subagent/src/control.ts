@@ -1,6 +1,6 @@
 import type { Context } from '@dsh/cordis'
 import { textMessage } from '@dsh/session'
-import { defineTool, oneLine, textArgument, ToolError } from '@dsh/tools'
+import { defineTool, oneLine, textArgument, ToolError, toolParameters } from '@dsh/tools'
 import { z } from 'zod'
 import type { BackgroundChild, BackgroundChildren } from './background.ts'
 
@@ -18,6 +18,24 @@ function unknownAgent(id: string): ToolError {
   )
 }
 
+const listAgentsParameters = toolParameters(
+  z.object({
+    scope: z
+      .enum(['children', 'descendants'])
+      .optional()
+      .describe('children (default): your direct children; descendants: the whole tree below you.'),
+  }),
+)
+
+const sendMessageParameters = toolParameters(
+  z.object({
+    agent_id: agentId,
+    message: z.string().trim().min(1).describe('What to tell the subagent; it sees nothing else of your conversation.'),
+  }),
+)
+
+const interruptParameters = toolParameters(z.object({ agent_id: agentId }))
+
 /** `list_agents`, `send_message` and `interrupt_agent`: the model's handle on its background subagents. */
 export function registerControlTools(ctx: Context, background: BackgroundChildren): void {
   ctx.tools.register(
@@ -29,12 +47,7 @@ export function registerControlTools(ctx: Context, background: BackgroundChildre
         'List the background subagents you started (their agent id, label and status: running, or idle between turns). ' +
         'You are told when one finishes, so use this to recall them, not to poll. scope "descendants" also lists the ' +
         "subagents they started, with each one's parent and depth; only your direct children take send_message.",
-      parameters: z.object({
-        scope: z
-          .enum(['children', 'descendants'])
-          .optional()
-          .describe('children (default): your direct children; descendants: the whole tree below you.'),
-      }),
+      parameters: listAgentsParameters,
       isConcurrencySafe: () => true,
       access: () => ({ kind: 'read', summary: 'list background subagents' }),
       execute: (args, run) => {
@@ -70,14 +83,7 @@ export function registerControlTools(ctx: Context, background: BackgroundChildre
         'Send a message to one of your background subagents by agent id. A working subagent reads it at its next step; ' +
         'an idle one starts a new turn with it, and you are told when that turn ends. This call only confirms delivery; ' +
         'it does not return the answer. A failed call means the message was not delivered.',
-      parameters: z.object({
-        agent_id: agentId,
-        message: z
-          .string()
-          .trim()
-          .min(1)
-          .describe('What to tell the subagent; it sees nothing else of your conversation.'),
-      }),
+      parameters: sendMessageParameters,
       isConcurrencySafe: () => true,
       access: (args) => ({ kind: 'read', summary: `message to subagent ${args.agent_id}` }),
       execute: (args, run) => {
@@ -121,7 +127,7 @@ export function registerControlTools(ctx: Context, background: BackgroundChildre
         'Stop the current turn of a background subagent (yours, or one started below you) by agent id. The subagent ' +
         'stays available for send_message, and the subagents it started keep running. The call returns once the stop ' +
         'is requested; interrupting an idle subagent does nothing.',
-      parameters: z.object({ agent_id: agentId }),
+      parameters: interruptParameters,
       isConcurrencySafe: () => true,
       access: (args) => ({ kind: 'read', summary: `interrupt subagent ${args.agent_id}` }),
       execute: (args, run) => {

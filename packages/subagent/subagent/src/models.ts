@@ -1,8 +1,15 @@
 import type { Context } from '@dsh/cordis'
 import { REASONING_EFFORTS } from '@dsh/llm'
-import { defineTool, ToolError } from '@dsh/tools'
+import { defineTool, ToolError, toolParameters } from '@dsh/tools'
 import { z } from 'zod'
 import type { SubagentConfig } from './config.ts'
+
+const listModelsParameters = toolParameters(
+  z.object({
+    provider: z.string().trim().min(1).optional().describe('A provider id; omit to list the providers.'),
+    model: z.string().trim().min(1).optional().describe('An exact model id to inspect; needs provider.'),
+  }),
+)
 
 /** `list_subagent_models`: the providers and models a subagent may run on, from `ctx.llm`. */
 export function listModelsTool(ctx: Context, config: SubagentConfig) {
@@ -15,10 +22,7 @@ export function listModelsTool(ctx: Context, config: SubagentConfig) {
     description:
       'List the model routes a subagent can use, without changing yours. No arguments: the providers. provider: its ' +
       `advertised models. provider and model: that exact model. The lists are advisory. ${usage}`,
-    parameters: z.object({
-      provider: z.string().trim().min(1).optional().describe('A provider id; omit to list the providers.'),
-      model: z.string().trim().min(1).optional().describe('An exact model id to inspect; needs provider.'),
-    }),
+    parameters: listModelsParameters,
     isConcurrencySafe: () => true,
     access: () => ({ kind: 'read', summary: 'list subagent models' }),
     execute: (args, run) => {

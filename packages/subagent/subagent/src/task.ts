@@ -2,10 +2,19 @@ import type { Agent, AgentOptions } from '@dsh/agent'
 import type { Context } from '@dsh/cordis'
 import { REASONING_EFFORTS, type ReasoningEffort } from '@dsh/llm'
 import type { SessionEvent, SessionId } from '@dsh/session'
-import { defineTool, oneLine, textArgument, textOf, ToolError, type ToolOutput, type ToolRunContext } from '@dsh/tools'
+import {
+  defineTool,
+  oneLine,
+  textArgument,
+  textOf,
+  ToolError,
+  type ToolOutput,
+  type ToolRunContext,
+  toolParametersBy,
+} from '@dsh/tools'
 import { z } from 'zod'
 import type { BackgroundChildren } from './background.ts'
-import { type AgentType, type SubagentConfig, SUBAGENT_TOOL, toolFilter } from './config.ts'
+import { type AgentType, Config, type SubagentConfig, SUBAGENT_TOOL, toolFilter } from './config.ts'
 
 export interface TaskArgs {
   description: string
@@ -35,6 +44,66 @@ export function depthOf(ctx: Context, sessionId: string): number {
   return depth
 }
 
+/**
+ * The subagent tool's parameters. Each optional part exists only when configured, so the default schema is the
+ * seeds' own: `subagent_type` when there are several types (`typeNames`, comma-separated; type names hold no
+ * comma), `run_in_background` with background runs, the model choice with `modelSelection`.
+ */
+const taskParameters = toolParametersBy(
+  (typeNames: string, defaultType: string, background: boolean, modelSelection: boolean) => {
+    const shape: Record<string, z.ZodType> = {
+      description: z
+        .string()
+        .trim()
+        .min(1)
+        .max(120)
+        .describe('A short label for the task (3-5 words), shown in session lists.'),
+      prompt: z
+        .string()
+        .trim()
+        .min(1)
+        .describe('The complete task for the subagent, including what its final answer should contain.'),
+    }
+    const names = typeNames.split(',')
+    if (names.length > 1)
+      shape.subagent_type = z
+        .enum(names as [string, ...string[]])
+        .optional()
+        .describe(`The kind of subagent (default: ${defaultType}).`)
+    if (background)
+      shape.run_in_background = z
+        .boolean()
+        .optional()
+        .describe(
+          'true: start the subagent and return its agent id at once; you are told when it finishes. Default false: wait for its answer.',
+        )
+    if (modelSelection) {
+      shape.provider = z.string().min(1).optional().describe("The child's model provider (default: yours).")
+      shape.model = z
+        .string()
+        .min(1)
+        .optional()
+        .describe("The child's model id (default: yours); see list_subagent_models.")
+      shape.reasoning_effort = z.enum(REASONING_EFFORTS).optional().describe("The child's reasoning effort.")
+    }
+    return z.object(shape) as unknown as z.ZodObject<{ [K in keyof TaskArgs]-?: z.ZodType<TaskArgs[K]> }>
+  },
+)
+
+/** The subagent tool's parameters for `config`, with `run_in_background` when background runs are on. */
+function taskParametersFor(config: SubagentConfig, background: boolean) {
+  const names = Object.keys(config.types)
+  const several = names.length > 1
+  return taskParameters(
+    several ? names.join(',') : '',
+    several ? config.defaultType : '',
+    background,
+    config.modelSelection,
+  )
+}
+const defaults = Config()
+taskParametersFor(defaults, defaults.enableRunInBackground)
+
 /** The `subagent` tool; `children` maps each live child session to its type, for the system prompt. */
 export function taskTool(
   ctx: Context,
@@ -47,39 +116,7 @@ export function taskTool(
     names.length > 1
       ? `\nSubagent types:\n${names.map((name) => `- ${name}: ${config.types[name]?.description}`).join('\n')}`
       : ''
-  const shape: Record<string, z.ZodType> = {
-    description: z
-      .string()
-      .trim()
-      .min(1)
-      .max(120)
-      .describe('A short label for the task (3-5 words), shown in session lists.'),
-    prompt: z
-      .string()
-      .trim()
-      .min(1)
-      .describe('The complete task for the subagent, including what its final answer should contain.'),
-  }
-  // Each optional part exists only when configured, so the default schema is the seeds' own.
-  if (names.length > 1)
-    shape.subagent_type = z.enum(names).optional().describe(`The kind of subagent (default: ${config.defaultType}).`)
-  if (background)
-    shape.run_in_background = z
-      .boolean()
-      .optional()
-      .describe(
-        'true: start the subagent and return its agent id at once; you are told when it finishes. Default false: wait for its answer.',
-      )
-  if (config.modelSelection) {
-    shape.provider = z.string().min(1).optional().describe("The child's model provider (default: yours).")
-    shape.model = z
-      .string()
-      .min(1)
-      .optional()
-      .describe("The child's model id (default: yours); see list_subagent_models.")
-    shape.reasoning_effort = z.enum(REASONING_EFFORTS).optional().describe("The child's reasoning effort.")
-  }
-  const parameters = z.object(shape) as unknown as z.ZodObject<{ [K in keyof TaskArgs]-?: z.ZodType<TaskArgs[K]> }>
+  const parameters = taskParametersFor(config, background !== undefined)
   const backgroundText = background
     ? ' With run_in_background: true the call returns the agent id at once and the subagent works on; its result reaches you as a ' +
       'message when it finishes (do not poll). list_agents, send_message and interrupt_agent manage background subagents.'

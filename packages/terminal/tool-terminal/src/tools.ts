@@ -19,9 +19,11 @@ import {
   ToolError,
   type ToolOutput,
   type ToolRunContext,
+  toolParameters,
+  toolParametersBy,
 } from '@dsh/tools'
 import { z } from 'zod'
-import type { TerminalToolsConfig } from './config.ts'
+import { Config, type TerminalToolsConfig } from './config.ts'
 
 /** Where `sessionState` keeps, per terminal, the offset up to which the model has seen the output. */
 const CURSORS = 'tool-terminal:cursors'
@@ -39,6 +41,58 @@ const NAMES = 'tool-terminal:names'
 
 /** The signals terminal_signal delivers, as the seeds' catalog lists them. */
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGTSTP', 'SIGHUP'] as const
+
+const openParameters = toolParameters(
+  z.object({
+    type: z.string().min(1).describe(`The terminal backend: "${SHELL_TYPE}".`),
+    name: z.string().min(1).max(80).optional().describe('A short name to tell your terminals apart, e.g. "server".'),
+    cwd: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Working directory, absolute or relative to the workspace. Default: the workspace.'),
+  }),
+)
+
+const sendParameters = toolParameters(
+  z.object({
+    sessionId: terminalId,
+    text: z.string().describe('The text to type. May be empty (with submit, just Enter).'),
+    submit: z.boolean().default(true).describe('Press Enter after the text. Default true.'),
+    run_in_background: z
+      .boolean()
+      .optional()
+      .describe('Return at once without waiting for output; read it later with terminal_read.'),
+  }),
+)
+
+const closeParameters = toolParameters(z.object({ sessionId: terminalId }))
+
+const signalParameters = toolParameters(
+  z.object({
+    sessionId: terminalId,
+    signal: z.enum(SIGNALS).describe('The signal to send.'),
+  }),
+)
+
+const listParameters = toolParameters(z.object({}))
+
+/** terminal_read's parameters for the most lines a call may ask for and the default count. */
+const readParameters = toolParametersBy((maxReadLines: number, readLines: number) =>
+  z.object({
+    sessionId: terminalId,
+    offset: z.number().int().min(0).optional().describe('Lines to skip back from the newest. Default 0.'),
+    count: z
+      .number()
+      .int()
+      .min(1)
+      .max(maxReadLines)
+      .optional()
+      .describe(`How many lines to return. Default ${readLines}.`),
+  }),
+)
+const defaults = Config()
+readParameters(defaults.maxReadLines, defaults.readLines)
 
 /** The six terminal tools, bound to `ctx.terminals` and one configuration. */
 export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDefinition[] {
@@ -92,15 +146,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       "shell's state (cwd, variables, running programs) lasts across terminal_send calls. Use terminals for interactive " +
       'programs (REPLs, prompts, servers, watchers); use bash for one-off commands. Terminals run outside the sandbox. ' +
       `Close a terminal when you no longer need it. The only type is "${SHELL_TYPE}".`,
-    parameters: z.object({
-      type: z.string().min(1).describe(`The terminal backend: "${SHELL_TYPE}".`),
-      name: z.string().min(1).max(80).optional().describe('A short name to tell your terminals apart, e.g. "server".'),
-      cwd: z
-        .string()
-        .min(1)
-        .optional()
-        .describe('Working directory, absolute or relative to the workspace. Default: the workspace.'),
-    }),
+    parameters: openParameters,
     timeoutMs: config.startupTimeoutMs + 60_000,
     access: (args) => ({
       kind: 'execute',
@@ -150,15 +196,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
       `quiet for ${idleMs}ms, the program exits, or ${config.defaultTimeoutMs}ms pass, and return the output the terminal ` +
       'produced since you last saw it. Quiet output does not prove a command finished: read again with terminal_read. ' +
       'Send control keys as characters with submit false, e.g. "\\u0003" for Ctrl+C, "\\u0004" for Ctrl+D.',
-    parameters: z.object({
-      sessionId: terminalId,
-      text: z.string().describe('The text to type. May be empty (with submit, just Enter).'),
-      submit: z.boolean().default(true).describe('Press Enter after the text. Default true.'),
-      run_in_background: z
-        .boolean()
-        .optional()
-        .describe('Return at once without waiting for output; read it later with terminal_read.'),
-    }),
+    parameters: sendParameters,
     timeoutMs: config.defaultTimeoutMs + 60_000,
     access: (args) => ({ kind: 'execute', escalated: true, summary: `${args.sessionId}: ${args.text}` }),
     async execute(args, run): Promise<ToolOutput> {
@@ -197,17 +235,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
     description:
       'Return a page of the output a terminal still holds, without typing anything, and whether its program runs. ' +
       `By default the newest ${config.readLines} lines; offset counts lines back from the newest, count sets the page size.`,
-    parameters: z.object({
-      sessionId: terminalId,
-      offset: z.number().int().min(0).optional().describe('Lines to skip back from the newest. Default 0.'),
-      count: z
-        .number()
-        .int()
-        .min(1)
-        .max(config.maxReadLines)
-        .optional()
-        .describe(`How many lines to return. Default ${config.readLines}.`),
-    }),
+    parameters: readParameters(config.maxReadLines, config.readLines),
     readOnly: true,
     access: (args) => ({ kind: 'read', summary: `read terminal ${args.sessionId}` }),
     execute(args, run): ToolOutput {
@@ -234,7 +262,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
     presentation: { kind: 'execute', view: 'generic', title: (args) => `Close ${terminalOf(args)}` },
     description:
       'Close a terminal: stop its program and every process it started, and return the output you had not seen yet. Its id stops working.',
-    parameters: z.object({ sessionId: terminalId }),
+    parameters: closeParameters,
     access: (args) => ({ kind: 'execute', summary: `close terminal ${args.sessionId}` }),
     async execute(args, run): Promise<ToolOutput> {
       const info = owned(args.sessionId, run)
@@ -261,10 +289,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
     description:
       "Send a signal to the program running in the foreground of a terminal (the shell's current job). SIGKILL is refused " +
       'when only the shell itself runs: close the terminal instead.',
-    parameters: z.object({
-      sessionId: terminalId,
-      signal: z.enum(SIGNALS).describe('The signal to send.'),
-    }),
+    parameters: signalParameters,
     access: (args) => ({ kind: 'execute', escalated: true, summary: `${args.signal} to terminal ${args.sessionId}` }),
     async execute(args, run): Promise<ToolOutput> {
       const info = owned(args.sessionId, run)
@@ -298,7 +323,7 @@ export function terminalTools(ctx: Context, config: TerminalToolsConfig): ToolDe
     presentation: { kind: 'read', view: 'generic', title: () => 'List terminals' },
     description:
       "List this session's terminals: id, whether the program runs, the command, its directory, and how much output you have not seen.",
-    parameters: z.object({}),
+    parameters: listParameters,
     readOnly: true,
     isConcurrencySafe: () => true,
     access: () => ({ kind: 'read', summary: 'list terminals' }),

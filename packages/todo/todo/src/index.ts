@@ -1,6 +1,6 @@
 import { type Context, Schema } from '@dsh/cordis'
 import type { Session } from '@dsh/session'
-import { defineTool, ToolError } from '@dsh/tools'
+import { defineTool, ToolError, toolParametersBy } from '@dsh/tools'
 import { z } from 'zod'
 
 import type { Todo, TodoStatus } from '@dsh/wire-types'
@@ -32,16 +32,22 @@ export function currentTodos(session: Session): Todo[] {
   return session.last(TODO_EVENT)?.data.todos.map((todo) => ({ ...todo })) ?? []
 }
 
+const todoItem = z
+  .object({
+    content: z.string().trim().min(1).describe('What to do, in the imperative: "Run the tests".'),
+    status: z.enum(['pending', 'in_progress', 'completed']).describe('pending, in_progress or completed.'),
+  })
+  .strict()
+
+/** todo_write's parameters for the most items one list may hold. */
+const todoParameters = toolParametersBy((maxItems: number) =>
+  z.object({ todos: z.array(todoItem).max(maxItems).describe('The complete list, in order.') }),
+)
+todoParameters(Config().maxItems)
+
 /** Registers `todo_write`, which replaces the session's todo list and logs it as `todo/write`. */
 export function apply(ctx: Context, config: TodoConfig) {
   ctx.sessions.registerEventType(ctx, TODO_EVENT)
-
-  const item = z
-    .object({
-      content: z.string().trim().min(1).describe('What to do, in the imperative: "Run the tests".'),
-      status: z.enum(['pending', 'in_progress', 'completed']).describe('pending, in_progress or completed.'),
-    })
-    .strict()
 
   ctx.tools.register(
     ctx,
@@ -54,7 +60,7 @@ export function apply(ctx: Context, config: TodoConfig) {
           ? 'Mark items in_progress while you work on them and completed as soon as they are done.'
           : 'Exactly one item should be in_progress while you work; mark it completed as soon as it is done, then start the next.') +
         ' Skip the list for simple tasks of one or two steps.',
-      parameters: z.object({ todos: z.array(item).max(config.maxItems).describe('The complete list, in order.') }),
+      parameters: todoParameters(config.maxItems),
       readOnly: true,
       access: () => ({ kind: 'read', summary: 'update the todo list' }),
       execute(args, run) {

@@ -8,6 +8,7 @@ import {
   ToolError,
   type ToolOutput,
   type ToolRunContext,
+  toolParameters,
 } from '@dsh/tools'
 import { z } from 'zod'
 import { Config, type WebFetchConfig } from './config.ts'
@@ -23,9 +24,11 @@ export type { ResolvedAddress, Resolver } from './guard.ts'
 export const name = 'web-fetch'
 export const inject = ['tools']
 
-const parameters = z.object({
-  url: z.string().min(1).describe('The http or https URL to fetch.'),
-})
+const parameters = toolParameters(
+  z.object({
+    url: z.string().min(1).describe('The http or https URL to fetch.'),
+  }),
+)
 
 /** What the page is, deciding from the first bytes when the server named no type. */
 function sniff(fetched: Fetched): BodyKind {
