@@ -108,7 +108,11 @@ export function dshCommand(args) {
   if (chosenBlob && !existsSync(chosenBlob)) throw new Error(`DSH_BENCH_BLOB: no file ${chosenBlob}`)
   if (nodeFlags.length === 0 && !plain && !chosenBlob) return [launcher, args, {}]
   const entry = existsSync(snapshotBlob) && !plain ? ['--snapshot-blob', snapshotBlob, bin] : [bin]
-  return [process.execPath, [...nodeFlags, ...entry, ...args], { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' }]
+  return [
+    process.execPath,
+    [...nodeFlags, ...entry, ...args],
+    { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1:glibc.malloc.arena_max=2' },
+  ]
 }
 
 /**

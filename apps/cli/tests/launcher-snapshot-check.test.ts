@@ -82,22 +82,36 @@ describe('the dsh launcher', () => {
       return launch({ PATH: `${bin}:${process.env.PATH ?? ''}`, ...env })
     }
 
-    it('asks malloc for huge pages, and keeps that the variable was unset', () => {
-      expect(tunablesFor({})).toBe('[glibc.malloc.hugetlb=1] []')
+    it('asks malloc for huge pages and two arenas, and keeps that the variable was unset', () => {
+      expect(tunablesFor({})).toBe('[glibc.malloc.hugetlb=1:glibc.malloc.arena_max=2] []')
     })
 
     it('adds to the tunables the user set, and keeps their value', () => {
-      expect(tunablesFor({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' })).toBe(
-        '[glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1] [=glibc.malloc.arena_max=2]',
+      expect(tunablesFor({ GLIBC_TUNABLES: 'glibc.malloc.check=0' })).toBe(
+        '[glibc.malloc.check=0:glibc.malloc.hugetlb=1:glibc.malloc.arena_max=2] [=glibc.malloc.check=0]',
       )
     })
 
     it('keeps a set but empty value apart from an unset one', () => {
-      expect(tunablesFor({ GLIBC_TUNABLES: '' })).toBe('[glibc.malloc.hugetlb=1] [=]')
+      expect(tunablesFor({ GLIBC_TUNABLES: '' })).toBe('[glibc.malloc.hugetlb=1:glibc.malloc.arena_max=2] [=]')
     })
 
-    it('leaves a hugetlb setting of the user alone', () => {
-      expect(tunablesFor({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' })).toBe('[glibc.malloc.hugetlb=0] [(unset)]')
+    it('leaves a hugetlb setting of the user alone, adding the arena limit', () => {
+      expect(tunablesFor({ GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0' })).toBe(
+        '[glibc.malloc.hugetlb=0:glibc.malloc.arena_max=2] [=glibc.malloc.hugetlb=0]',
+      )
+    })
+
+    it('leaves an arena_max setting of the user alone, adding huge pages', () => {
+      expect(tunablesFor({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=8' })).toBe(
+        '[glibc.malloc.arena_max=8:glibc.malloc.hugetlb=1] [=glibc.malloc.arena_max=8]',
+      )
+    })
+
+    it('adds nothing when the user set both', () => {
+      expect(tunablesFor({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=8:glibc.malloc.hugetlb=0' })).toBe(
+        '[glibc.malloc.arena_max=8:glibc.malloc.hugetlb=0] [(unset)]',
+      )
     })
   })
 })

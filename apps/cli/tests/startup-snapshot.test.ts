@@ -73,7 +73,8 @@ describe('startup snapshot', () => {
     })
   })
 
-  // The launcher adds glibc.malloc.hugetlb=1 for node (launcher-snapshot-check.test.ts); dsh puts the user's value back.
+  // The launcher adds glibc.malloc.hugetlb=1 and arena_max=2 for node (launcher-snapshot-check.test.ts); dsh puts
+  // the user's value back.
   describe('GLIBC_TUNABLES', () => {
     const seen = (p: Probe) => ({ tunables: p.tunables, launcherVariables: p.launcherVariables })
 

@@ -163,18 +163,23 @@ export function startBuild(installDir: string, dir: string, dshVersion: string):
   }
 }
 
+/** What the launcher asks of glibc's malloc for node (see the launcher in scripts/snapshot/build.mjs). */
+const MALLOC_TUNABLES = ['glibc.malloc.hugetlb=1', 'glibc.malloc.arena_max=2']
+
 /**
  * Runs dsh in a node started from `blob` and exits as it exits. The child has
  * this terminal: Ctrl-C reaches it directly, so this process ignores SIGINT;
  * SIGTERM and SIGHUP sent to this process are passed on.
  */
 export function runFromSnapshot(blob: string, bin: string, args: readonly string[]): void {
-  // As the checkout's launcher does: huge pages for node's malloc, the user's GLIBC_TUNABLES put back at start.
+  // As the checkout's launcher does: huge pages and two arenas for node's malloc, where the user set neither;
+  // the user's GLIBC_TUNABLES put back at start.
   const env = { ...process.env }
   const tunables = env.GLIBC_TUNABLES
-  if (!tunables?.includes('glibc.malloc.hugetlb=')) {
+  const added = MALLOC_TUNABLES.filter((tunable) => !tunables?.includes(`${tunable.split('=')[0]}=`))
+  if (added.length) {
     env.DSH_LAUNCHER_GLIBC_TUNABLES = tunables === undefined ? '' : `=${tunables}`
-    env.GLIBC_TUNABLES = tunables ? `${tunables}:glibc.malloc.hugetlb=1` : 'glibc.malloc.hugetlb=1'
+    env.GLIBC_TUNABLES = [...(tunables ? [tunables] : []), ...added].join(':')
   }
   const child = spawn(process.execPath, ['--snapshot-blob', blob, bin, ...args], { stdio: 'inherit', env })
   process.on('SIGINT', () => {})
