@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import { type ContentBlock as AcpContent, RequestError } from '@agentclientprotocol/sdk'
-import { checkedPrompt, type PromptInput } from '@dsh/conversations'
+import { checkedPrompt, type PromptBlock } from '@dsh/conversations'
 import type { Message } from '@dsh/llm'
 import { schemas } from '@dsh/sdk-protocol'
 
@@ -36,7 +36,7 @@ function refuse(message: string): RequestError {
  * oversized prompt is refused by `checkedPrompt` (`invalid` naming `content`).
  */
 export function promptMessage(blocks: readonly AcpContent[], limits: PromptLimits): Message {
-  const content: Exclude<PromptInput, string>[number][] = []
+  const content: PromptBlock[] = []
   let text = ''
   const flush = () => {
     if (text.trim()) content.push({ type: 'text', text })

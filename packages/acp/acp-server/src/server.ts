@@ -244,20 +244,11 @@ export class AcpServer {
       agentInfo: { name: 'dsh', title: 'dsh', version: this.version },
       agentCapabilities: {
         loadSession: true,
-        promptCapabilities: { image: this.modelTakesImages(), audio: false, embeddedContext: true },
+        promptCapabilities: { image: this.ctx.conversations.takesImages(), audio: false, embeddedContext: true },
         mcpCapabilities: { http: this.ctx.get('mcp') !== undefined, sse: false },
         sessionCapabilities: { close: {}, list: {}, resume: {}, fork: {}, title: {}, delete: {} },
       },
       authMethods: [],
-    }
-  }
-
-  private modelTakesImages(agent?: Agent): boolean {
-    try {
-      const { provider, model } = agent?.options ?? this.ctx.agents.defaults()
-      return this.ctx.get('llm')?.takesImages(provider, model) === true
-    } catch {
-      return false
     }
   }
 
@@ -362,7 +353,7 @@ export class AcpServer {
     const state = this.require(params.sessionId)
     const { agent } = state
     const prompt = promptMessage(params.prompt, {
-      images: this.modelTakesImages(agent),
+      images: this.ctx.conversations.takesImages(agent.id),
       model: agent.options.model,
       maxBytes: this.config.maxPromptBytes,
     })
@@ -494,15 +485,9 @@ export class AcpServer {
     return rewindSession(this.ctx, sessionId, options)
   }
 
-  /** Renames an open or stored session; a stored one is closed again afterwards. */
+  /** Renames an open or stored session (a stored one stays closed; a blank title is the service's -32602). */
   private async setTitle(params: acp.SetSessionTitleRequest): Promise<acp.SetSessionTitleResponse> {
-    const id = checkSessionId(params.sessionId)
-    const title = typeof params.title === 'string' ? params.title.trim() : ''
-    if (!title) throw invalid('title must be a non-empty string', { title: params.title })
-    const wasOpen = this.ctx.agents.get(id) !== undefined
-    await this.ctx.conversations.rename(id, title)
-    if (!wasOpen) await this.ctx.conversations.close(id)
-    return { title }
+    return { title: await this.ctx.conversations.rename(checkSessionId(params.sessionId), params.title) }
   }
 
   /** Deletes the session's log (and its subagents'); one this connection has open is closed first. */

@@ -23,6 +23,7 @@ export { RecentReads } from './recent-reads.ts'
 export {
   type CommandReply,
   checkedPrompt,
+  type PromptBlock,
   type PromptInput,
   promptBytes,
   promptText,

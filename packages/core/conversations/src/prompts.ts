@@ -4,8 +4,11 @@ import type { ContentBlock } from '@dsh/wire-types'
 import { ConversationError, invalid } from './errors.ts'
 import type { Conversations } from './service.ts'
 
+/** A block of a prompt: text or an image. */
+export type PromptBlock = Extract<ContentBlock, { type: 'text' | 'image' }>
+
 /** What a user sends as a prompt: text, or text and image blocks. */
-export type PromptInput = string | ReadonlyArray<Extract<ContentBlock, { type: 'text' | 'image' }>>
+export type PromptInput = string | readonly PromptBlock[]
 
 /** The prompt as the content blocks of one user message. */
 export function userMessage(content: PromptInput): Message {

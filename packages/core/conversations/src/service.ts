@@ -133,6 +133,16 @@ export class Conversations extends Service {
     )
   }
 
+  /** Whether the model of session `id` (without one: the default model) takes images; false when that is not known. */
+  takesImages(id?: string): boolean {
+    try {
+      const { provider, model } = id === undefined ? this.home.agents.defaults() : this.agent(id).options
+      return this.home.get('llm')?.takesImages(provider, model) === true
+    } catch {
+      return false
+    }
+  }
+
   /** The route serving `model`: the default route when it lists the model, else the first that does. */
   private route(model: string): Partial<AgentOptions> {
     const models = this.models()
@@ -339,12 +349,21 @@ export class Conversations extends Service {
     return meterUsage(events, (provider, model) => llm?.modelInfo(provider, model))
   }
 
-  /** Sets the title (`ctx.sessionTitles.rename`), resuming the session if needed. */
-  async rename(id: string, title: string): Promise<void> {
+  /**
+   * Sets the title, trimmed (`ctx.sessionTitles.rename`); a blank one is
+   * `invalid` naming `title`. A stored session is opened for it and closed
+   * again. Resolves with the title set.
+   */
+  async rename(id: string, title: string): Promise<string> {
     const titles = this.home.get('sessionTitles')
     if (!titles) throw unavailable('renaming a session', 'session-titles', 'title')
+    const trimmed = typeof title === 'string' ? title.trim() : ''
+    if (!trimmed) throw invalid('title', 'the title must be a non-empty string')
+    const wasOpen = this.home.agents.get(id) !== undefined
     const { agent } = await this.resume(id)
-    titles.rename(agent.session, title)
+    titles.rename(agent.session, trimmed)
+    if (!wasOpen) await this.close(id)
+    return trimmed
   }
 
   /**

@@ -157,6 +157,16 @@ export class SettingsStore {
     return out
   }
 
+  /** `web()`, or no defaults when the settings file cannot be read (the failure is logged as a warning). */
+  webOrNone(): WebSettings {
+    try {
+      return this.web()
+    } catch (error) {
+      this.ctx.logger('user-settings').warn(error)
+      return {}
+    }
+  }
+
   private credentials() {
     return this.ctx.get('credentials')
   }

@@ -76,7 +76,11 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
       `Content-Type must be application/json, got ${type ? JSON.stringify(type) : 'none'}`,
     )
   }
-  const text = Buffer.concat(chunks, size).toString('utf8')
+  return parseJson(Buffer.concat(chunks, size).toString('utf8'), 'the request body')
+}
+
+/** `text` parsed as JSON; else a 400 `bad-json` saying `what` is not valid JSON, with the position when known. */
+export function parseJson(text: string, what: string): unknown {
   try {
     return JSON.parse(text)
   } catch (error) {
@@ -85,7 +89,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
     throw new HttpError(
       400,
       'bad-json',
-      `the request body is not valid JSON: ${detail}`,
+      `${what} is not valid JSON: ${detail}`,
       position ? { position: Number(position) } : undefined,
     )
   }

@@ -1,5 +1,5 @@
 export { inSshSession, openInBrowser } from './browser.ts'
-export { HttpError, parseWith } from './http.ts'
+export { HttpError, parseJson, parseWith } from './http.ts'
 export {
   type ApiRequest,
   JsonReply,

@@ -1,7 +1,5 @@
-import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { type Context, Schema } from '@dsh/cordis'
 import { REASONING_EFFORTS } from '@dsh/llm'
 import { IdleUnloader, SessionAccess, sessionActivity } from '@dsh/conversations'
@@ -11,6 +9,7 @@ import { ModelsRequest, SettingsChange, SettingsConfig, SettingsStore } from '@d
 import { FileListings, listDirs } from '@dsh/workspace-files'
 import { z } from 'zod'
 import { errorMessage } from '@dsh/tools'
+import manifest from '../package.json' with { type: 'json' }
 import { SocketHub } from './gateway/hub.ts'
 import { applyInteraction } from './gateway/interaction.ts'
 import { applySessionRoutes } from './gateway/session-routes.ts'
@@ -66,18 +65,6 @@ export const Config: Schema<WebApiConfig> = Schema.intersect([
   SettingsConfig,
 ])
 
-function installedVersion(): string {
-  for (const file of ['../../../../apps/cli/package.json', '../package.json']) {
-    try {
-      return (JSON.parse(readFileSync(fileURLToPath(new URL(file, import.meta.url)), 'utf8')) as { version: string })
-        .version
-    } catch {
-      // try the next
-    }
-  }
-  return 'unknown'
-}
-
 const FilesQuery = z.object({
   cwd: z.string().optional(),
   query: z.string().max(1000).default(''),
@@ -99,14 +86,6 @@ export function apply(ctx: Context, config: WebApiConfig) {
       'web-api: no settings file: set settingsFile on the agent row (the base bundle does) or on this row',
     )
   const settings = new SettingsStore(ctx, { ...config, settingsFile })
-  const webDefaults = () => {
-    try {
-      return settings.web()
-    } catch (error) {
-      ctx.logger('web-api').warn(error)
-      return {}
-    }
-  }
   const sessions = new SessionAccess(ctx, 'web-api')
   const hub = new SocketHub(ctx, sessions, config.maxFrameBytes)
   const idle = new IdleUnloader(
@@ -132,16 +111,16 @@ export function apply(ctx: Context, config: WebApiConfig) {
 
   const route = gatewayRoute(ctx)
   applyInteraction(ctx, route, hub)
-  applySessionRoutes(ctx, route, hub, sessions, { launchCwd, defaults: webDefaults })
+  applySessionRoutes(ctx, route, hub, sessions, { launchCwd, defaults: () => settings.webOrNone() })
   route('GET', '/api/sessions/:id/activity', (request) =>
     sessionActivity(ctx, sessions, checkedSessionId(request.params.id as string), config.activityOutputBytes),
   )
 
-  const version = installedVersion()
   route('GET', '/api/info', () => {
     const { provider, model } = ctx.agents.defaults()
     return {
-      version,
+      // A release stamps every package with the version of dsh.
+      version: manifest.version,
       launchCwd,
       home,
       defaultModel: model,

@@ -7,7 +7,7 @@ import { errorMessage, withPresentation } from '@dsh/tools'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { z } from 'zod'
 import { schemas } from '@dsh/sdk-protocol'
-import { HttpError } from '@dsh/local-http'
+import { HttpError, parseJson, parseWith } from '@dsh/local-http'
 import { httpError } from './requests.ts'
 
 /** A frame the server sends (see API.md). */
@@ -109,35 +109,24 @@ export class SocketHub {
     const fail = (code: string, message: string, sessionId?: string) =>
       this.send(client, { type: 'error', ...(sessionId ? { sessionId } : {}), error: { code, message } })
     if (isBinary) return fail('bad-request', 'frames must be JSON text, not binary')
-    let raw: unknown
+    let sessionId: string | undefined
     try {
-      raw = JSON.parse(data.toString('utf8'))
-    } catch (error) {
-      return fail('bad-json', `the frame is not valid JSON: ${errorMessage(error)}`)
-    }
-    const parsed = ClientFrame.safeParse(raw)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      return fail(
-        'bad-request',
-        `bad frame: ${issue?.path.join('.') || 'type'}: ${issue?.message ?? 'invalid'} (types: subscribe, unsubscribe, ping)`,
-      )
-    }
-    const frame = parsed.data
-    if (frame.type === 'ping') return this.send(client, { type: 'pong' })
-    if (frame.type === 'unsubscribe') {
-      if (client.subscriptions.delete(frame.sessionId) && !this.isWatched(frame.sessionId))
-        this.watchers.unwatched(frame.sessionId)
-      return
-    }
-    await this.subscribe(client, frame.sessionId, frame.afterSeq ?? -1).catch((thrown: unknown) => {
-      const error = httpError(thrown)
-      if (error instanceof HttpError) fail(error.code, error.message, frame.sessionId)
-      else {
-        this.ctx.logger('web-api').error('subscribing to %s failed: %s', frame.sessionId, error)
-        fail('internal', `subscribing to ${frame.sessionId} failed: ${errorMessage(error)}`, frame.sessionId)
+      const text = data.toString('utf8')
+      const frame = parseWith(ClientFrame, parseJson(text, 'the frame'), 'frame (types: subscribe, unsubscribe, ping)')
+      if (frame.type === 'ping') return this.send(client, { type: 'pong' })
+      sessionId = frame.sessionId
+      if (frame.type === 'unsubscribe') {
+        if (client.subscriptions.delete(frame.sessionId) && !this.isWatched(frame.sessionId))
+          this.watchers.unwatched(frame.sessionId)
+        return
       }
-    })
+      await this.subscribe(client, frame.sessionId, frame.afterSeq ?? -1)
+    } catch (thrown) {
+      const error = httpError(thrown)
+      if (error instanceof HttpError) return fail(error.code, error.message, sessionId)
+      this.ctx.logger('web-api').error('subscribing to %s failed: %s', sessionId, error)
+      fail('internal', `subscribing to ${sessionId} failed: ${errorMessage(error)}`, sessionId)
+    }
   }
 
   /** Whether any client is subscribed to the session. */

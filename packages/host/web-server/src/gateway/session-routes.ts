@@ -1,8 +1,8 @@
 import { rewindSession } from '@dsh/checkpoints'
-import { recentHistory, type SessionAccess } from '@dsh/conversations'
+import { type PromptBlock, recentHistory, type SessionAccess, userMessage } from '@dsh/conversations'
 import type { Context } from '@dsh/cordis'
-import type { ContentBlock, Message } from '@dsh/llm'
-import { newMessageId, type SessionEvent } from '@dsh/session'
+import type { Message } from '@dsh/llm'
+import type { SessionEvent } from '@dsh/session'
 import { choice, type WebSettings } from '@dsh/user-settings'
 import { z } from 'zod'
 import { type ApiRequest, JsonReply, parseWith } from '@dsh/local-http'
@@ -112,13 +112,9 @@ export function applySessionRoutes(
     const defaults = ctx.get('permission') ? web.defaults() : {}
     const preset = body.permissionPreset ?? defaults.permissionPreset
     const network = body.network ?? defaults.network
-    const agent = await conversations.create({
-      cwd: body.cwd ? await existingFolder(body.cwd, 'cwd') : web.launchCwd,
-      ...(body.model ? { model: body.model } : {}),
-      ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}),
-      ...(preset ? { preset } : {}),
-      ...(network ? { network } : {}),
-    })
+    const cwd = body.cwd ? await existingFolder(body.cwd, 'cwd') : web.launchCwd
+    const { model, reasoningEffort } = body
+    const agent = await conversations.create({ cwd, model, reasoningEffort, preset, network })
     return made({ sessionId: agent.id })
   })
 
@@ -149,10 +145,10 @@ export function applySessionRoutes(
   /** The user message a body of text and images makes. */
   const messageOf = async (request: ApiRequest): Promise<Message> => {
     const body = parseWith(MessageBody, await request.body(), 'message')
-    const content: ContentBlock[] = []
+    const content: PromptBlock[] = []
     if (body.text.trim()) content.push({ type: 'text', text: body.text })
     for (const image of body.images ?? []) content.push({ type: 'image', mediaType: image.mediaType, data: image.data })
-    return { id: newMessageId(), role: 'user', content, source: { kind: 'user' } }
+    return userMessage(content)
   }
 
   // A message is a prompt of its own: it runs now, or is queued behind the running work (`queued: true`).
@@ -202,13 +198,8 @@ export function applySessionRoutes(
   route('PATCH', '/api/sessions/:id', async (request) => {
     const body = await bodyOf(PatchBody, request, 'session update')
     const agent = await agentOf(request)
-    await conversations.configure(agent.id, {
-      ...(body.model ? { model: body.model } : {}),
-      ...(body.reasoningEffort ? { reasoningEffort: body.reasoningEffort } : {}),
-      ...(body.permissionPreset ? { preset: body.permissionPreset } : {}),
-      ...(body.network ? { network: body.network } : {}),
-      ...(body.planMode !== undefined ? { plan: body.planMode } : {}),
-    })
+    const { model, reasoningEffort, permissionPreset: preset, network, planMode: plan } = body
+    await conversations.configure(agent.id, { model, reasoningEffort, preset, network, plan })
     if (body.title !== undefined) {
       await conversations.rename(agent.id, body.title)
       changed()
