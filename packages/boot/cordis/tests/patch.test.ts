@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { type Context, Service } from '../src/index.ts'
-import { rootPerTest } from './root.ts'
+import { rootPerTest, withService } from './root.ts'
 
 // The dsh patch of cordis (patches/cordis@4.0.0-rc.10.patch) builds the "without inject" error only when it is
 // thrown. These pin what a plugin author still sees: the same messages, with a stack that starts at their code.
@@ -30,13 +30,9 @@ describe('reading a service through a context (patched cordis)', () => {
   it('gives the service to a plugin that injects it, and mixins still work', async () => {
     await t.root.plugin(Welcomer)
     let said = ''
-    await t.root.plugin({
-      name: 'user',
-      inject: ['welcomer'],
-      apply: (ctx: Context) => {
-        said = ctx.welcomer.greet('you')
-        ctx.on('custom/event' as never, () => {})
-      },
+    await withService(t.root, 'welcomer', (ctx) => {
+      said = ctx.welcomer.greet('you')
+      ctx.on('custom/event' as never, () => {})
     })
     expect(said).toBe('hello you')
   })
@@ -123,15 +119,11 @@ describe('cheaper reads and effects (patched cordis)', () => {
     let second: unknown
     let seen: unknown
     let self: Context | undefined
-    await t.root.plugin({
-      name: 'reader',
-      inject: ['caller'],
-      apply: (ctx: Context) => {
-        self = ctx
-        first = (ctx as unknown as { caller: Caller }).caller
-        second = (ctx as unknown as { caller: Caller }).caller
-        seen = (ctx as unknown as { caller: Caller }).caller.whoCalls()
-      },
+    await withService(t.root, 'caller', (ctx) => {
+      self = ctx
+      first = (ctx as unknown as { caller: Caller }).caller
+      second = (ctx as unknown as { caller: Caller }).caller
+      seen = (ctx as unknown as { caller: Caller }).caller.whoCalls()
     })
     expect(first).toBe(second)
     expect(seen).toBe(self)
@@ -141,20 +133,14 @@ describe('cheaper reads and effects (patched cordis)', () => {
     await t.root.plugin(Welcomer)
     const reads: string[] = []
     let said = ''
-    await t.root.plugin({
-      name: 'user',
-      inject: ['welcomer'],
-      apply: (ctx: Context) => {
-        said = ctx.welcomer.greet('a')
-        ctx.on(
-          'internal/get' as never,
-          ((_: Context, prop: string, _e: unknown, next: () => unknown) => {
-            reads.push(prop)
-            return next()
-          }) as never,
-        )
-        said += ctx.welcomer.greet('b')
-      },
+    await withService(t.root, 'welcomer', (ctx) => {
+      said = ctx.welcomer.greet('a')
+      const watch = (_: Context, prop: string, _e: unknown, next: () => unknown) => {
+        reads.push(prop)
+        return next()
+      }
+      ctx.on('internal/get' as never, watch as never)
+      said += ctx.welcomer.greet('b')
     })
     expect(said).toBe('hello ahello b')
     expect(reads).toEqual(['welcomer'])

@@ -18,3 +18,8 @@ export function rootPerTest(): { readonly root: Context } {
     },
   }
 }
+
+/** Mounts a plugin that injects `service` and runs `apply` with its context; resolves once it ran. */
+export async function withService(root: Context, service: string, apply: (ctx: Context) => void): Promise<void> {
+  await root.plugin({ name: `uses-${service}`, inject: [service], apply })
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { type Context, Service } from '../src/index.ts'
-import { rootPerTest } from './root.ts'
+import { rootPerTest, withService } from './root.ts'
 
 const t = rootPerTest()
 
@@ -36,14 +36,10 @@ describe("dsh's Service", () => {
     const seen: number[] = []
     let contexts: { caller: unknown; own: Context } | undefined
     let callerCtx: Context | undefined
-    await t.root.plugin({
-      name: 'user',
-      inject: ['counter'],
-      apply: (ctx: Context) => {
-        callerCtx = ctx
-        seen.push(ctx.counter.bump(), ctx.counter.bump())
-        contexts = ctx.counter.contexts()
-      },
+    await withService(t.root, 'counter', (ctx) => {
+      callerCtx = ctx
+      seen.push(ctx.counter.bump(), ctx.counter.bump())
+      contexts = ctx.counter.contexts()
     })
     seen.push(t.root.counter.bump())
     expect(seen).toEqual([1, 2, 3])

@@ -5,11 +5,10 @@ import {
   defineTool,
   parametersJsonSchema,
   type ToolDefinition,
-  ToolRuntime,
-  type ToolsConfig,
   toolParameters,
   toolParametersBy,
 } from '../src/index.ts'
+import { bootTools, mountTools } from './tree.ts'
 
 // zod's namespace is frozen, so the conversion is observed through a pass-through wrapper of the module.
 const conversions = vi.hoisted(() => ({ schemas: [] as unknown[] }))
@@ -42,23 +41,8 @@ afterEach(async () => {
   await root.fiber.dispose()
 })
 
-async function runtime(): Promise<ToolRuntime> {
-  await root.plugin(ToolRuntime, {} as ToolsConfig)
-  return root.tools
-}
-
-/** Mounts a plugin that registers `definitions`; returns its fiber. */
-async function mount(...definitions: ToolDefinition[]) {
-  const fiber = root.plugin({
-    name: 'schema-tools',
-    inject: ['tools'],
-    apply(ctx: Ctx) {
-      for (const definition of definitions) ctx.tools.register(ctx, definition)
-    },
-  })
-  await fiber
-  return fiber
-}
+const runtime = () => bootTools(root)
+const mount = (...definitions: ToolDefinition[]) => mountTools(root, 'schema-tools', ...definitions)
 
 describe('parameter schemas are converted once per schema object', () => {
   it('converts a schema once across definitions, registrations and runtimes', async () => {

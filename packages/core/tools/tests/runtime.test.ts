@@ -13,9 +13,9 @@ import {
   type ToolResult,
   type ToolRunContext,
   type ToolRunOptions,
-  ToolRuntime,
   type ToolsConfig,
 } from '../src/index.ts'
+import { bootTools, mountTools } from './tree.ts'
 
 /** A tool that takes no arguments. */
 function noArgsTool(name: string, description: string, execute: ToolDefinition<z.ZodObject>['execute']) {
@@ -32,23 +32,8 @@ afterEach(async () => {
   await root.fiber.dispose()
 })
 
-async function boot(config: Partial<ToolsConfig> = {}): Promise<ToolRuntime> {
-  await root.plugin(ToolRuntime, config as ToolsConfig)
-  return root.tools
-}
-
-/** Mounts a plugin that registers `definitions`; returns its fiber. */
-async function mount(...definitions: ToolDefinition[]) {
-  const fiber = root.plugin({
-    name: 'test-tools',
-    inject: ['tools'],
-    apply(ctx: Ctx) {
-      for (const definition of definitions) ctx.tools.register(ctx, definition)
-    },
-  })
-  await fiber
-  return fiber
-}
+const boot = (config: Partial<ToolsConfig> = {}) => bootTools(root, config)
+const mount = (...definitions: ToolDefinition[]) => mountTools(root, 'test-tools', ...definitions)
 
 let calls = 0
 function call(name: string, args: unknown): ToolCall {
