@@ -5,6 +5,7 @@ import type { FsToolsConfig } from './config.ts'
 import { editDiff, type Replacement } from './diff.ts'
 import {
   displayPath,
+  fileAccess,
   fsOptions,
   MAX_PATH_LENGTH,
   readRecords,
@@ -46,7 +47,7 @@ export function editTool(ctx: Context, config: FsToolsConfig) {
       'Read the file in this session first; an edit of a file that was not read, or that changed on disk since, is refused. ' +
       'Returns a diff of the change.',
     parameters: editParameters,
-    access: (args) => ({ kind: 'write', paths: [args.file_path], summary: `edit ${args.file_path}` }),
+    access: fileAccess('write', 'edit'),
     async execute(args, run) {
       let shown = shownArgument(run.cwd, args.file_path)
       if (args.old_string === args.new_string) {

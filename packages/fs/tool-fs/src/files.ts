@@ -3,7 +3,7 @@ import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { assertNever, type Context, sharedMap } from '@dsh/cordis'
 import { checkedReal, type FileStat, type FsCallOptions, FileSystemError, type WriteResult } from '@dsh/fs'
 import type { SpillStore } from '@dsh/spill'
-import { ToolError, type ToolRunContext } from '@dsh/tools'
+import { type ToolAccess, ToolError, type ToolRunContext } from '@dsh/tools'
 
 /** What the session knows about a file it has seen: its content hash and when it was last modified. */
 export interface ReadRecord {
@@ -45,6 +45,11 @@ export function displayPath(cwd: string, target: string): string {
   const rel = relative(cwd, target)
   const shown = rel === '' ? '.' : !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel) ? rel : target
   return printable(shown)
+}
+
+/** The access of a tool that reads or writes the file its `file_path` names; approvals show `<verb> <path>`. */
+export function fileAccess(kind: 'read' | 'write', verb: string): (args: { file_path: string }) => ToolAccess {
+  return (args) => ({ kind, paths: [args.file_path], summary: `${verb} ${args.file_path}` })
 }
 
 /** How to show a path argument before it is resolved. */

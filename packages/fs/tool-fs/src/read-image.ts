@@ -4,7 +4,7 @@ import { defineTool, ToolError, type ToolOutput, toolParameters } from '@dsh/too
 import { pathTitle } from './presentation.ts'
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
-import { MAX_PATH_LENGTH } from './files.ts'
+import { fileAccess, MAX_PATH_LENGTH } from './files.ts'
 import { imageType } from './image.ts'
 import { imageOutput, openFile, sniff } from './read.ts'
 
@@ -34,7 +34,7 @@ export function readImageTool(ctx: Context, config: FsToolsConfig) {
     parameters: readImageParameters,
     readOnly: true,
     isConcurrencySafe: () => true,
-    access: (args) => ({ kind: 'read', paths: [args.file_path], summary: `read image ${args.file_path}` }),
+    access: fileAccess('read', 'read image'),
     async execute(args, run): Promise<ToolOutput> {
       const model = ctx.get('agents')?.get(run.sessionId)?.options
       if (model && !ctx.get('llm')?.takesImages(model.provider, model.model))

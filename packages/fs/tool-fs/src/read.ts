@@ -14,7 +14,15 @@ import {
 import { pathTitle } from './presentation.ts'
 import { z } from 'zod'
 import { Config, type FsToolsConfig } from './config.ts'
-import { displayPath, fsOptions, MAX_PATH_LENGTH, readRecords, shownArgument, toolErrorOf } from './files.ts'
+import {
+  displayPath,
+  fileAccess,
+  fsOptions,
+  MAX_PATH_LENGTH,
+  readRecords,
+  shownArgument,
+  toolErrorOf,
+} from './files.ts'
 import { type ImageMediaType, imageName, imageType } from './image.ts'
 
 /** How much of the start of a file decides whether it is text, an image or other binary data. */
@@ -55,7 +63,7 @@ export function readTool(ctx: Context, config: FsToolsConfig) {
     parameters: readParameters(config.readLimit),
     readOnly: true,
     isConcurrencySafe: () => true,
-    access: (args) => ({ kind: 'read', paths: [args.file_path], summary: `read ${args.file_path}` }),
+    access: fileAccess('read', 'read'),
     async execute(args, run): Promise<ToolOutput> {
       const { info, stream, shown } = await openFile(ctx, run, args.file_path)
       const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>

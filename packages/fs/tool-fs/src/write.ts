@@ -4,7 +4,15 @@ import { defineTool, type ToolRunContext, ToolError, toolParameters } from '@dsh
 import { z } from 'zod'
 import type { FsToolsConfig } from './config.ts'
 import { replacementDiff } from './diff.ts'
-import { displayPath, fsOptions, MAX_PATH_LENGTH, shownArgument, statOrUndefined, writeKnown } from './files.ts'
+import {
+  displayPath,
+  fileAccess,
+  fsOptions,
+  MAX_PATH_LENGTH,
+  shownArgument,
+  statOrUndefined,
+  writeKnown,
+} from './files.ts'
 import { fileChange } from './presentation.ts'
 
 const writeParameters = toolParameters(
@@ -29,7 +37,7 @@ export function writeTool(ctx: Context, config: FsToolsConfig) {
       'The new content replaces the old in one step, so no half-written file is ever left behind. ' +
       'Relative paths are resolved against the workspace. To change part of an existing file, prefer edit.',
     parameters: writeParameters,
-    access: (args) => ({ kind: 'write', paths: [args.file_path], summary: `write ${args.file_path}` }),
+    access: fileAccess('write', 'write'),
     async execute(args, run) {
       let shown = shownArgument(run.cwd, args.file_path)
       const data = Buffer.from(args.content, 'utf8')
