@@ -1,5 +1,5 @@
 import path from 'node:path'
-import type { DiagnosticSeverity, FileDiagnostic, SessionEvent } from '@dsh/wire-types'
+import { DIAGNOSTIC_SEVERITIES, diagnosticLine, type FileDiagnostic, type SessionEvent } from '@dsh/wire-types'
 import type { CallArguments, ToolCallPresentation, ToolDefinition, ToolPresentation } from './types.ts'
 
 /** A call's arguments as the model sent them (a JSON string), parsed; undefined unless they are a JSON object. */
@@ -95,28 +95,9 @@ function attempt<T>(run: () => T): T | undefined {
   }
 }
 
-const SEVERITIES: readonly DiagnosticSeverity[] = ['error', 'warning', 'information', 'hint']
-
-/** The language-server findings a tool result carries in `meta.diagnostics`, if any (malformed entries dropped). */
-export function resultDiagnostics(meta: unknown): FileDiagnostic[] | undefined {
-  if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) return undefined
-  const list = (meta as { diagnostics?: unknown }).diagnostics
-  if (!Array.isArray(list)) return undefined
-  return list.filter(
-    (item): item is FileDiagnostic =>
-      typeof item === 'object' &&
-      item !== null &&
-      typeof item.path === 'string' &&
-      typeof item.message === 'string' &&
-      Number.isInteger(item.line) &&
-      Number.isInteger(item.character) &&
-      SEVERITIES.includes(item.severity),
-  )
-}
-
 /** "2 errors, 1 warning": the count of each severity present, most severe first. */
 export function diagnosticCounts(items: readonly FileDiagnostic[]): string {
-  return SEVERITIES.map((severity) => {
+  return DIAGNOSTIC_SEVERITIES.map((severity) => {
     const count = items.filter((item) => item.severity === severity).length
     const noun = severity === 'information' ? 'note' : severity
     return count ? `${count} ${noun}${count === 1 ? '' : 's'}` : ''
@@ -125,16 +106,9 @@ export function diagnosticCounts(items: readonly FileDiagnostic[]): string {
     .join(', ')
 }
 
-/** One finding as a line: `src/a.ts:12:5 error TS2322: message` (tsc's spelling for TypeScript codes). */
+/** One finding as a line: `src/a.ts:12:5 error TS2322: message`, its path relative to `root` when inside it. */
 export function formatDiagnostic(item: FileDiagnostic, root: string): string {
-  const code =
-    item.code === undefined
-      ? ''
-      : item.source === 'typescript' && /^\d+$/.test(item.code)
-        ? ` TS${item.code}`
-        : ` ${item.code}`
-  const message = item.message.replace(/\s*\n\s*/g, ' ')
-  return `${shownPath(root, item.path)}:${item.line}:${item.character} ${item.severity}${code}: ${message}`
+  return diagnosticLine(item, shownPath(root, item.path))
 }
 
 /**

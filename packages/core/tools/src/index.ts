@@ -12,13 +12,13 @@ export {
   oneLine,
   parseCallArguments,
   presentCall,
-  resultDiagnostics,
   shownPath,
   textArgument,
   withPresentation,
 } from './describe.ts'
 export { capResult, failure, formatIssues, textOf } from './result.ts'
 export { codeFence, presentResult, type ToolResultView } from './result-view.ts'
+export { resultDiagnostics } from '@dsh/wire-types'
 export { Config, ToolRuntime, type ToolsConfig } from './runtime.ts'
 
 export const name = 'tools'

@@ -1,5 +1,6 @@
 import type { ContentBlock } from '@dsh/wire-types'
-import { diagnosticCounts, formatDiagnostic, resultDiagnostics } from './describe.ts'
+import { resultDiagnostics } from '@dsh/wire-types'
+import { diagnosticCounts, formatDiagnostic } from './describe.ts'
 import type { FileChange, ToolCallPresentation } from './types.ts'
 
 /** How a finished call shows, whatever the surface: each renders it in its own shape. */

@@ -6,3 +6,5 @@ export type * from './messages.ts'
 export type * from './questions.ts'
 export type * from './tools.ts'
 export type * from './usage.ts'
+// The one runtime module: dependency-free checks and text of what a tool result carries.
+export { DIAGNOSTIC_SEVERITIES, diagnosticLine, resultDiagnostics } from './diagnostics.ts'
