@@ -162,7 +162,7 @@ export class SettingsStore {
     try {
       return this.web()
     } catch (error) {
-      this.ctx.logger('user-settings').warn(error)
+      this.ctx.logger('user-settings').warn('%s', errorMessage(error))
       return {}
     }
   }
