@@ -78,6 +78,11 @@ describe('dsh --profile acp: the session methods', { timeout: 90_000 }, () => {
     t.mock.enqueue(reply.text('Still apples.'))
     const second = start()
     await second.initialize()
+    // Renaming a stored session opens it for the title and closes it again: it leaves no lock behind.
+    expect(await second.agent.request('session/set_title', { sessionId: apples, title: 'Fruit' })).toEqual({
+      title: 'Fruit',
+    })
+    expect(existsSync(path.join(t.home, 'sessions', `${apples}.lock`))).toBe(false)
     const resumed = await second.agent.request<{ modes: { currentModeId: string } }>('session/resume', {
       sessionId: apples,
       cwd: t.work,
