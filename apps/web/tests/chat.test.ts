@@ -95,7 +95,7 @@ describe('conversation in the browser', { timeout: TEST_TIMEOUT_MS }, () => {
     const page = await t.start('Stream for a while')
     await page.getByText('word3', { exact: false }).waitFor()
     await page.reload()
-    await page.getByText('Working').waitFor()
+    await page.getByText('Working', { exact: true }).waitFor()
     await page.locator('[data-node="turn-end"][data-reason="completed"]').waitFor()
     expect((await page.locator('[data-node="assistant-text"]').textContent())?.trim()).toBe(LONG)
     expect(await page.locator('[data-node="user"]').count()).toBe(1)

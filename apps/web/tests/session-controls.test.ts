@@ -90,7 +90,7 @@ describe('controlling a session from the browser', { timeout: TEST_TIMEOUT_MS },
     )
     t.script(first.script, reply.text('Done, and steered.'), reply.text('Queued answer.'))
     const page = await t.start('start working')
-    await page.getByText('Working').waitFor()
+    await page.getByText('Working', { exact: true }).waitFor()
     await vi.waitFor(() => expect(agentRequests(t.mock.requests)).toHaveLength(1))
 
     // The composer takes the next message once the last one was accepted (it clears then).
